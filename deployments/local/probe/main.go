@@ -1,0 +1,104 @@
+// Command probe checks that the local stack answers real requests: a Kafka
+// metadata request, a ZooKeeper session and a Redis PING. stack.sh runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+)
+
+func main() {
+	kafkaAddr := flag.String("kafka", "127.0.0.1:19092", "Kafka bootstrap address")
+	zkAddr := flag.String("zk", "127.0.0.1:12181", "ZooKeeper address")
+	redisAddr := flag.String("redis", "127.0.0.1:16379", "Redis address")
+	wait := flag.Duration("wait", 60*time.Second, "how long to keep trying")
+	flag.Parse()
+
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	checks := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"zookeeper " + *zkAddr, func(ctx context.Context) error { return probeZK(ctx, *zkAddr) }},
+		{"redis " + *redisAddr, func(ctx context.Context) error { return probeRedis(ctx, *redisAddr) }},
+		{"kafka " + *kafkaAddr, func(ctx context.Context) error { return probeKafka(ctx, *kafkaAddr) }},
+	}
+	for _, c := range checks {
+		if err := retry(ctx, c.fn); err != nil {
+			fmt.Fprintf(os.Stderr, "probe: %s does not answer: %v\n", c.name, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "probe: %s answers\n", c.name)
+	}
+}
+
+func retry(ctx context.Context, fn func(context.Context) error) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fn(attempt)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func probeKafka(ctx context.Context, addr string) error {
+	conn, err := (&kafka.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	brokers, err := conn.Brokers()
+	if err != nil {
+		return err
+	}
+	if len(brokers) == 0 {
+		return errors.New("metadata lists no broker")
+	}
+	_, err = conn.Controller()
+	return err
+}
+
+func probeZK(ctx context.Context, addr string) error {
+	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, address)
+	}
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				_, _, err := conn.Exists("/")
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func probeRedis(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	return c.Ping(ctx).Err()
+}

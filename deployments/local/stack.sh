@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# stack.sh up|down|status|env: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+#
+# On a fresh machine `up` installs what is missing (Debian's zookeeper and
+# redis-server packages; Apache Kafka and its dependencies from Maven Central)
+# and starts the three services bound to loopback, waiting until each answers
+# a real request. It is idempotent: a service it already started is left alone.
+# `down` stops only the processes this script started (by their pid files).
+#
+# Everything it keeps (downloads, data, logs, pid files) lives in one folder,
+# $HOTSPOT_STACK_DIR, by default .stack/ at the top of the repository.
+#
+# Ports: HOTSPOT_KAFKA_PORT (19092), HOTSPOT_KAFKA_CONTROLLER_PORT (19093),
+# HOTSPOT_ZK_PORT (12181), HOTSPOT_REDIS_PORT (16379). The defaults are not the
+# services' usual ports so the stack never collides with a system-wide install.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+state=${HOTSPOT_STACK_DIR:-$top/.stack}
+kafka_version=4.1.1
+kafka_port=${HOTSPOT_KAFKA_PORT:-19092}
+kafka_ctl_port=${HOTSPOT_KAFKA_CONTROLLER_PORT:-19093}
+zk_port=${HOTSPOT_ZK_PORT:-12181}
+redis_port=${HOTSPOT_REDIS_PORT:-16379}
+partitions=${HOTSPOT_KAFKA_PARTITIONS:-8}
+
+log() { printf 'stack: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+alive() { # alive NAME: the process in NAME.pid runs
+	local f=$state/$1.pid
+	[[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+install_debs() {
+	local missing=()
+	command -v redis-server >/dev/null || missing+=(redis-server)
+	[[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper)
+	command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+	((${#missing[@]} == 0)) && return
+	log "installing ${missing[*]} from Debian's packages"
+	local sudo=""
+	((EUID == 0)) || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+install_kafka() {
+	local libs=$state/kafka-$kafka_version/libs
+	[[ -f $libs/kafka_2.13-$kafka_version.jar ]] && return
+	command -v mvn >/dev/null || die "Maven is needed to fetch Apache Kafka from Maven Central (apt-get install maven)"
+	log "fetching Apache Kafka $kafka_version from Maven Central"
+	mkdir -p "$libs.tmp"
+	mvn -q -B -f "$here/kafka-pom.xml" -Dkafka.version="$kafka_version" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$libs.tmp" >&2 ||
+		die "could not fetch org.apache.kafka:kafka_2.13:$kafka_version from Maven Central"
+	mv "$libs.tmp" "$libs"
+}
+
+start_zookeeper() {
+	alive zookeeper && return
+	port_open "$zk_port" && die "port $zk_port is taken by a process this script did not start (set HOTSPOT_ZK_PORT)"
+	local dir=$state/zookeeper
+	mkdir -p "$dir/data"
+	cat >"$dir/zoo.cfg" <<EOF
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$zk_port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+maxSessionTimeout=60000
+minSessionTimeout=1000
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,mntr,cons
+EOF
+	cat >"$dir/log4j.properties" <<'EOF'
+log4j.rootLogger=WARN, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
+EOF
+	log "starting ZooKeeper on 127.0.0.1:$zk_port"
+	nohup java -Xms64m -Xmx256m -Dzookeeper.jmx.log4j.disable=true \
+		-Dlog4j.configuration="file:$dir/log4j.properties" \
+		-cp "$dir:/usr/share/java/zookeeper.jar" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+		>"$state/zookeeper.log" 2>&1 </dev/null &
+	echo $! >"$state/zookeeper.pid"
+}
+
+start_redis() {
+	alive redis && return
+	port_open "$redis_port" && die "port $redis_port is taken by a process this script did not start (set HOTSPOT_REDIS_PORT)"
+	log "starting Redis on 127.0.0.1:$redis_port"
+	mkdir -p "$state/redis"
+	nohup redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+		--dir "$state/redis" --protected-mode yes --maxclients 20000 \
+		>"$state/redis.log" 2>&1 </dev/null &
+	echo $! >"$state/redis.pid"
+}
+
+kafka_java() {
+	java -cp "$state/kafka-$kafka_version/libs/*" "$@"
+}
+
+start_kafka() {
+	alive kafka && return
+	port_open "$kafka_port" && die "port $kafka_port is taken by a process this script did not start (set HOTSPOT_KAFKA_PORT)"
+	local dir=$state/kafka
+	mkdir -p "$dir"
+	cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$kafka_ctl_port
+listeners=PLAINTEXT://127.0.0.1:$kafka_port,CONTROLLER://127.0.0.1:$kafka_ctl_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=$partitions
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.hours=2
+log.segment.bytes=67108864
+EOF
+	cat >"$dir/log4j2.yaml" <<'EOF'
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+    Logger:
+      - name: kafka.server.KafkaRaftServer
+        level: INFO
+EOF
+	if [[ ! -f $dir/data/meta.properties ]]; then
+		log "formatting Kafka storage (KRaft)"
+		local id
+		id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+		kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
+			-t "$id" -c "$dir/server.properties" >"$state/kafka-format.log" 2>&1 ||
+			die "formatting Kafka storage failed; see $state/kafka-format.log"
+	fi
+	log "starting Apache Kafka $kafka_version (KRaft) on 127.0.0.1:$kafka_port"
+	KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-512m}
+	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
+		-cp "$state/kafka-$kafka_version/libs/*" kafka.Kafka "$dir/server.properties" \
+		>"$state/kafka.log" 2>&1 </dev/null &
+	echo $! >"$state/kafka.pid"
+}
+
+probe() { # probe: every service answers a real request (Go probe, see probe/main.go)
+	(cd "$top" && go run ./deployments/local/probe -kafka "127.0.0.1:$kafka_port" \
+		-zk "127.0.0.1:$zk_port" -redis "127.0.0.1:$redis_port" "$@")
+}
+
+print_env() {
+	echo "export HOTSPOT_KAFKA=127.0.0.1:$kafka_port"
+	echo "export HOTSPOT_ZK=127.0.0.1:$zk_port"
+	echo "export HOTSPOT_REDIS=127.0.0.1:$redis_port"
+}
+
+up() {
+	mkdir -p "$state"
+	install_debs
+	install_kafka
+	start_zookeeper
+	start_redis
+	start_kafka
+	for name in zookeeper redis kafka; do
+		alive "$name" || die "$name exited at start; see $state/$name.log"
+	done
+	probe -wait 120s || die "the stack did not answer in time; logs are in $state"
+	log "up; state and logs in $state"
+	print_env
+}
+
+down() {
+	local name pid
+	for name in kafka redis zookeeper; do
+		alive "$name" || { rm -f "$state/$name.pid"; continue; }
+		pid=$(cat "$state/$name.pid")
+		log "stopping $name (pid $pid)"
+		kill "$pid"
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+		kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+		rm -f "$state/$name.pid"
+	done
+}
+
+status() {
+	local name rc=0
+	for name in zookeeper redis kafka; do
+		if alive "$name"; then echo "$name: running (pid $(cat "$state/$name.pid"))"; else echo "$name: stopped"; rc=1; fi
+	done
+	((rc == 0)) && probe -wait 5s >/dev/null && echo "all answer" || rc=1
+	return $rc
+}
+
+case ${1:-} in
+up) up ;;
+down) down ;;
+status) status ;;
+env) print_env ;;
+purge) down; rm -rf "$state/kafka" "$state/zookeeper" "$state/redis" ;;
+*) echo "usage: $0 up|down|status|env|purge" >&2; exit 2 ;;
+esac
