@@ -1,0 +1,59 @@
+// Package stacktest gives integration tests the addresses of the real local
+// stack (Kafka, ZooKeeper, Redis) that deployments/local/stack.sh starts.
+//
+// A test that needs a service calls Kafka, ZK or Redis first. When the
+// service does not answer, the test is skipped, except under CI=true, where it
+// fails: CI must never pass by skipping the tests that prove the product.
+package stacktest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Kafka returns the broker address (env HOTSPOT_KAFKA, default 127.0.0.1:19092).
+func Kafka(t testing.TB) string { return need(t, "HOTSPOT_KAFKA", "127.0.0.1:19092", "Kafka") }
+
+// ZK returns the ZooKeeper address (env HOTSPOT_ZK, default 127.0.0.1:12181).
+func ZK(t testing.TB) string { return need(t, "HOTSPOT_ZK", "127.0.0.1:12181", "ZooKeeper") }
+
+// Redis returns the Redis address (env HOTSPOT_REDIS, default 127.0.0.1:16379).
+func Redis(t testing.TB) string { return need(t, "HOTSPOT_REDIS", "127.0.0.1:16379", "Redis") }
+
+var seq atomic.Int64
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// Name returns a name unique to this test run, usable as a Kafka topic, a
+// znode name or a Redis key prefix.
+func Name(t testing.TB) string {
+	base := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(base) > 60 {
+		base = base[:60]
+	}
+	return fmt.Sprintf("t-%s-%d-%d-%d", base, os.Getpid(), time.Now().UnixNano()%1e6, seq.Add(1))
+}
+
+func need(t testing.TB, env, def, what string) string {
+	t.Helper()
+	addr := os.Getenv(env)
+	if addr == "" {
+		addr = def
+	}
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		msg := fmt.Sprintf("%s is not reachable at %s (%v); start it with `make up`", what, addr, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	conn.Close()
+	return addr
+}
