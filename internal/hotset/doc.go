@@ -1,0 +1,17 @@
+// Package hotset is the ZooKeeper layout and encoding of the published hot
+// set: the contract between the aggregators that write it and the apps
+// (hotcache) and tools that watch it.
+//
+// Layout under a root (default "/hotspot"):
+//
+//	<root>/members/aggregators/<id>   ephemeral; an aggregator shard (Member, JSON)
+//	<root>/hot/<app>/<shard>          persistent; the keys shard <shard> holds hot for <app> (Shard, JSON)
+//
+// App names and shard ids are path-escaped, so any string is a valid name.
+//
+// Invariant: a Shard node is written only by the aggregator named in it and
+// carries a TTL. A reader treats its keys as hot until TTL has passed since it
+// last saw the node change, so a dead aggregator's keys age out within one TTL
+// instead of vanishing at once, and a live one renews the node well within TTL.
+// Each change to one shard costs a watcher one read.
+package hotset
