@@ -1,0 +1,21 @@
+// Package hotwatch follows the hot set that the aggregators publish in
+// ZooKeeper (layout and encoding in internal/hotset) for one app or for every
+// app, and keeps an immutable Snapshot of app -> key -> hotset.Key that any
+// number of goroutines read without locks.
+//
+// Invariants:
+//   - A shard's keys count until the shard's TTL has passed since this process
+//     last saw the shard node change (local receive time, so clock skew between
+//     hosts does not matter). A node read for the first time whose Updated is
+//     already older than its TTL by the local clock is ignored until it changes.
+//     A timer drops expired shards, so a dead aggregator's keys age out within
+//     one TTL, not at once and not never.
+//   - A key hot in several shards is merged: the highest rate, the earliest
+//     since, "pinned" if any shard pins it.
+//   - Readers never block: Snapshot is an atomic load. All state is owned by
+//     the goroutine running Run; OnChange is called from it, in order, after
+//     the new Snapshot is published.
+//   - Watches fire once; the ZooKeeper layer (internal/zkgroup) re-arms them
+//     after every event and after a reconnect, and re-reads everything after a
+//     session expiry, so the Snapshot converges to what ZooKeeper holds.
+package hotwatch

@@ -1,0 +1,127 @@
+package hotwatch
+
+import (
+	"bytes"
+	"log/slog"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+)
+
+// shardState is what the watcher knows of one <root>/hot/<app>/<shard> node.
+type shardState struct {
+	raw    []byte       // data as last read; a change is a difference in bytes
+	keys   []hotset.Key // nil when the node is invalid or expired
+	expiry time.Time    // local time after which keys stop counting; zero when keys is nil
+}
+
+// appState is the set of shard nodes of one app.
+type appState struct {
+	shards map[string]*shardState // by escaped shard node name
+}
+
+// update applies a full read of app's shard nodes received at at (local
+// clock) and reports whether anything that counts changed.
+func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logger, m *metrics) bool {
+	changed := false
+	for name, data := range nodes {
+		old := a.shards[name]
+		if old != nil && bytes.Equal(old.raw, data) {
+			continue // unchanged: its TTL keeps running from when it was last seen changed
+		}
+		st := &shardState{raw: bytes.Clone(data)}
+		sh, err := hotset.Decode(data)
+		switch {
+		case err != nil:
+			m.invalid.Inc()
+			log.Warn("hotwatch: ignoring shard node", "shard", name, "err", err)
+		case sh.TTL <= 0:
+			m.invalid.Inc()
+			log.Warn("hotwatch: ignoring shard node without a TTL", "shard", name, "ttl_ms", sh.TTL)
+		case old == nil && sh.Expired(at):
+			// First read of a node nobody renewed within its TTL: an old
+			// leftover (e.g. of a dead aggregator before our restart).
+			m.expired.Inc()
+		default:
+			st.keys = sh.Keys
+			st.expiry = at.Add(time.Duration(sh.TTL) * time.Millisecond)
+		}
+		if a.shards == nil {
+			a.shards = map[string]*shardState{}
+		}
+		a.shards[name] = st
+		changed = changed || st.keys != nil || (old != nil && old.keys != nil)
+	}
+	for name, st := range a.shards {
+		if _, ok := nodes[name]; !ok {
+			delete(a.shards, name)
+			changed = changed || st.keys != nil
+		}
+	}
+	return changed
+}
+
+// expire drops the keys of shards whose expiry is not after now and returns
+// how many shards it dropped.
+func (a *appState) expire(now time.Time) int {
+	n := 0
+	for _, st := range a.shards {
+		if st.keys != nil && !now.Before(st.expiry) {
+			st.keys, st.expiry = nil, time.Time{}
+			n++
+		}
+	}
+	return n
+}
+
+// nextExpiry returns the earliest expiry among live shards, or zero.
+func (a *appState) nextExpiry() time.Time {
+	var next time.Time
+	for _, st := range a.shards {
+		if st.keys != nil && (next.IsZero() || st.expiry.Before(next)) {
+			next = st.expiry
+		}
+	}
+	return next
+}
+
+// merged returns app's keys merged over its live shards: the highest rate,
+// the earliest since, and "pinned" if any shard pins the key.
+func (a *appState) merged() map[string]hotset.Key {
+	out := map[string]hotset.Key{}
+	for _, st := range a.shards {
+		for _, k := range st.keys {
+			cur, ok := out[k.Key]
+			if !ok {
+				out[k.Key] = k
+				continue
+			}
+			if k.Rate > cur.Rate {
+				cur.Rate = k.Rate
+			}
+			if k.Since != 0 && (cur.Since == 0 || k.Since < cur.Since) {
+				cur.Since = k.Since
+			}
+			if k.Source == "pinned" {
+				cur.Source = "pinned"
+			}
+			out[k.Key] = cur
+		}
+	}
+	return out
+}
+
+// diff returns the keys in next but not in prev, and those in prev but not in next.
+func diff(prev, next map[string]hotset.Key) (added []hotset.Key, removed []string) {
+	for k, v := range next {
+		if _, ok := prev[k]; !ok {
+			added = append(added, v)
+		}
+	}
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	return added, removed
+}

@@ -1,0 +1,282 @@
+package hotwatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+)
+
+// Config tunes a Watcher. A zero field means the default.
+type Config struct {
+	Root string // ZooKeeper root; "" means hotset.DefaultRoot
+	App  string // the app to follow; "" follows every app under <root>/hot
+
+	// OnChange, if set, is called after every change of an app's set of hot
+	// keys (not for a mere rate update), from the watcher's goroutine, in
+	// order. It must not block for long: the next ZooKeeper event waits.
+	OnChange func(Change)
+
+	Logger     *slog.Logger          // nil discards
+	Registerer prometheus.Registerer // nil: not exported
+}
+
+// Change is one app's hot keys that appeared and disappeared in one step.
+type Change struct {
+	App     string
+	Added   []hotset.Key // keys that turned hot, merged over shards
+	Removed []string     // keys that are no longer hot
+	// At is when the ZooKeeper event behind the change arrived in this
+	// process (for a TTL expiry: when the timer fired). Promotion delays
+	// are measured from it.
+	At       time.Time
+	Snapshot *Snapshot // the snapshot that includes the change
+}
+
+// watchFunc calls fn with every child node of dir and its data, at first and
+// after every change, until ctx ends. It is internal/zkgroup's Watch bound to
+// a session; tests give a fake.
+type watchFunc func(ctx context.Context, dir string, fn func(map[string][]byte)) error
+
+// Watcher follows the published hot set. Create one with New, start Run, and
+// read Snapshot from any goroutine.
+type Watcher struct {
+	cfg   Config
+	log   *slog.Logger
+	m     *metrics
+	watch watchFunc
+	now   func() time.Time
+
+	snap  atomic.Pointer[Snapshot]
+	ready chan struct{}
+	ran   atomic.Bool
+}
+
+type metrics struct {
+	events, changes, invalid, expired prometheus.Counter
+	keys                              prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	c := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "hotwatch", Name: name, Help: help})
+	}
+	return &metrics{
+		events:  c("events_total", "Reads of an app's shard nodes after a ZooKeeper event."),
+		changes: c("changes_total", "Changes of an app's set of hot keys."),
+		invalid: c("invalid_shards_total", "Shard nodes ignored because they did not decode or had no TTL."),
+		expired: c("expired_shards_total", "Shard nodes dropped or ignored because their TTL had passed."),
+		keys: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "hotwatch", Name: "keys",
+			Help: "Hot keys currently followed, summed over apps."}),
+	}
+}
+
+func newWatcher(watch watchFunc, cfg Config) *Watcher {
+	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
+	w := &Watcher{
+		cfg:   cfg,
+		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		m:     newMetrics(cfg.Registerer),
+		watch: watch,
+		now:   time.Now,
+		ready: make(chan struct{}),
+	}
+	w.snap.Store(empty)
+	return w
+}
+
+// Snapshot returns the current hot set. It never blocks and never returns nil.
+func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
+
+// Ready is closed once the hot set has been read in full for the first time.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// event is one full read of a directory, sent by a watch goroutine to Run.
+type event struct {
+	app   string // the app whose shards were read; "" for the list of apps
+	gen   uint64 // the app watch that sent it; stale ones are ignored
+	nodes map[string][]byte
+	at    time.Time
+	err   error // the watch ended with this error
+}
+
+// appWatch is a running watch of one app's shard directory.
+type appWatch struct {
+	state  appState
+	gen    uint64
+	cancel context.CancelFunc
+	seen   bool // delivered its first read
+}
+
+// Run follows the hot set until ctx is canceled, then returns nil after its
+// goroutines have exited. It returns an error if a ZooKeeper watch fails for
+// good. Run may be called once.
+func (w *Watcher) Run(ctx context.Context) error {
+	if w.ran.Swap(true) {
+		return errors.New("hotwatch: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+
+	events := make(chan event, 16)
+	start := func(dir, app string, gen uint64) context.CancelFunc {
+		wctx, wcancel := context.WithCancel(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := w.watch(wctx, dir, func(nodes map[string][]byte) {
+				ev := event{app: app, gen: gen, nodes: maps.Clone(nodes), at: w.now()}
+				select {
+				case events <- ev:
+				case <-wctx.Done():
+				}
+			})
+			if err != nil && wctx.Err() == nil {
+				select {
+				case events <- event{app: app, gen: gen, err: err}:
+				case <-wctx.Done():
+				}
+			}
+		}()
+		return wcancel
+	}
+
+	apps := map[string]*appWatch{}
+	var gen uint64
+	follow := func(app string) {
+		gen++
+		apps[app] = &appWatch{gen: gen, cancel: start(hotset.AppDir(w.cfg.Root, app), app, gen)}
+	}
+	listed := w.cfg.App != ""
+	if listed {
+		follow(w.cfg.App)
+	} else {
+		start(hotset.HotDir(w.cfg.Root), "", 0)
+	}
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			if ev.err != nil {
+				what := "the list of apps"
+				if ev.app != "" {
+					what = "app " + ev.app
+				}
+				return fmt.Errorf("hotwatch: watching %s: %w", what, ev.err)
+			}
+			if ev.app == "" && w.cfg.App == "" {
+				listed = true
+				w.applyList(ev, apps, follow)
+			} else if aw := apps[ev.app]; aw != nil && aw.gen == ev.gen {
+				aw.seen = true
+				w.m.events.Inc()
+				if aw.state.update(ev.nodes, ev.at, w.log, w.m) {
+					w.publish(ev.app, aw.state.merged(), ev.at)
+				}
+			}
+		case <-timer.C:
+			now := w.now()
+			for app, aw := range apps {
+				if n := aw.state.expire(now); n > 0 {
+					w.m.expired.Add(float64(n))
+					w.publish(app, aw.state.merged(), now)
+				}
+			}
+		}
+		w.markReady(listed, apps)
+		w.arm(timer, apps)
+	}
+}
+
+// applyList starts watching apps that appeared under <root>/hot and forgets
+// those that disappeared.
+func (w *Watcher) applyList(ev event, apps map[string]*appWatch, follow func(string)) {
+	present := map[string]bool{}
+	for name := range ev.nodes {
+		app, err := hotset.Unescape(name)
+		if err != nil {
+			w.log.Warn("hotwatch: ignoring app node", "node", name, "err", err)
+			continue
+		}
+		present[app] = true
+		if apps[app] == nil {
+			follow(app)
+		}
+	}
+	for app, aw := range apps {
+		if !present[app] {
+			aw.cancel()
+			delete(apps, app)
+			w.publish(app, nil, ev.at)
+		}
+	}
+}
+
+// publish makes m app's hot keys and tells OnChange what changed.
+func (w *Watcher) publish(app string, m map[string]hotset.Key, at time.Time) {
+	prev := w.snap.Load()
+	next := prev.with(app, m)
+	w.snap.Store(next)
+	total := 0
+	for _, km := range next.apps {
+		total += len(km)
+	}
+	w.m.keys.Set(float64(total))
+	added, removed := diff(prev.apps[app], m)
+	if len(added) == 0 && len(removed) == 0 {
+		return
+	}
+	w.m.changes.Inc()
+	if w.cfg.OnChange != nil {
+		w.cfg.OnChange(Change{App: app, Added: added, Removed: removed, At: at, Snapshot: next})
+	}
+}
+
+func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
+	select {
+	case <-w.ready:
+		return
+	default:
+	}
+	if !listed {
+		return
+	}
+	for _, aw := range apps {
+		if !aw.seen {
+			return
+		}
+	}
+	close(w.ready)
+}
+
+// arm sets timer to the earliest shard expiry, or stops it.
+func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
+	var next time.Time
+	for _, aw := range apps {
+		if e := aw.state.nextExpiry(); !e.IsZero() && (next.IsZero() || e.Before(next)) {
+			next = e
+		}
+	}
+	if next.IsZero() {
+		timer.Stop()
+		return
+	}
+	timer.Reset(max(next.Sub(w.now()), 0))
+}
