@@ -1,0 +1,87 @@
+package aggregator
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config tunes an Aggregator. A zero field means its default.
+type Config struct {
+	ID   string // shard id, stable across restarts and unique among aggregators; required
+	Addr string // host:port of this process's HTTP server, registered for detectors; required
+
+	Threshold float64       // accesses per second that make a key hot; 0 means 1000
+	LowMark   float64       // rate below which a hot key's hold starts; 0 means 0.8*Threshold
+	Hold      time.Duration // how long the rate must stay below LowMark to demote; 0 means 2s
+	Window    time.Duration // sliding window; 0 means 1s; a multiple of Bucket
+	Bucket    time.Duration // window resolution and sweep tick; 0 means 100ms
+
+	TopK    int // busiest keys kept per app for Top; 0 means 100
+	MaxKeys int // tracked (app, key) pairs over all apps; 0 means 100_000
+
+	MaxKeysPerNode  int           // hot keys published per app node, the busiest first; 0 means 10_000
+	PublishInterval time.Duration // minimum gap between writes of the hot set; 0 means 100ms
+	TTL             time.Duration // validity of a published node at readers; 0 means 10s
+	Renew           time.Duration // rewrite period of a node that holds keys; 0 means TTL/3; < TTL
+	GCInterval      time.Duration // how often dead shards' nodes are collected; 0 means TTL
+	WriteTimeout    time.Duration // bound on one Publisher call; 0 means 2s
+
+	MaxBodyBytes int64 // largest accepted partials body; 0 means 8 MiB
+
+	Logger     *slog.Logger          // nil discards
+	Registerer prometheus.Registerer // nil: metrics are kept but not exported
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.ID == "" {
+		return c, errors.New("aggregator: ID is required")
+	}
+	if c.Addr == "" {
+		return c, errors.New("aggregator: Addr is required")
+	}
+	c.Threshold = cmp.Or(c.Threshold, 1000)
+	c.LowMark = cmp.Or(c.LowMark, 0.8*c.Threshold)
+	c.Hold = cmp.Or(c.Hold, 2*time.Second)
+	c.Bucket = cmp.Or(c.Bucket, 100*time.Millisecond)
+	c.Window = cmp.Or(c.Window, time.Second)
+	c.TopK = cmp.Or(c.TopK, 100)
+	c.MaxKeys = cmp.Or(c.MaxKeys, 100_000)
+	c.MaxKeysPerNode = cmp.Or(c.MaxKeysPerNode, 10_000)
+	c.PublishInterval = cmp.Or(c.PublishInterval, 100*time.Millisecond)
+	c.TTL = cmp.Or(c.TTL, 10*time.Second)
+	c.Renew = cmp.Or(c.Renew, c.TTL/3)
+	c.GCInterval = cmp.Or(c.GCInterval, c.TTL)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 2*time.Second)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 8<<20)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	switch {
+	case c.Threshold < 0:
+		return c, fmt.Errorf("aggregator: Threshold %v must be > 0", c.Threshold)
+	case c.LowMark < 0 || c.LowMark > c.Threshold:
+		return c, fmt.Errorf("aggregator: LowMark %v must be in (0, Threshold %v]", c.LowMark, c.Threshold)
+	case c.Hold < 0:
+		return c, fmt.Errorf("aggregator: Hold %v must be >= 0", c.Hold)
+	case c.Bucket < time.Millisecond:
+		return c, fmt.Errorf("aggregator: Bucket %v must be >= 1ms", c.Bucket)
+	case c.Window < c.Bucket || c.Window%c.Bucket != 0:
+		return c, fmt.Errorf("aggregator: Window %v must be a positive multiple of Bucket %v", c.Window, c.Bucket)
+	case c.Window/c.Bucket > 10_000:
+		return c, fmt.Errorf("aggregator: Window %v / Bucket %v exceeds 10000 buckets", c.Window, c.Bucket)
+	case c.TopK < 0 || c.MaxKeys < 0 || c.MaxKeysPerNode < 0:
+		return c, errors.New("aggregator: TopK, MaxKeys and MaxKeysPerNode must be >= 0")
+	case c.PublishInterval < 0:
+		return c, fmt.Errorf("aggregator: PublishInterval %v must be >= 0", c.PublishInterval)
+	case c.TTL < time.Millisecond:
+		return c, fmt.Errorf("aggregator: TTL %v must be >= 1ms", c.TTL)
+	case c.Renew <= 0 || c.Renew >= c.TTL:
+		return c, fmt.Errorf("aggregator: Renew %v must be in (0, TTL %v)", c.Renew, c.TTL)
+	case c.GCInterval < 0 || c.WriteTimeout < 0 || c.MaxBodyBytes < 0:
+		return c, errors.New("aggregator: GCInterval, WriteTimeout and MaxBodyBytes must be >= 0")
+	}
+	return c, nil
+}

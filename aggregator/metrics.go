@@ -1,0 +1,52 @@
+package aggregator
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+type metrics struct {
+	batches   prometheus.Counter       // partial batches accepted
+	entries   prometheus.Counter       // (app, key, count) entries accepted
+	rejected  *prometheus.CounterVec   // partial batches refused, by reason
+	hot       *prometheus.GaugeVec     // hot keys per app
+	detect    prometheus.Histogram     // crossing bucket -> publication acked
+	zkSeconds *prometheus.HistogramVec // Publisher call latency, by op
+	zkErrors  *prometheus.CounterVec   // Publisher call errors, by op
+	tracked   prometheus.Gauge         // tracked (app, key) pairs
+	evicted   *prometheus.CounterVec   // keys forgotten, by reason
+	collected prometheus.Counter       // dead shards' nodes deleted
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg) // nil reg: counts, exports nothing
+	const ns, sub = "hotspot", "aggregator"
+	return &metrics{
+		batches: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "partial_batches_total", Help: "Partial-count batches accepted from detectors."}),
+		entries: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "partial_entries_total", Help: "(app, key, count) entries accepted from detectors."}),
+		rejected: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "partial_batches_rejected_total", Help: "Partial-count batches refused, by reason (bad_body, too_large)."},
+			[]string{"reason"}),
+		hot: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "hot_keys", Help: "Keys this shard holds hot, per app."}, []string{"app"}),
+		detect: f.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name:    "detection_latency_seconds",
+			Help:    "From the start of the bucket in which a key's window crossed the threshold to ZooKeeper acknowledging its publication.",
+			Buckets: []float64{.025, .05, .1, .15, .2, .3, .5, .75, 1, 2, 5}}),
+		zkSeconds: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "zk_op_seconds", Help: "Latency of ZooKeeper operations (publish, remove, load, collect).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}, []string{"op"}),
+		zkErrors: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "zk_errors_total", Help: "Failed ZooKeeper operations, by op."}, []string{"op"}),
+		tracked: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "keys_tracked", Help: "(app, key) pairs with a window at this shard."}),
+		evicted: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "keys_evicted_total",
+			Help: "Keys forgotten: idle (empty window, not hot), cap (coldest evicted at MaxKeys), refused (newcomer colder than every sampled key)."},
+			[]string{"reason"}),
+		collected: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "gc_nodes_deleted_total", Help: "Shard nodes of departed aggregators deleted after 2*TTL."}),
+	}
+}

@@ -1,0 +1,347 @@
+package aggregator
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+)
+
+// KeyState is one key's state at this shard.
+type KeyState struct {
+	App   string    `json:"app"`
+	Key   string    `json:"key"`
+	Rate  float64   `json:"rate"`            // accesses per second over the window
+	Hot   bool      `json:"hot"`             // held hot by the rule (with hysteresis)
+	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
+}
+
+// evictSamples is how many random tracked keys a newcomer is compared with
+// when the table is full (Redis-style sampled eviction): the evicted key is
+// the coldest of the samples, which is colder than about 1-1/(s+1) of all
+// keys on average, at O(1) cost per insertion instead of an ordered index
+// that every partial would have to update.
+const evictSamples = 8
+
+// entry is one tracked (app, key).
+type entry struct {
+	app   *appState
+	key   string
+	idx   int // position in table.entries
+	win   window
+	rate  float64   // at the last sweep; top-K order
+	hot   bool      // held hot by the rule
+	since time.Time // when it turned hot
+	below time.Time // zero, or when a hot key's rate fell below the low mark
+
+	// A key restored from this shard's node at start has no live counts yet:
+	// until holdFrom its published rate is reported and the hold does not
+	// start, so the live stream has one full window to confirm it.
+	seed     float64
+	holdFrom time.Time
+}
+
+// appState is everything the table knows about one app.
+type appState struct {
+	name      string
+	keys      map[string]*entry
+	hot       map[string]*entry // subset of keys with hot set
+	dirty     bool              // the hot set changed since the last write began
+	written   bool              // its node may exist in ZooKeeper
+	lastWrite time.Time         // when the last write began
+	pending   []time.Time       // crossing buckets of promotions not yet acknowledged
+	top       []KeyState        // busiest keys at the last sweep, descending
+	heap      []*entry          // sweep scratch: min-heap of the busiest keys by rate
+}
+
+// params are the table's rule and bounds, in the units it computes with.
+type params struct {
+	buckets  int     // buckets per window
+	bucketNs int64   // bucket length
+	winSec   float64 // window length in seconds
+	hotSum   float64 // window total at which a key turns hot (Threshold*winSec)
+	lowSum   float64 // window total under which a hot key's hold runs
+	hold     time.Duration
+	window   time.Duration
+	maxKeys  int
+	topK     int
+}
+
+func newParams(c Config) params {
+	w := c.Window.Seconds()
+	return params{
+		buckets:  int(c.Window / c.Bucket),
+		bucketNs: int64(c.Bucket),
+		winSec:   w,
+		hotSum:   c.Threshold * w,
+		lowSum:   c.LowMark * w,
+		hold:     c.Hold,
+		window:   c.Window,
+		maxKeys:  c.MaxKeys,
+		topK:     c.TopK,
+	}
+}
+
+// table is the aggregator's state: windows, the rule's state per key, the
+// top-K view and the publication state per app.
+type table struct {
+	p params
+	m *metrics
+
+	mu      sync.Mutex // guards everything below
+	apps    map[string]*appState
+	entries []*entry // every tracked key, for sweeps and sampled eviction
+}
+
+func newTable(p params, m *metrics) *table {
+	return &table{p: p, m: m, apps: make(map[string]*appState)}
+}
+
+func (t *table) bucket(now time.Time) int64 { return now.UnixNano() / t.p.bucketNs }
+
+func (t *table) bucketStart(b int64) time.Time { return time.Unix(0, b*t.p.bucketNs) }
+
+func (t *table) app(name []byte) *appState {
+	as := t.apps[string(name)] // no allocation for the lookup
+	if as == nil {
+		as = &appState{name: string(name), keys: make(map[string]*entry), hot: make(map[string]*entry)}
+		t.apps[as.name] = as
+	}
+	return as
+}
+
+// add counts n accesses of (app, key) received at now and reports whether
+// the key turned hot. The caller holds t.mu.
+func (t *table) add(app, key []byte, n uint64, now time.Time) bool {
+	b := t.bucket(now)
+	as := t.app(app)
+	e := as.keys[string(key)]
+	if e == nil {
+		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, n) {
+			t.m.evicted.WithLabelValues("refused").Inc()
+			return false
+		}
+		e = &entry{app: as, key: string(key), idx: len(t.entries), win: newWindow(t.p.buckets, b)}
+		as.keys[e.key] = e
+		t.entries = append(t.entries, e)
+		t.m.tracked.Set(float64(len(t.entries)))
+	}
+	e.win.add(b, n)
+	sum := float64(e.win.sum)
+	switch {
+	case !e.hot && sum >= t.p.hotSum:
+		// Promotion is decided at receipt, not at the next sweep: the rate
+		// only rises when counts arrive, so this is the earliest moment.
+		e.hot, e.since, e.below = true, now, time.Time{}
+		as.hot[e.key] = e
+		as.dirty = true
+		as.pending = append(as.pending, t.bucketStart(b))
+		return true
+	case e.hot && sum >= t.p.lowSum:
+		e.below = time.Time{}
+	}
+	return false
+}
+
+// makeRoom evicts the coldest of a few random keys that are not hot, unless
+// a newcomer with n accesses would be colder still. It reports whether there
+// is room now.
+func (t *table) makeRoom(b int64, n uint64) bool {
+	var victim *entry
+	for range evictSamples {
+		e := t.entries[rand.IntN(len(t.entries))]
+		if e.hot {
+			continue // never evict a hot key: it would vanish from the published set
+		}
+		e.win.advance(b)
+		if victim == nil || e.win.sum < victim.win.sum {
+			victim = e
+		}
+	}
+	if victim == nil || victim.win.sum > n {
+		return false
+	}
+	t.remove(victim)
+	t.m.evicted.WithLabelValues("cap").Inc()
+	return true
+}
+
+// remove forgets e. A hot key is never removed.
+func (t *table) remove(e *entry) {
+	last := t.entries[len(t.entries)-1]
+	t.entries[e.idx] = last
+	last.idx = e.idx
+	t.entries = t.entries[:len(t.entries)-1]
+	delete(e.app.keys, e.key)
+	t.m.tracked.Set(float64(len(t.entries)))
+}
+
+func (t *table) rate(e *entry, now time.Time) float64 {
+	r := float64(e.win.sum) / t.p.winSec
+	if e.seed > r && now.Before(e.holdFrom) {
+		return e.seed
+	}
+	return r
+}
+
+// sweep slides every window to now, runs the demotion side of the rule,
+// forgets idle keys and rebuilds each app's top-K view.
+func (t *table) sweep(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.bucket(now)
+	for _, as := range t.apps {
+		as.heap = as.heap[:0]
+	}
+	for i := 0; i < len(t.entries); {
+		e := t.entries[i]
+		e.win.advance(b)
+		if e.hot {
+			t.hold(e, now)
+		}
+		if !e.hot && e.win.sum == 0 {
+			t.remove(e) // moves the last entry to i
+			t.m.evicted.WithLabelValues("idle").Inc()
+			continue
+		}
+		e.rate = t.rate(e, now)
+		t.pushTop(e)
+		i++
+	}
+	for name, as := range t.apps {
+		as.top = as.top[:0]
+		slices.SortFunc(as.heap, func(x, y *entry) int { return cmp.Compare(y.rate, x.rate) })
+		for _, e := range as.heap {
+			as.top = append(as.top, t.state(e, now))
+		}
+		clear(as.heap)
+		t.m.hot.WithLabelValues(name).Set(float64(len(as.hot)))
+		if len(as.keys) == 0 && !as.written && !as.dirty {
+			delete(t.apps, name)
+			t.m.hot.DeleteLabelValues(name)
+		}
+	}
+}
+
+// hold runs the hysteresis of a hot key: it turns cold only once its rate
+// has stayed below the low mark for the hold time.
+func (t *table) hold(e *entry, now time.Time) {
+	switch {
+	case float64(e.win.sum) >= t.p.lowSum:
+		e.below = time.Time{}
+	case now.Before(e.holdFrom):
+		// restored key: the live stream has not had a full window yet
+	case e.below.IsZero():
+		e.below = now
+	case now.Sub(e.below) >= t.p.hold:
+		e.hot, e.since, e.below, e.seed = false, time.Time{}, time.Time{}, 0
+		delete(e.app.hot, e.key)
+		e.app.dirty = true
+	}
+}
+
+// pushTop offers e to its app's bounded min-heap of the busiest keys.
+func (t *table) pushTop(e *entry) {
+	as := e.app
+	h := as.heap
+	if t.p.topK == 0 {
+		return
+	}
+	if len(h) < t.p.topK {
+		h = append(h, e)
+		for i := len(h) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if h[p].rate <= h[i].rate {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		as.heap = h
+		return
+	}
+	if e.rate <= h[0].rate {
+		return
+	}
+	h[0] = e
+	for i := 0; ; { // sift down
+		l, m := 2*i+1, i
+		if l < len(h) && h[l].rate < h[m].rate {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h[r].rate < h[m].rate {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (t *table) state(e *entry, now time.Time) KeyState {
+	return KeyState{App: e.app.name, Key: e.key, Rate: t.rate(e, now), Hot: e.hot, Since: e.since}
+}
+
+// top returns up to n of app's busiest keys at the last sweep.
+func (t *table) top(app string, n int) []KeyState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	as := t.apps[app]
+	if as == nil {
+		return []KeyState{}
+	}
+	return slices.Clone(as.top[:min(n, len(as.top))])
+}
+
+// key returns (app, key)'s current state.
+func (t *table) key(app, key string, now time.Time) (KeyState, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	as := t.apps[app]
+	if as == nil {
+		return KeyState{}, false
+	}
+	e := as.keys[key]
+	if e == nil {
+		return KeyState{}, false
+	}
+	e.win.advance(t.bucket(now))
+	return t.state(e, now), true
+}
+
+// restore makes the keys of a node this shard published before hot again,
+// with their original since, as if they had just been confirmed: they stay
+// hot for one window plus the hold time unless the live stream confirms them.
+func (t *table) restore(s *hotset.Shard, now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	as := t.app([]byte(s.App))
+	as.written = true
+	as.lastWrite = time.UnixMilli(s.Updated)
+	b := t.bucket(now)
+	n := 0
+	for _, k := range s.Keys {
+		if k.Source != "" && k.Source != "detected" {
+			continue
+		}
+		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys {
+			continue
+		}
+		e := &entry{
+			app: as, key: k.Key, idx: len(t.entries), win: newWindow(t.p.buckets, b),
+			hot: true, since: time.UnixMilli(k.Since), seed: k.Rate, holdFrom: now.Add(t.p.window),
+		}
+		as.keys[e.key] = e
+		as.hot[e.key] = e
+		t.entries = append(t.entries, e)
+		n++
+	}
+	t.m.tracked.Set(float64(len(t.entries)))
+	t.m.hot.WithLabelValues(as.name).Set(float64(len(as.hot)))
+	return n
+}

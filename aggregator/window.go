@@ -1,0 +1,45 @@
+package aggregator
+
+// window counts accesses in a ring of fixed-size buckets. Bucket indexes are
+// absolute (time since the Unix epoch divided by the bucket size), so every
+// window of a process shares one alignment: the receipt clock.
+//
+// Invariant: sum is the total of b, and b holds exactly the buckets
+// (last-len(b), last]; older counts have been subtracted.
+type window struct {
+	b    []uint64
+	sum  uint64
+	last int64 // absolute index of the newest bucket in b
+}
+
+func newWindow(n int, now int64) window {
+	return window{b: make([]uint64, n), last: now}
+}
+
+// advance slides the window so that now is its newest bucket. A window never
+// moves backwards: a now older than last leaves it unchanged.
+func (w *window) advance(now int64) {
+	d := now - w.last
+	if d <= 0 {
+		return
+	}
+	n := int64(len(w.b))
+	if d >= n {
+		clear(w.b)
+		w.sum = 0
+	} else {
+		for i := w.last + 1; i <= now; i++ {
+			s := &w.b[i%n]
+			w.sum -= *s
+			*s = 0
+		}
+	}
+	w.last = now
+}
+
+// add counts n accesses in bucket now (after sliding to it).
+func (w *window) add(now int64, n uint64) {
+	w.advance(now)
+	w.b[w.last%int64(len(w.b))] += n
+	w.sum += n
+}
