@@ -14,8 +14,8 @@ import (
 type KeyState struct {
 	App   string    `json:"app"`
 	Key   string    `json:"key"`
-	Rate  float64   `json:"rate"`            // accesses per second over the window
-	Hot   bool      `json:"hot"`             // held hot by the rule (with hysteresis)
+	Rate  float64   `json:"rate"`           // accesses per second over the window
+	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
 	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
 }
 
