@@ -1,0 +1,67 @@
+package wire
+
+// DefaultMaxKeyLen is the longest key and app name, in bytes, that a Decoder
+// accepts when its MaxKeyLen is 0, and the longest key the encoders write.
+const DefaultMaxKeyLen = 1024
+
+// Op is the kind of access an event records.
+type Op uint8
+
+const (
+	OpRead  Op = iota // a read (the default)
+	OpWrite           // a write
+)
+
+// String returns "read" or "write" (or "op(N)" for an unknown value).
+func (o Op) String() string {
+	switch o {
+	case OpRead:
+		return "read"
+	case OpWrite:
+		return "write"
+	}
+	return "op(" + itoa(uint64(o)) + ")"
+}
+
+// Entry is one decoded access. App and Key alias the record (or the
+// Decoder's scratch) and are valid only during the callback that receives
+// the Entry; copy them to keep them, and do not modify their bytes.
+type Entry struct {
+	App   []byte // never empty: "default" when the record names no app
+	Key   []byte // 1..MaxKeyLen bytes
+	Count uint64 // >= 1
+	TS    int64  // Unix milliseconds; 0 means not given (use the record's timestamp)
+	Bytes uint64 // value size in bytes; 0 means not given
+	Op    Op
+}
+
+// KeyCount is one (key, count) entry of a batch being encoded.
+type KeyCount struct {
+	Key   string
+	Count uint64
+}
+
+// Event is one access event to encode as JSON with AppendJSON.
+type Event struct {
+	App   string // "" means "default" (the field is left out)
+	Key   string
+	Count uint64 // 0 or 1: the field is left out (the decoder's default is 1)
+	TS    int64  // Unix milliseconds; <= 0 leaves the field out
+	Bytes uint64 // 0 leaves the field out
+	Op    Op     // OpRead leaves the field out
+}
+
+var defaultApp = [...]byte{'d', 'e', 'f', 'a', 'u', 'l', 't'}
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}

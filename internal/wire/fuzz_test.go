@@ -1,0 +1,295 @@
+package wire_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+var jsonSeeds = []string{
+	`{"key":"item:42"}`,
+	`{"key":"k","app":"shop","count":7,"ts":1700000000123,"bytes":512,"op":"write"}`,
+	`{"key":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00\ud800"}`,
+	`{"k\u0065y":"x","count":1.5}`,
+	`{"key":"x","x":{"a":[1,-2.5e+3,{"b":null}],"c":"\"}"},"y":[[],{}],"z":true}`,
+	`{"key":null,"key":"b","count":0,"count":3}`,
+	` {"key":"a","ts":-0,"op":"READ"} `,
+	`{"key":"a","count":18446744073709551616}`,
+	`[{"key":"a"}]`,
+	`{"key":"a"`,
+	"{\"key\":\"\xff\"}",
+	`{"Key":"a","KEY":"b"}`,
+}
+
+// refJSON is the reference semantics of one JSON object, built on
+// encoding/json: it returns the entry and Reason that Decode must produce
+// for a line that encoding/json accepts.
+func refJSON(t *testing.T, in []byte, maxKey int) (rec, wire.Reason) {
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("json.Valid accepted %q but Decode failed: %v", in, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return rec{}, wire.ReasonWrongType
+	}
+	e := rec{App: "default", Count: 1}
+	switch k, ok := m["key"].(string); {
+	case m["key"] == nil:
+		return rec{}, wire.ReasonMissingKey
+	case !ok:
+		return rec{}, wire.ReasonWrongType
+	case len(k) > maxKey:
+		return rec{}, wire.ReasonKeyTooLong
+	case k == "":
+		return rec{}, wire.ReasonEmptyKey
+	default:
+		e.Key = k
+	}
+	if a := m["app"]; a != nil {
+		s, ok := a.(string)
+		switch {
+		case !ok:
+			return rec{}, wire.ReasonWrongType
+		case len(s) > maxKey:
+			return rec{}, wire.ReasonAppTooLong
+		case s != "":
+			e.App = s
+		}
+	}
+	if c := m["count"]; c != nil {
+		n, ok := c.(json.Number)
+		if !ok {
+			return rec{}, wire.ReasonWrongType
+		}
+		v, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil || v == 0 {
+			return rec{}, wire.ReasonBadCount
+		}
+		e.Count = v
+	}
+	if c := m["ts"]; c != nil {
+		n, ok := c.(json.Number)
+		if !ok {
+			return rec{}, wire.ReasonWrongType
+		}
+		v, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil || v < 0 {
+			return rec{}, wire.ReasonBadValue
+		}
+		e.TS = v
+	}
+	if c := m["bytes"]; c != nil {
+		n, ok := c.(json.Number)
+		if !ok {
+			return rec{}, wire.ReasonWrongType
+		}
+		v, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil {
+			return rec{}, wire.ReasonBadValue
+		}
+		e.Bytes = v
+	}
+	if c := m["op"]; c != nil {
+		s, ok := c.(string)
+		switch {
+		case !ok:
+			return rec{}, wire.ReasonWrongType
+		case s == "write":
+			e.Op = wire.OpWrite
+		case s != "read":
+			return rec{}, wire.ReasonBadValue
+		}
+	}
+	return e, 0
+}
+
+func isSyntax(r wire.Reason) bool {
+	return r == wire.ReasonNotJSON || r == wire.ReasonTruncated || r == wire.ReasonTrailingData
+}
+
+// FuzzDecodeJSON cross-checks the JSON scanner against encoding/json on
+// single-line records: same verdict on syntax, and on what both accept, the
+// same reason or the same entry.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		trimmed := bytes.Trim(in, " \t\r")
+		if bytes.IndexByte(in, '\n') >= 0 || len(trimmed) == 0 || in[0] >= 0x80 || in[0] < 0x20 && !isJSONSpace(in[0]) {
+			return // not one JSON line: FuzzDecode covers it
+		}
+		for _, maxKey := range []int{0, 3} {
+			d := wire.Decoder{MaxKeyLen: maxKey}
+			if maxKey == 0 {
+				maxKey = wire.DefaultMaxKeyLen
+			}
+			got, err := decodeAll(&d, in)
+			r, _ := reasonOf(t, err)
+			switch {
+			case !json.Valid(in):
+				if !isSyntax(r) {
+					t.Fatalf("encoding/json rejects %q; Decode: %+v, %v; want a syntax reason", in, got, err)
+				}
+				continue
+			case !utf8.Valid(in):
+				if r != wire.ReasonNotJSON {
+					t.Fatalf("invalid UTF-8 in %q: Decode: %+v, %v; want not_json", in, got, err)
+				}
+				continue
+			}
+			want, wantR := refJSON(t, in, maxKey)
+			if r != wantR {
+				t.Fatalf("Decode(%q) MaxKeyLen %d: reason %v (%v), want %v", in, maxKey, r, err, wantR)
+			}
+			if r == 0 && (len(got) != 1 || got[0] != want) {
+				t.Fatalf("Decode(%q):\n got %+v\nwant %+v", in, got, want)
+			}
+		}
+	})
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// FuzzDecode feeds Decode arbitrary record values and checks its contract.
+func FuzzDecode(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(strings.Join(jsonSeeds, "\n")))
+	f.Add(wire.AppendBatch(nil, "shop", 1700000000000, []wire.KeyCount{{"item:42", 3}, {"cart:7", 1}}))
+	f.Add(wire.AppendBatch(nil, "", 0, nil))
+	f.Add([]byte{0xa5, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01})
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{"k", 1}}}}}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, maxKey := range []int{0, 3} {
+			limit := maxKey
+			if limit == 0 {
+				limit = wire.DefaultMaxKeyLen
+			}
+			invalid := 0
+			d := wire.Decoder{MaxKeyLen: maxKey, OnInvalid: func(e *wire.Error) {
+				invalid++
+				if e.Reason == 0 || e.Reason.String() == "" || e.Skipped != 1 {
+					t.Fatalf("OnInvalid got %+v", e)
+				}
+			}}
+			got, err := decodeAll(&d, in)
+			for _, e := range got {
+				if len(e.Key) == 0 || len(e.Key) > limit || len(e.App) == 0 || len(e.App) > limit && e.App != "default" || e.Count == 0 || e.TS < 0 {
+					t.Fatalf("Decode(%q) delivered invalid entry %+v", in, e)
+				}
+			}
+			r, we := reasonOf(t, err)
+			if we != nil {
+				if r == 0 || r.String() == "" || strings.HasPrefix(r.String(), "reason(") {
+					t.Fatalf("unknown reason %d", r)
+				}
+				if we.Offset < 0 || we.Offset > len(in) || we.Skipped < 1 || we.Skipped != invalid {
+					t.Fatalf("Decode(%q): error %+v with %d OnInvalid calls", in, we, invalid)
+				}
+			} else if invalid != 0 {
+				t.Fatalf("Decode(%q): nil error after %d OnInvalid calls", in, invalid)
+			}
+			if len(in) > 0 && in[0] == 0xa5 {
+				if err != nil && len(got) != 0 {
+					t.Fatalf("binary batch %q: error %v after delivering %d entries", in, err, len(got))
+				}
+				if err == nil && maxKey == 0 {
+					checkBatchRoundTrip(t, got)
+				}
+				continue
+			}
+			if len(in) == 0 || in[0] >= 0x80 || in[0] < 0x20 && !isJSONSpace(in[0]) {
+				continue
+			}
+			lines := 0
+			for _, l := range bytes.Split(in, []byte("\n")) {
+				if len(bytes.Trim(l, " \t\r")) > 0 {
+					lines++
+				}
+			}
+			skipped := 0
+			if we != nil {
+				skipped = we.Skipped
+			}
+			if lines == 0 && r != wire.ReasonEmpty || lines > 0 && len(got)+skipped != lines {
+				t.Fatalf("Decode(%q): %d lines, %d delivered, %d skipped (err %v)", in, lines, len(got), skipped, err)
+			}
+		}
+	})
+}
+
+func checkBatchRoundTrip(t *testing.T, got []rec) {
+	if len(got) == 0 {
+		return
+	}
+	kc := make([]wire.KeyCount, len(got))
+	for i, e := range got {
+		kc[i] = wire.KeyCount{Key: e.Key, Count: e.Count}
+	}
+	var d wire.Decoder
+	again, err := decodeAll(&d, wire.AppendBatch(nil, got[0].App, got[0].TS, kc))
+	if err != nil || !reflect.DeepEqual(again, got) {
+		t.Fatalf("re-encoded batch decodes to %+v, %v; want %+v", again, err, got)
+	}
+}
+
+// FuzzDecodePartials feeds DecodePartials arbitrary bodies: no panic, nothing
+// delivered on error, and what it accepts survives a re-encoding.
+func FuzzDecodePartials(f *testing.F) {
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Groups: []wire.PartialGroup{
+		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
+		{App: "ads", Entries: []wire.KeyCount{{"banner", math.MaxUint64}}},
+	}}))
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{}))
+	f.Add([]byte{0xa6, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00})
+	f.Add([]byte{0xa6, 0x02})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		type group struct {
+			app     string
+			entries []wire.KeyCount
+		}
+		var groups []group
+		var flat []partial
+		src, at, err := wire.DecodePartials(in, func(app, key []byte, c uint64) {
+			if len(key) == 0 || c == 0 {
+				t.Fatalf("DecodePartials(%q) delivered key %q count %d", in, key, c)
+			}
+			if len(groups) == 0 || groups[len(groups)-1].app != string(app) {
+				groups = append(groups, group{app: string(app)})
+			}
+			g := &groups[len(groups)-1]
+			g.entries = append(g.entries, wire.KeyCount{Key: string(key), Count: c})
+			flat = append(flat, partial{string(app), string(key), c})
+		})
+		if err != nil {
+			reasonOf(t, err)
+			if flat != nil || src != "" || at != 0 {
+				t.Fatalf("DecodePartials(%q) failed with %v after delivering %+v", in, err, flat)
+			}
+			return
+		}
+		b := &wire.PartialBatch{Source: src, At: at}
+		for _, g := range groups {
+			b.Groups = append(b.Groups, wire.PartialGroup{App: g.app, Entries: g.entries})
+		}
+		var again []partial
+		src2, at2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c uint64) {
+			again = append(again, partial{string(app), string(key), c})
+		})
+		if err != nil || src2 != src || at2 != at || !reflect.DeepEqual(again, flat) {
+			t.Fatalf("re-encoded partials decode to %q %d %+v %v; want %q %d %+v", src2, at2, again, err, src, at, flat)
+		}
+	})
+}

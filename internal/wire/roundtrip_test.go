@@ -1,0 +1,174 @@
+package wire_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+func TestBatchRoundTrip(t *testing.T) {
+	long := strings.Repeat("L", wire.DefaultMaxKeyLen)
+	tests := []struct {
+		name    string
+		app     string
+		start   int64
+		entries []wire.KeyCount
+		want    []rec
+	}{
+		{"empty batch", "shop", 1700000000000, nil, nil},
+		{"entries", "shop", 1700000000000, []wire.KeyCount{{"item:42", 3}, {"cart:7", 1}, {"item:42", 1<<64 - 1}},
+			[]rec{{"shop", "item:42", 3, 1700000000000, 0, 0}, {"shop", "cart:7", 1, 1700000000000, 0, 0}, {"shop", "item:42", 1<<64 - 1, 1700000000000, 0, 0}}},
+		{"default app, no time", "", 0, []wire.KeyCount{{"k", 1}}, []rec{{"default", "k", 1, 0, 0, 0}}},
+		{"negative time written as 0", "a", -5, []wire.KeyCount{{"k", 1}}, []rec{{"a", "k", 1, 0, 0, 0}}},
+		{"binary keys", "a", 1, []wire.KeyCount{{"\x00\xff\n{", 2}}, []rec{{"a", "\x00\xff\n{", 2, 1, 0, 0}}},
+		{"invalid entries left out", "a", 1, []wire.KeyCount{{"", 1}, {"z", 0}, {long + "x", 1}, {long, 9}},
+			[]rec{{"a", long, 9, 1, 0, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := wire.AppendBatch([]byte("prefix"), tt.app, tt.start, tt.entries)
+			if string(b[:6]) != "prefix" {
+				t.Fatalf("AppendBatch did not append to dst")
+			}
+			var d wire.Decoder
+			got, err := decodeAll(&d, b[6:])
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("round trip\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	tests := []struct {
+		ev   wire.Event
+		want rec
+	}{
+		{wire.Event{Key: "item:42"}, rec{"default", "item:42", 1, 0, 0, wire.OpRead}},
+		{wire.Event{App: "shop", Key: "k", Count: 5, TS: 1700000000123, Bytes: 4096, Op: wire.OpWrite},
+			rec{"shop", "k", 5, 1700000000123, 4096, wire.OpWrite}},
+		{wire.Event{Key: "q\"\\/\b\f\n\r\t\x00\x1f\x7f é € 😀 \u2028"}, rec{"default", "q\"\\/\b\f\n\r\t\x00\x1f\x7f é € 😀 \u2028", 1, 0, 0, 0}},
+		{wire.Event{Key: "bad\xffutf8"}, rec{"default", "bad\uFFFDutf8", 1, 0, 0, 0}},
+		{wire.Event{Key: "k", Count: 1<<64 - 1, TS: -3, Op: wire.OpRead}, rec{"default", "k", 1<<64 - 1, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		b := wire.AppendJSON(nil, tt.ev)
+		var d wire.Decoder
+		got, err := decodeAll(&d, b)
+		if err != nil || len(got) != 1 || got[0] != tt.want {
+			t.Errorf("AppendJSON(%+v) = %s\ndecodes to %+v, %v\nwant %+v", tt.ev, b, got, err, tt.want)
+		}
+	}
+	if got, want := string(wire.AppendJSON(nil, wire.Event{Key: "item:42"})), `{"key":"item:42"}`; got != want {
+		t.Errorf("AppendJSON minimal = %s, want %s", got, want)
+	}
+	full := wire.Event{App: "shop", Key: "k", Count: 2, TS: 3, Bytes: 4, Op: wire.OpWrite}
+	if got, want := string(wire.AppendJSON(nil, full)), `{"key":"k","app":"shop","count":2,"ts":3,"bytes":4,"op":"write"}`; got != want {
+		t.Errorf("AppendJSON full = %s, want %s", got, want)
+	}
+}
+
+type partial struct {
+	App, Key string
+	Count    uint64
+}
+
+func decodePartials(t *testing.T, body []byte) (string, int64, []partial, error) {
+	t.Helper()
+	var got []partial
+	src, at, err := wire.DecodePartials(body, func(app, key []byte, c uint64) {
+		got = append(got, partial{string(app), string(key), c})
+	})
+	return src, at, got, err
+}
+
+func TestPartialsRoundTrip(t *testing.T) {
+	b := &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Groups: []wire.PartialGroup{
+		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
+		{App: "empty-after-filter", Entries: []wire.KeyCount{{"", 5}, {"x", 0}}},
+		{App: "", Entries: nil},
+		{App: "ads", Entries: []wire.KeyCount{{"banner", 99}}},
+	}}
+	body := wire.AppendPartials(nil, b)
+	src, at, got, err := decodePartials(t, body)
+	want := []partial{{"shop", "item:42", 1234}, {"shop", "cart:7", 1}, {"ads", "banner", 99}}
+	if err != nil || src != "detector-1" || at != 1700000000500 || !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip: %q %d %+v %v\nwant %q %d %+v nil", src, at, got, err, "detector-1", int64(1700000000500), want)
+	}
+	src, at, got, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{At: -1}))
+	if err != nil || src != "" || at != 0 || got != nil {
+		t.Errorf("empty batch: %q %d %+v %v, want \"\" 0 [] nil", src, at, got, err)
+	}
+}
+
+func TestDecodePartialsReasons(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string // hex
+		want wire.Reason
+		off  int
+	}{
+		{"empty", "", wire.ReasonEmpty, 0},
+		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
+		{"json", "7b7d", wire.ReasonBadMagic, 0},
+		{"unknown version", "a6 02 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"no version", "a6", wire.ReasonTruncated, 1},
+		{"source overruns", "a6 01 03 6162", wire.ReasonTruncated, 2},
+		{"no time", "a6 01 01 61", wire.ReasonTruncated, 4},
+		{"time out of range", "a6 01 00 ffffffffffffffff ff01 00", wire.ReasonBadValue, 3},
+		{"bad varint", "a6 01 00 00 ffffffffffffffffffff01", wire.ReasonBadVarint, 4},
+		{"lying group count", "a6 01 00 00 03 00 00 00 00", wire.ReasonTruncated, 4},
+		{"app overruns", "a6 01 00 00 01 09 61 00", wire.ReasonTruncated, 5},
+		{"lying entry count", "a6 01 00 00 01 01 61 02 01 6b 01", wire.ReasonTruncated, 7},
+		{"empty key", "a6 01 00 00 01 01 61 01 00 6b 01", wire.ReasonEmptyKey, 8},
+		{"key overruns", "a6 01 00 00 01 01 61 01 05 6b 01", wire.ReasonTruncated, 8},
+		{"count 0", "a6 01 00 00 01 01 61 01 01 6b 00", wire.ReasonBadCount, 10},
+		{"missing group", "a6 01 00 00 02 01 61 01 01 6b 01", wire.ReasonTruncated, 11},
+		{"trailing data", "a6 01 00 00 01 01 61 01 01 6b 01 00", wire.ReasonTrailingData, 11},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, at, got, err := decodePartials(t, hx(t, tt.in))
+			r, we := reasonOf(t, err)
+			if r != tt.want || we.Offset != tt.off {
+				t.Fatalf("DecodePartials(%s) = %v, want %v at byte %d", tt.in, err, tt.want, tt.off)
+			}
+			if got != nil || src != "" || at != 0 {
+				t.Errorf("on error: delivered %+v, source %q, at %d; want nothing", got, src, at)
+			}
+		})
+	}
+}
+
+func TestDecodeAllocs(t *testing.T) {
+	entries := make([]wire.KeyCount, 100)
+	for i := range entries {
+		entries[i] = wire.KeyCount{Key: "item:" + strings.Repeat("x", i%20), Count: uint64(i + 1)}
+	}
+	batch := wire.AppendBatch(nil, "shop", 1700000000000, entries)
+	partials := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1, Groups: []wire.PartialGroup{{App: "shop", Entries: entries}}})
+	plain := []byte(`{"key":"item:42","app":"shop","count":3,"ts":1700000000000,"bytes":100,"op":"write","extra":[1,{"a":"b"}]}`)
+	escaped := []byte(`{"key":"item:\u00e9\"42\"","app":"sh\u006fp","op":"wr\u0069te"}`)
+	ndjson := []byte(strings.Repeat(string(plain)+"\n", 20))
+	var d wire.Decoder
+	n := 0
+	fn := func(e *wire.Entry) { n++ }
+	for name, in := range map[string][]byte{"binary": batch, "json": plain, "json with escapes": escaped, "ndjson": ndjson} {
+		if err := d.Decode(in, fn); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a := testing.AllocsPerRun(50, func() { _ = d.Decode(in, fn) }); a != 0 {
+			t.Errorf("Decode %s: %v allocs per run, want 0", name, a)
+		}
+	}
+	pfn := func(app, key []byte, c uint64) { n++ }
+	// One allocation: the returned source string.
+	if a := testing.AllocsPerRun(50, func() { _, _, _ = wire.DecodePartials(partials, pfn) }); a > 1 {
+		t.Errorf("DecodePartials: %v allocs per run, want <= 1", a)
+	}
+}
