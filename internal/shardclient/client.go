@@ -1,0 +1,312 @@
+package shardclient
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotspot-dev/hotspot/detector"
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// PartialsPath is the aggregator endpoint that receives partial counts
+// (aggregator.PartialsPath; repeated here so detectors need not import the
+// aggregator).
+const PartialsPath = "/internal/v1/partials"
+
+// ErrNoMembers is returned by Send when no aggregator is registered.
+var ErrNoMembers = errors.New("shardclient: no aggregator members")
+
+// Config tunes a Client. A zero field means its default.
+type Config struct {
+	Source              string            // sender id written in each batch; default the host name
+	Timeout             time.Duration     // bound on one POST, connect included; 0 means 2s
+	MaxIdleConnsPerHost int               // kept-alive connections per aggregator; 0 means 4
+	Transport           http.RoundTripper // nil: a tuned keep-alive *http.Transport owned by the Client
+	Ring                router.Config     // ring parameters; must match every other process's
+	Logger              *slog.Logger      // nil discards
+	Registerer          prometheus.Registerer
+}
+
+// Client routes partial counts to aggregators. It implements detector.Sink.
+// Its methods are safe for concurrent use.
+type Client struct {
+	cfg   Config
+	log   *slog.Logger
+	table *router.Table
+	http  *http.Client
+	own   *http.Transport // nil when the caller supplied Transport
+	m     metrics
+
+	mu     sync.Mutex        // serializes Send; guards owners and key
+	owners map[string]*owner // by node ID; buffers reused across Sends
+	key    []byte            // ring-key scratch
+}
+
+var _ detector.Sink = (*Client)(nil)
+
+// owner is one aggregator's share of a Send.
+type owner struct {
+	node  router.Node
+	url   string
+	batch wire.PartialBatch
+	apps  map[string]int // app -> index in batch.Groups
+	body  []byte
+	used  bool
+	idle  int // consecutive Sends without keys for this owner
+}
+
+// New returns a Client with an empty ring: Send fails with ErrNoMembers until
+// SetMembers (or Follow) has seen a member.
+func New(cfg Config) (*Client, error) {
+	if cfg.Timeout < 0 || cfg.MaxIdleConnsPerHost < 0 {
+		return nil, errors.New("shardclient: Timeout and MaxIdleConnsPerHost must be >= 0")
+	}
+	if cfg.Source == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("shardclient: Source unset and no host name: %w", err)
+		}
+		cfg.Source = h
+	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, 2*time.Second)
+	cfg.MaxIdleConnsPerHost = cmp.Or(cfg.MaxIdleConnsPerHost, 4)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if _, err := router.New(nil, cfg.Ring); err != nil {
+		return nil, fmt.Errorf("shardclient: ring: %w", err)
+	}
+	c := &Client{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		table:  router.NewTable(cfg.Ring),
+		m:      newMetrics(cfg.Registerer),
+		owners: make(map[string]*owner),
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		c.own = &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          256,
+			MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: cfg.Timeout,
+			DisableCompression:    true, // small binary bodies on a LAN
+		}
+		rt = c.own
+	}
+	c.http = &http.Client{Transport: rt}
+	return c, nil
+}
+
+// Close closes idle connections of the Client's own transport.
+func (c *Client) Close() {
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+}
+
+// Send routes counts by the ring and POSTs one batch per owner, owners in
+// parallel. It returns nil only when every owner accepted its batch (2xx);
+// otherwise an error naming each failed owner. counts is not kept.
+func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(counts) == 0 {
+		return nil
+	}
+	ring := c.table.Ring() // one view for the whole flush
+	if ring.Len() == 0 {
+		c.m.requests.WithLabelValues("no_members").Inc()
+		return ErrNoMembers
+	}
+	for _, o := range c.owners {
+		o.reset()
+	}
+	for _, k := range counts {
+		if k.N == 0 {
+			continue
+		}
+		c.key = append(append(append(c.key[:0], k.App...), 0), k.Key...)
+		// The ring only hashes the key, so a string over the scratch bytes
+		// is safe and spares an allocation per count.
+		n, _ := ring.Lookup(unsafe.String(unsafe.SliceData(c.key), len(c.key)))
+		c.owner(n).add(k)
+	}
+	var used []*owner
+	for id, o := range c.owners {
+		if o.used {
+			o.idle = 0
+			o.body = wire.AppendPartials(o.body[:0], &o.batch)
+			used = append(used, o)
+		} else if o.idle++; o.idle > 100 {
+			delete(c.owners, id) // a departed member's buffers
+		}
+	}
+	errs := make([]error, len(used))
+	if len(used) == 1 {
+		errs[0] = c.post(ctx, used[0])
+	} else {
+		var wg sync.WaitGroup
+		for i, o := range used {
+			wg.Go(func() { errs[i] = c.post(ctx, o) })
+		}
+		wg.Wait()
+	}
+	for _, o := range used {
+		o.release()
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) owner(n router.Node) *owner {
+	o := c.owners[n.ID]
+	if o == nil {
+		o = &owner{apps: make(map[string]int)}
+		c.owners[n.ID] = o
+	}
+	if o.node != n {
+		o.node, o.url = n, "http://"+n.Addr+PartialsPath
+	}
+	o.batch.Source = c.cfg.Source
+	return o
+}
+
+func (o *owner) reset() {
+	o.used = false
+	o.batch.Groups = o.batch.Groups[:0]
+	clear(o.apps)
+}
+
+// release drops the references to the caller's strings.
+func (o *owner) release() {
+	for i := range o.batch.Groups {
+		g := &o.batch.Groups[i]
+		clear(g.Entries)
+		g.Entries, g.App = g.Entries[:0], ""
+	}
+	o.batch.Groups = o.batch.Groups[:0]
+}
+
+func (o *owner) add(k detector.Count) {
+	o.used = true
+	i, ok := o.apps[k.App]
+	if !ok {
+		i = len(o.batch.Groups)
+		o.apps[k.App] = i
+		if i < cap(o.batch.Groups) {
+			o.batch.Groups = o.batch.Groups[:i+1] // reuse the slot's Entries
+			o.batch.Groups[i].App = k.App
+			o.batch.Groups[i].Entries = o.batch.Groups[i].Entries[:0]
+		} else {
+			o.batch.Groups = append(o.batch.Groups, wire.PartialGroup{App: k.App})
+		}
+	}
+	g := &o.batch.Groups[i]
+	g.Entries = append(g.Entries, wire.KeyCount{Key: k.Key, Count: k.N})
+}
+
+// post sends o's batch and drains the answer so the connection is reused.
+func (c *Client) post(ctx context.Context, o *owner) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := c.do(ctx, o)
+	c.m.seconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.m.requests.WithLabelValues("error").Inc()
+		return fmt.Errorf("shardclient: aggregator %s at %s: %w", o.node.ID, o.node.Addr, err)
+	}
+	c.m.requests.WithLabelValues("ok").Inc()
+	for _, g := range o.batch.Groups {
+		c.m.entries.Add(float64(len(g.Entries)))
+	}
+	return nil
+}
+
+func (c *Client) do(ctx context.Context, o *owner) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(o.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return err
+}
+
+// SetMembers replaces the ring with the members listed, keyed by member id
+// with hotset.Member JSON values: the shape of a zkgroup.Watch callback. A
+// member that does not decode, has no address or whose id differs from its
+// key is skipped and logged.
+func (c *Client) SetMembers(members map[string][]byte) {
+	nodes := make([]router.Node, 0, len(members))
+	for id, data := range members {
+		m, err := hotset.DecodeMember(data)
+		switch {
+		case err != nil:
+			c.log.Warn("skipping aggregator member", "id", id, "err", err)
+			continue
+		case m.Addr == "" || m.ID != id:
+			c.log.Warn("skipping aggregator member", "id", id, "member", m)
+			continue
+		}
+		nodes = append(nodes, router.Node{ID: m.ID, Addr: m.Addr})
+	}
+	if err := c.table.Update(nodes); err != nil {
+		c.log.Error("aggregator ring not updated", "err", err)
+		return
+	}
+	c.m.members.Set(float64(len(nodes)))
+	c.log.Info("aggregator members", "count", len(nodes))
+}
+
+// Members returns the aggregators the ring currently routes to, by ID.
+func (c *Client) Members() []router.Node { return c.table.Ring().Nodes() }
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	entries  prometheus.Counter
+	seconds  prometheus.Histogram
+	members  prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) metrics {
+	f := promauto.With(reg)
+	const ns, sub = "hotspot", "shardclient"
+	return metrics{
+		requests: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "requests_total", Help: "Partial batches sent to aggregators, by result (ok, error, no_members)."},
+			[]string{"result"}),
+		entries: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "entries_total", Help: "(app, key, count) entries accepted by aggregators."}),
+		seconds: f.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "request_seconds", Help: "Latency of one partial batch POST.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2}}),
+		members: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "members", Help: "Aggregators in the ring."}),
+	}
+}

@@ -1,0 +1,21 @@
+// Package shardclient is the detector's Sink: it routes each flush's partial
+// counts to the aggregator shards that own them and POSTs one wire
+// partial-count batch per shard, in parallel, over persistent connections.
+//
+// The owner of (app, key) is the node the router ring maps the ring key
+//
+//	app + "\x00" + key
+//
+// to, over the aggregators registered under hotset.MembersDir(root). Every
+// Hotspot process builds the same ring from the same members, so all
+// detectors send a key's counts to the same shard. The NUL separator keeps
+// ("a", "b:c") and ("a\x00b", "c")-style pairs apart as long as app names
+// contain no NUL.
+//
+// Invariant: Send returns nil only when every owner of the batch answered
+// 2xx; otherwise its error names each owner that failed, and the detector
+// retries the whole flush without committing (an owner that did accept may
+// count it twice: at-least-once, never a silent loss). One Send routes all
+// its counts with one ring, so a membership change never splits a flush
+// between two views.
+package shardclient
