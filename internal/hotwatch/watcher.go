@@ -57,9 +57,9 @@ type Watcher struct {
 	watch watchFunc
 	now   func() time.Time
 
-	snap  atomic.Pointer[Snapshot]
-	ready chan struct{}
-	ran   atomic.Bool
+	snap    atomic.Pointer[Snapshot]
+	ready   chan struct{}
+	running atomic.Bool
 }
 
 type metrics struct {
@@ -121,11 +121,13 @@ type appWatch struct {
 
 // Run follows the hot set until ctx is canceled, then returns nil after its
 // goroutines have exited. It returns an error if a ZooKeeper watch fails for
-// good. Run may be called once.
+// good; it may then be called again, and it keeps the published Snapshot
+// until the first read of the new run replaces it. Runs must not overlap.
 func (w *Watcher) Run(ctx context.Context) error {
-	if w.ran.Swap(true) {
-		return errors.New("hotwatch: Run called twice")
+	if w.running.Swap(true) {
+		return errors.New("hotwatch: Run is already running")
 	}
+	defer w.running.Store(false)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -224,6 +226,11 @@ func (w *Watcher) applyList(ev event, apps map[string]*appWatch, follow func(str
 		if !present[app] {
 			aw.cancel()
 			delete(apps, app)
+			w.publish(app, nil, ev.at)
+		}
+	}
+	for app := range w.snap.Load().apps {
+		if !present[app] { // left over from an earlier Run
 			w.publish(app, nil, ev.at)
 		}
 	}

@@ -176,8 +176,8 @@ func TestTTLFromLocalReceiveTime(t *testing.T) {
 		if len(ch) != 2 {
 			t.Fatalf("changes = %+v, want 2 (added, expired)", ch)
 		}
-		if want := t0.Add(8*time.Second + 10*time.Second); // renewal at 8 s + TTL
-		!slices.Equal(ch[1].Removed, []string{"k"}) || !ch[1].At.Equal(want) {
+		want := t0.Add(8*time.Second + 10*time.Second) // the renewal at 8 s plus the TTL
+		if !slices.Equal(ch[1].Removed, []string{"k"}) || !ch[1].At.Equal(want) {
 			t.Errorf("expiry change = %+v, want Removed [k] at %v", ch[1], want)
 		}
 	})

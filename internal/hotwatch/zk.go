@@ -1,0 +1,23 @@
+package hotwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// New returns a Watcher that follows the hot set through s. Start it with Run.
+func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
+	if s == nil {
+		return nil, errors.New("hotwatch: nil session")
+	}
+	if cfg.Root != "" && (!strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/")) {
+		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
+	}
+	return newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
+		return zkgroup.Watch(ctx, s, dir, fn)
+	}, cfg), nil
+}
