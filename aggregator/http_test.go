@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )

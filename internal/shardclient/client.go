@@ -21,6 +21,7 @@ import (
 	"github.com/hotspot-dev/hotspot/detector"
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/router"
 )
 
@@ -34,6 +35,7 @@ var ErrNoMembers = errors.New("shardclient: no aggregator members")
 
 // Config tunes a Client. A zero field means its default.
 type Config struct {
+	Root                string            // ZooKeeper root that Follow watches; "" means hotset.DefaultRoot
 	Source              string            // sender id written in each batch; default the host name
 	Timeout             time.Duration     // bound on one POST, connect included; 0 means 2s
 	MaxIdleConnsPerHost int               // kept-alive connections per aggregator; 0 means 4
@@ -84,6 +86,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		cfg.Source = h
 	}
+	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 2*time.Second)
 	cfg.MaxIdleConnsPerHost = cmp.Or(cfg.MaxIdleConnsPerHost, 4)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
@@ -258,20 +261,31 @@ func (c *Client) do(ctx context.Context, o *owner) error {
 	return err
 }
 
-// SetMembers replaces the ring with the members listed, keyed by member id
-// with hotset.Member JSON values: the shape of a zkgroup.Watch callback. A
-// member that does not decode, has no address or whose id differs from its
-// key is skipped and logged.
+// Follow keeps the ring in step with the aggregators registered under
+// hotset.MembersDir(Config.Root) until ctx ends, then returns nil. It returns
+// early only when zkgroup.Watch gives up (the session was closed).
+func (c *Client) Follow(ctx context.Context, s *zkgroup.Session) error {
+	err := zkgroup.Watch(ctx, s, hotset.MembersDir(c.cfg.Root), c.SetMembers)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("shardclient: follow members: %w", err)
+}
+
+// SetMembers replaces the ring with the members listed: node name (the
+// member id, hotset.Escape'd) -> hotset.Member JSON, the shape of a
+// zkgroup.Watch callback. A member that does not decode, has no address or
+// whose id does not match its node name is skipped and logged.
 func (c *Client) SetMembers(members map[string][]byte) {
 	nodes := make([]router.Node, 0, len(members))
-	for id, data := range members {
+	for name, data := range members {
 		m, err := hotset.DecodeMember(data)
 		switch {
 		case err != nil:
-			c.log.Warn("skipping aggregator member", "id", id, "err", err)
+			c.log.Warn("skipping aggregator member", "node", name, "err", err)
 			continue
-		case m.Addr == "" || m.ID != id:
-			c.log.Warn("skipping aggregator member", "id", id, "member", m)
+		case m.Addr == "" || (m.ID != name && hotset.Escape(m.ID) != name):
+			c.log.Warn("skipping aggregator member", "node", name, "member", m)
 			continue
 		}
 		nodes = append(nodes, router.Node{ID: m.ID, Addr: m.Addr})

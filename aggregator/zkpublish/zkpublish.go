@@ -1,0 +1,279 @@
+// Package zkpublish implements aggregator.Publisher on ZooKeeper, with the
+// layout and encoding of internal/hotset:
+//
+//	<root>/hot/<app>/<shard>          persistent; written by Publish, deleted by Remove and Collect
+//	<root>/members/aggregators/<id>   ephemeral; held by Join (zkgroup.Join), names escaped with hotset.Escape
+//
+// Invariant: Collect deletes a shard node only if its shard is not a member,
+// the node is older than the caller's bound and twice the node's own TTL by
+// both its Updated field and ZooKeeper's mtime, and it has not changed since
+// it was read (versioned delete). Every reader has then expired its keys, so a
+// collection never removes a key that a reader still serves.
+package zkpublish
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// Config tunes a Publisher. A zero field means its default.
+type Config struct {
+	Root   string       // ZooKeeper root; "" means hotset.DefaultRoot
+	Logger *slog.Logger // nil discards
+}
+
+// Publisher writes one aggregator shard's hot set and membership through a
+// zkgroup.Session. It is safe for concurrent use.
+type Publisher struct {
+	s    *zkgroup.Session
+	root string
+	log  *slog.Logger
+}
+
+var _ aggregator.Publisher = (*Publisher)(nil)
+
+// New returns a Publisher that uses s.
+func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
+	if s == nil {
+		return nil, errors.New("zkpublish: nil Session")
+	}
+	root := cmp.Or(cfg.Root, hotset.DefaultRoot)
+	if !path.IsAbs(root) || path.Clean(root) != root {
+		return nil, fmt.Errorf("zkpublish: root %q must be a clean absolute path", root)
+	}
+	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+}
+
+// do runs one blocking ZooKeeper call under ctx. go-zookeeper's calls take no
+// context and wait out a disconnection, so the call runs in its own goroutine
+// and do returns at ctx's end; the abandoned goroutine ends when the
+// connection answers or is closed (Session.Close).
+func do[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// Publish writes s to <root>/hot/<app>/<shard>, creating the node and its
+// parents when missing.
+func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
+	data, err := hotset.Encode(s)
+	if err != nil {
+		return err
+	}
+	node := hotset.ShardPath(p.root, s.App, s.Shard)
+	_, err = do(ctx, func() (struct{}, error) {
+		conn := p.s.Conn()
+		// A collector may delete an empty app folder between the calls
+		// below, so retry the creation a few times.
+		for range 3 {
+			if _, err := conn.Set(node, data, -1); !errors.Is(err, zk.ErrNoNode) {
+				return struct{}{}, err
+			}
+			if err := zkgroup.EnsurePath(conn, path.Dir(node)); err != nil {
+				return struct{}{}, err
+			}
+			if _, err := conn.Create(node, data, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, zk.ErrNoNode
+	})
+	if err != nil {
+		return fmt.Errorf("zkpublish: write %s: %w", node, err)
+	}
+	return nil
+}
+
+// Remove deletes app's node of shard. A missing node is not an error.
+func (p *Publisher) Remove(ctx context.Context, app, shard string) error {
+	node := hotset.ShardPath(p.root, app, shard)
+	_, err := do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, -1) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zkpublish: delete %s: %w", node, err)
+	}
+	return nil
+}
+
+// Load returns the nodes shard wrote, one per app. Nodes that do not decode
+// are skipped and logged.
+func (p *Publisher) Load(ctx context.Context, shard string) ([]*hotset.Shard, error) {
+	apps, err := p.children(ctx, hotset.HotDir(p.root))
+	if err != nil {
+		return nil, err
+	}
+	var out []*hotset.Shard
+	for _, app := range apps {
+		node := path.Join(hotset.HotDir(p.root), app, hotset.Escape(shard))
+		data, _, err := p.get(ctx, node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		s, err := hotset.Decode(data)
+		if err != nil {
+			p.log.Warn("skipping shard node", "path", node, "err", err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Collect deletes the shard nodes of aggregators that are not members and
+// that are older than olderThan (and than twice their own TTL), then the app
+// folders left empty. Only the member with the smallest id collects, so N
+// aggregators do not all scan the tree; when self is not that member, it
+// returns 0 at the cost of one read.
+func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Duration) (int, error) {
+	names, err := p.children(ctx, hotset.MembersDir(p.root))
+	if err != nil {
+		return 0, err
+	}
+	live := map[string]bool{self: true}
+	for _, n := range names {
+		id, err := hotset.Unescape(n)
+		if err != nil {
+			id = n
+		}
+		live[id] = true
+	}
+	if first := slices.Min(slices.Collect(maps.Keys(live))); first != self {
+		return 0, nil
+	}
+	apps, err := p.children(ctx, hotset.HotDir(p.root))
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	now := time.Now()
+	for _, app := range apps {
+		dir := path.Join(hotset.HotDir(p.root), app)
+		shards, err := p.children(ctx, dir)
+		if err != nil {
+			return deleted, err
+		}
+		left := len(shards)
+		for _, name := range shards {
+			id, err := hotset.Unescape(name)
+			if err != nil || live[id] {
+				continue
+			}
+			ok, err := p.collectNode(ctx, path.Join(dir, name), now, olderThan)
+			if err != nil {
+				return deleted, err
+			}
+			if ok {
+				deleted++
+				left--
+			}
+		}
+		if left == 0 {
+			// Fails harmlessly (ErrNotEmpty, ErrNoNode) if a shard just wrote here.
+			_, _ = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(dir, -1) })
+		}
+	}
+	return deleted, nil
+}
+
+// collectNode deletes node if it is old enough, unless it changed since read.
+func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time, olderThan time.Duration) (bool, error) {
+	data, stat, err := p.get(ctx, node)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	last := time.UnixMilli(stat.Mtime)
+	bound := olderThan
+	if s, err := hotset.Decode(data); err == nil {
+		if u := time.UnixMilli(s.Updated); u.After(last) {
+			last = u
+		}
+		bound = max(bound, 2*time.Duration(s.TTL)*time.Millisecond)
+	}
+	if now.Sub(last) <= bound {
+		return false, nil
+	}
+	_, err = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, stat.Version) })
+	switch {
+	case err == nil:
+		p.log.Info("deleted node of a departed shard", "path", node, "updated", last)
+		return true, nil
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+		return false, nil // deleted by someone else, or renewed: its shard is back
+	default:
+		return false, fmt.Errorf("zkpublish: delete %s: %w", node, err)
+	}
+}
+
+// Join registers m under <root>/members/aggregators/<escaped id> until ctx
+// ends (zkgroup.Join), then deregisters and returns nil.
+func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
+	err := zkgroup.Join(ctx, p.s, hotset.MembersDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("zkpublish: join: %w", err)
+}
+
+func (p *Publisher) children(ctx context.Context, dir string) ([]string, error) {
+	names, err := do(ctx, func() ([]string, error) {
+		names, _, err := p.s.Conn().Children(dir)
+		return names, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("zkpublish: list %s: %w", dir, err)
+	}
+	return names, nil
+}
+
+func (p *Publisher) get(ctx context.Context, node string) ([]byte, *zk.Stat, error) {
+	type got struct {
+		data []byte
+		stat *zk.Stat
+	}
+	g, err := do(ctx, func() (got, error) {
+		data, stat, err := p.s.Conn().Get(node)
+		return got{data, stat}, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("zkpublish: read %s: %w", node, err)
+	}
+	return g.data, g.stat, nil
+}

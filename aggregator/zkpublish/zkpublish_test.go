@@ -1,0 +1,276 @@
+package zkpublish_test
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// session connects to the test ZooKeeper and returns a unique root that is
+// deleted at the end of the test.
+func session(t *testing.T) (*zkgroup.Session, string) {
+	t.Helper()
+	addr := stacktest.ZK(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := zkgroup.Connect(ctx, []string{addr}, zkgroup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "/" + stacktest.Name(t)
+	t.Cleanup(func() {
+		deleteTree(s.Conn(), root)
+		s.Close()
+	})
+	return s, root
+}
+
+func deleteTree(conn *zk.Conn, p string) {
+	kids, _, _ := conn.Children(p)
+	for _, k := range kids {
+		deleteTree(conn, path.Join(p, k))
+	}
+	_ = conn.Delete(p, -1)
+}
+
+func publisher(t *testing.T, s *zkgroup.Session, root string) *zkpublish.Publisher {
+	t.Helper()
+	p, err := zkpublish.New(s, zkpublish.Config{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run starts a in the background and returns a function that stops it and
+// checks Run's result.
+func run(t *testing.T, a *aggregator.Aggregator) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return 10s after cancel")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// eventually polls cond every 20ms until it holds or d has passed.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readShard(t *testing.T, conn *zk.Conn, root, app, shard string) (*hotset.Shard, *zk.Stat) {
+	t.Helper()
+	data, stat, err := conn.Get(hotset.ShardPath(root, app, shard))
+	if err == zk.ErrNoNode {
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := hotset.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, stat
+}
+
+func TestPublishedNodeBatchingAndMembership(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	a, err := aggregator.New(aggregator.Config{ID: "shard/1", Addr: "127.0.0.1:7001"}, publisher(t, s, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, a)
+	members := hotset.MembersDir(root)
+	eventually(t, 5*time.Second, "membership", func() bool {
+		data, _, err := s.Conn().Get(path.Join(members, hotset.Escape("shard/1")))
+		m, derr := hotset.DecodeMember(data)
+		return err == nil && derr == nil && m == hotset.Member{V: 1, ID: "shard/1", Addr: "127.0.0.1:7001"}
+	})
+
+	start := time.Now()
+	var want []string
+	for i := range 20 { // 20 promotions in a burst: one write at once, the rest batched
+		k := fmt.Sprintf("item:%02d", i)
+		a.Add("my app", k, uint64(2000+i))
+		want = append(want, k)
+	}
+	slices.Reverse(want) // by rate, descending
+	var node *hotset.Shard
+	var stat *zk.Stat
+	eventually(t, 2*time.Second, "all 20 keys published", func() bool {
+		node, stat = readShard(t, s.Conn(), root, "my app", "shard/1")
+		return node != nil && len(node.Keys) == 20
+	})
+	var got []string
+	for _, k := range node.Keys {
+		got = append(got, k.Key)
+	}
+	if !slices.Equal(got, want) || node.App != "my app" || node.Shard != "shard/1" || node.TTL != 10000 ||
+		node.Keys[0].Rate != 2019 || time.UnixMilli(node.Updated).Before(start.Add(-time.Second)) {
+		t.Errorf("node = %+v", node)
+	}
+	if stat.Version > 1 {
+		t.Errorf("20 promotions in a burst took %d writes, want at most 2", stat.Version+1)
+	}
+
+	// Shutdown publishes the final state and leaves the group.
+	stop()
+	if ok, _, _ := s.Conn().Exists(path.Join(members, hotset.Escape("shard/1"))); ok {
+		t.Error("member node still there after Run returned")
+	}
+	if node, _ := readShard(t, s.Conn(), root, "my app", "shard/1"); node == nil || len(node.Keys) != 20 {
+		t.Errorf("final node = %+v, want the 20 keys kept for readers", node)
+	}
+}
+
+func TestRestartRebuildsFromZooKeeper(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	cfg := aggregator.Config{ID: "s1", Addr: "127.0.0.1:7002", Hold: 300 * time.Millisecond}
+	a, err := aggregator.New(cfg, publisher(t, s, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, a)
+	a.Add("app", "kept", 5000)
+	a.Add("app", "dropped", 5000)
+	eventually(t, 2*time.Second, "first incarnation's node", func() bool {
+		n, _ := readShard(t, s.Conn(), root, "app", "s1")
+		return n != nil && len(n.Keys) == 2
+	})
+	stop()
+	first, _ := readShard(t, s.Conn(), root, "app", "s1")
+
+	// The restarted shard holds both keys hot from the node at once.
+	b, err := aggregator.New(cfg, publisher(t, s, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	eventually(t, 2*time.Second, "restored keys", func() bool {
+		st, ok := b.Key("app", "dropped")
+		return ok && st.Hot
+	})
+	st, _ := b.Key("app", "kept")
+	if !st.Hot || st.Since.UnixMilli() != first.Keys[0].Since {
+		t.Errorf("restored key = %+v, want hot since %d", st, first.Keys[0].Since)
+	}
+	// The live stream confirms one key; the other ages out after one window
+	// plus the hold.
+	restart := time.Now()
+	eventually(t, 5*time.Second, "unconfirmed key dropped from the node", func() bool {
+		b.Add("app", "kept", 200)
+		n, _ := readShard(t, s.Conn(), root, "app", "s1")
+		return n != nil && len(n.Keys) == 1 && n.Keys[0].Key == "kept"
+	})
+	if d := time.Since(restart); d < time.Second {
+		t.Errorf("unconfirmed restored key dropped after %v, want >= window + hold", d)
+	}
+}
+
+func TestCollectDeletesDeadShardsAfterTwiceTTL(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	p := publisher(t, s, root)
+	const ttl = 500 * time.Millisecond
+	ctx := t.Context()
+
+	// A live member with a stale node is never collected.
+	zombieCtx, leaveZombie := context.WithCancel(ctx)
+	defer leaveZombie()
+	go p.Join(zombieCtx, hotset.Member{ID: "zombie", Addr: "127.0.0.1:1"})
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	for _, sh := range []*hotset.Shard{
+		{App: "app", Shard: "zombie", Updated: old, TTL: ttl.Milliseconds(), Keys: []hotset.Key{{Key: "z"}}},
+		{App: "app", Shard: "dead", Updated: time.Now().UnixMilli(), TTL: ttl.Milliseconds(), Keys: []hotset.Key{{Key: "d"}}},
+		{App: "gone", Shard: "dead", Updated: time.Now().UnixMilli(), TTL: ttl.Milliseconds()},
+	} {
+		if err := p.Publish(ctx, sh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := time.Now()
+
+	a, err := aggregator.New(aggregator.Config{ID: "a-live", Addr: "127.0.0.1:7003",
+		TTL: ttl, Renew: 150 * time.Millisecond, GCInterval: 100 * time.Millisecond}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a)
+	a.Add("app", "live", 5000)
+	eventually(t, 5*time.Second, "dead shard's node collected", func() bool {
+		n, _ := readShard(t, s.Conn(), root, "app", "dead")
+		return n == nil
+	})
+	if d := time.Since(written); d < 2*ttl {
+		t.Errorf("dead shard's node deleted %v after its write, want >= 2*TTL = %v", d, 2*ttl)
+	}
+	eventually(t, 2*time.Second, "emptied app folder deleted", func() bool {
+		ok, _, _ := s.Conn().Exists(hotset.AppDir(root, "gone"))
+		return !ok
+	})
+	if n, _ := readShard(t, s.Conn(), root, "app", "zombie"); n == nil {
+		t.Error("a member's node was collected")
+	}
+	if n, _ := readShard(t, s.Conn(), root, "app", "a-live"); n == nil || len(n.Keys) != 1 {
+		t.Errorf("live shard's node = %+v, want its key", n)
+	}
+}
+
+func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	p := publisher(t, s, root)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.Join(ctx, hotset.Member{ID: "a", Addr: "127.0.0.1:1"})
+	eventually(t, 5*time.Second, "member a", func() bool {
+		kids, _, _ := s.Conn().Children(hotset.MembersDir(root))
+		return len(kids) == 1
+	})
+	if err := p.Publish(ctx, &hotset.Shard{App: "app", Shard: "dead", Updated: 1, TTL: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Collect(ctx, "b", time.Millisecond); n != 0 || err != nil {
+		t.Errorf("Collect by b = %d, %v; want 0 (a collects)", n, err)
+	}
+	if n, err := p.Collect(ctx, "a", time.Millisecond); n != 1 || err != nil {
+		t.Errorf("Collect by a = %d, %v; want 1", n, err)
+	}
+}
