@@ -1,0 +1,153 @@
+package detector
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// Config configures a Detector. A zero field means the default shown.
+type Config struct {
+	Brokers []string // Kafka bootstrap addresses; required unless Source is set
+	Topic   string   // "hotspot.access"
+	Group   string   // consumer group, "hotspot-detector"
+
+	Window time.Duration // 1s: the window of the local rate the filter looks at
+	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
+	Flush  time.Duration // 100ms: how often partial counts go to the Sink
+
+	// Threshold is the hot-key rate, in accesses per second (1000); the
+	// filter's cutoff is derived from it.
+	Threshold float64
+	// Alpha is the share of Threshold the filter may lose per key, all
+	// detectors together (0.05). A key's accesses on one partition are
+	// forwarded once its local count over Window+Bucket reaches
+	// Alpha*Threshold*Window/(D*P), P being this detector's partitions.
+	// A negative Alpha turns the filter off: every access is forwarded.
+	Alpha float64
+	// Detectors returns the current number of detectors D (e.g. from
+	// ZooKeeper). It is called once per flush, so it must be cheap. Nil
+	// means 1. If it reports fewer detectors than there are, the loss bound
+	// grows in proportion.
+	Detectors func() int
+
+	// MaxKeys caps the keys tracked by the detector, all partitions
+	// together (1<<20); each of P partitions gets MaxKeys/P. See
+	// docs/detector.md for the memory this bounds.
+	MaxKeys int
+	// MaxKeyBytes caps the bytes of the keys tracked (app and key), all
+	// partitions together (64 MiB).
+	MaxKeyBytes int
+	// MaxKeyLen is the longest key or app name accepted, in bytes
+	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
+	MaxKeyLen int
+
+	// SendTimeout bounds how long one flush's counts are retried when the
+	// Sink fails (30s). After that Run returns an error without committing
+	// them: a restarted detector reads them again.
+	SendTimeout time.Duration
+
+	// Kafka group timing (see kafkaio.GroupConfig): 10s, 10s, 1s.
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+	HeartbeatInterval time.Duration
+	// FromOldest reads a partition that has no committed offset from its
+	// oldest record; by default from its newest.
+	FromOldest bool
+
+	// Source replaces the Kafka consumer group (tests, other transports).
+	// When set, Brokers, Topic, Group and the Kafka settings are unused.
+	Source Source
+
+	Logger     *slog.Logger          // nil discards
+	Registerer prometheus.Registerer // nil: metrics are not exported
+}
+
+// Defaults not expressed inline.
+const (
+	DefaultTopic       = "hotspot.access"
+	DefaultGroup       = "hotspot-detector"
+	DefaultMaxKeys     = 1 << 20
+	DefaultMaxKeyBytes = 64 << 20
+	DefaultAlpha       = 0.05
+	DefaultThreshold   = 1000
+)
+
+func (cfg Config) withDefaults() (Config, error) {
+	cfg.Topic = cmp.Or(cfg.Topic, DefaultTopic)
+	cfg.Group = cmp.Or(cfg.Group, DefaultGroup)
+	cfg.Window = cmp.Or(cfg.Window, time.Second)
+	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
+	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
+	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultThreshold)
+	cfg.Alpha = cmp.Or(cfg.Alpha, DefaultAlpha)
+	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, DefaultMaxKeys)
+	cfg.MaxKeyBytes = cmp.Or(cfg.MaxKeyBytes, DefaultMaxKeyBytes)
+	cfg.MaxKeyLen = cmp.Or(cfg.MaxKeyLen, wire.DefaultMaxKeyLen)
+	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, 30*time.Second)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.Window < 0 || cfg.Bucket < 0 || cfg.Flush < 0 || cfg.SendTimeout < 0:
+		return cfg, errors.New("detector: negative Window, Bucket, Flush or SendTimeout")
+	case cfg.Bucket < time.Millisecond:
+		return cfg, fmt.Errorf("detector: Bucket %v is below 1ms", cfg.Bucket)
+	case cfg.Window%cfg.Bucket != 0:
+		return cfg, fmt.Errorf("detector: Bucket %v does not divide Window %v", cfg.Bucket, cfg.Window)
+	case cfg.Window/cfg.Bucket > 1000:
+		return cfg, fmt.Errorf("detector: Window %v holds more than 1000 buckets of %v", cfg.Window, cfg.Bucket)
+	case cfg.Threshold < 0:
+		return cfg, errors.New("detector: negative Threshold")
+	case cfg.MaxKeys < 0 || cfg.MaxKeyBytes < 0 || cfg.MaxKeyLen < 0:
+		return cfg, errors.New("detector: negative MaxKeys, MaxKeyBytes or MaxKeyLen")
+	case cfg.MaxKeys > 1<<31:
+		return cfg, errors.New("detector: MaxKeys above 2^31")
+	case cfg.MaxKeyBytes < cfg.MaxKeyLen:
+		return cfg, fmt.Errorf("detector: MaxKeyBytes %d below MaxKeyLen %d", cfg.MaxKeyBytes, cfg.MaxKeyLen)
+	}
+	if cfg.Source == nil {
+		if err := kafkaio.Check(cfg.groupConfig()); err != nil {
+			return cfg, fmt.Errorf("detector: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+func (cfg Config) groupConfig() kafkaio.GroupConfig {
+	return kafkaio.GroupConfig{
+		Brokers:           cfg.Brokers,
+		Topic:             cfg.Topic,
+		Group:             cfg.Group,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		FromOldest:        cfg.FromOldest,
+		Logger:            cfg.Logger,
+	}
+}
+
+// cutoff is the per-partition forwarding threshold, in accesses over
+// Window+Bucket, for d detectors and p partitions on this one: the smallest
+// integer >= Alpha*Threshold*Window/(d*p). 0 turns the filter off.
+func (cfg Config) cutoff(d, p int) uint64 {
+	if cfg.Alpha < 0 {
+		return 0
+	}
+	c := cfg.Alpha * cfg.Threshold * cfg.Window.Seconds() / float64(max(d, 1)*max(p, 1))
+	if c >= 1<<32 {
+		return 1 << 32
+	}
+	u := uint64(c)
+	if float64(u) < c {
+		u++
+	}
+	return u
+}

@@ -1,0 +1,309 @@
+package detector
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// counter counts one partition's accesses per (app, key) over a sliding
+// window and decides which of them to forward. It is owned by one goroutine
+// and takes no lock.
+//
+// Time is cut into buckets of bucketNS. The window is the open bucket plus the
+// nb-1 closed buckets before it (nb = Window/Bucket + 1), so when a bucket
+// closes the window covers exactly Window+Bucket of arrivals ending there.
+// Each bucket keeps a touch list: one (entry, count) pair per key that
+// arrived in it. Closing a bucket walks its list and decides, for each key,
+// whether the accesses it got in that bucket are forwarded (the key's window
+// count is >= cutoff) or dropped; expiring the oldest bucket walks its list
+// again to subtract its counts from the window. So every access costs O(1)
+// and every touch is visited twice more, however many keys there are.
+//
+// Memory is capped: at most maxKeys entries and maxBytes key bytes. The last
+// eighth of either budget is a reserve: once the table is past the first
+// seven eighths, a new key gets in only when a count-min sketch (which counts
+// the accesses of keys left outside) estimates its window count at >= cutoff,
+// so a flood of one-off keys cannot keep a busy new key out. The estimate
+// must reach the cutoff plus the sketch's noise floor (its mean counter), so
+// collisions alone do not admit a key.
+type counter struct {
+	bucketNS int64
+	nb       int      // buckets in the ring: Window/Bucket + 1
+	ring     [][]touch // touch lists; ring[open] is the open bucket
+	open     int
+	seq      int64 // number of the open bucket (time / bucketNS)
+	started  bool
+
+	index   map[string]uint32 // composite key -> entries index
+	entries []entry
+	free    []uint32 // unused entries indexes
+	fwd     []uint32 // entries with fwd > 0, in the order they got it
+	live    int      // entries in use
+
+	cutoff uint64 // forward a key whose window count is >= cutoff; 0 forwards all
+
+	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
+	maxBytes, softBytes int
+	keyBytes            int // bytes of the composite keys held
+	sk                  *sketch
+	skStart             int64 // bucket at which the sketch's current generation began
+
+	kbuf []byte
+
+	stats counterStats
+}
+
+// counterStats are totals since the owner last took them.
+type counterStats struct {
+	filtered   uint64 // accesses dropped by the filter
+	capDropped uint64 // (key, count) entries not counted: the table was full
+	admitted   uint64 // keys let into the reserve by the sketch
+}
+
+type entry struct {
+	key    string // uvarint(len(app)) + app + key; "" when unused
+	window uint64 // sum of the live buckets' counts (each clamped to 2^32-1)
+	pend   uint64 // accesses of the open bucket not yet decided on
+	fwd    uint64 // accesses decided to be forwarded at the next flush
+	cur    uint32 // the open bucket's count (saturating; includes an admission seed)
+	seq    uint32 // low bits of the bucket in which the key was last touched
+	slot   uint32 // the key's position in that bucket's touch list
+}
+
+type touch struct {
+	idx uint32 // entries index
+	n   uint32 // the bucket's count for the key, set when the bucket closes
+}
+
+// newCounter returns a counter whose window spans nBuckets buckets of
+// bucketNS nanoseconds, holding at most maxKeys keys and maxBytes key bytes.
+func newCounter(bucketNS int64, nBuckets, maxKeys, maxBytes int) *counter {
+	maxKeys = max(maxKeys, 1)
+	maxBytes = max(maxBytes, 1)
+	c := &counter{
+		bucketNS:  bucketNS,
+		nb:        nBuckets + 1,
+		index:     make(map[string]uint32),
+		maxKeys:   maxKeys,
+		softKeys:  maxKeys - maxKeys/8,
+		maxBytes:  maxBytes,
+		softBytes: maxBytes - maxBytes/8,
+	}
+	c.ring = make([][]touch, c.nb)
+	return c
+}
+
+// len is the number of keys tracked.
+func (c *counter) len() int { return c.live }
+
+// takeStats returns the totals since the previous call and resets them.
+func (c *counter) takeStats() counterStats {
+	s := c.stats
+	c.stats = counterStats{}
+	return s
+}
+
+// advance moves the counter's clock to now (Unix nanoseconds), closing and
+// expiring buckets on the way. A clock that goes back is ignored.
+func (c *counter) advance(now int64) {
+	s := now / c.bucketNS
+	if !c.started {
+		c.started, c.seq = true, s
+		return
+	}
+	if s <= c.seq {
+		return
+	}
+	// After nb rotations every bucket has closed and expired; the remaining
+	// ones are empty and only move the clock.
+	for n := 0; c.seq < s && n <= c.nb; n++ {
+		c.rotate()
+	}
+	if c.seq < s {
+		c.seq = s
+	}
+}
+
+// rotate closes the open bucket, expires the oldest closed one, and opens
+// the next bucket in its place.
+func (c *counter) rotate() {
+	b := c.ring[c.open]
+	for i := range b {
+		e := &c.entries[b[i].idx]
+		b[i].n = e.cur
+		e.cur = 0
+		c.decide(b[i].idx, e)
+	}
+	c.seq++
+	c.open++
+	if c.open == c.nb {
+		c.open = 0
+	}
+	old := c.ring[c.open]
+	for _, t := range old {
+		e := &c.entries[t.idx]
+		e.window -= uint64(t.n)
+		if e.window == 0 && e.fwd == 0 {
+			c.remove(t.idx)
+		}
+	}
+	c.ring[c.open] = old[:0]
+	if c.sk != nil && c.seq-c.skStart >= int64(c.nb) {
+		c.sk.rotate()
+		c.skStart = c.seq
+	}
+}
+
+// decide forwards or drops the key's undecided accesses.
+func (c *counter) decide(idx uint32, e *entry) {
+	if e.pend == 0 {
+		return
+	}
+	if e.window >= c.cutoff {
+		c.forward(idx, e)
+		return
+	}
+	c.stats.filtered += e.pend
+	e.pend = 0
+}
+
+func (c *counter) forward(idx uint32, e *entry) {
+	if e.fwd == 0 {
+		c.fwd = append(c.fwd, idx)
+	}
+	e.fwd = satAdd(e.fwd, e.pend)
+	e.pend = 0
+}
+
+// add counts n accesses of (app, key) in the open bucket.
+func (c *counter) add(app, key []byte, n uint64) {
+	c.kbuf = binary.AppendUvarint(c.kbuf[:0], uint64(len(app)))
+	c.kbuf = append(c.kbuf, app...)
+	c.kbuf = append(c.kbuf, key...)
+	var seed uint64
+	idx, ok := c.index[string(c.kbuf)]
+	if !ok {
+		if idx, seed, ok = c.insert(c.kbuf, n); !ok {
+			c.stats.capDropped++
+			return
+		}
+	}
+	e := &c.entries[idx]
+	if e.seq != uint32(c.seq) {
+		e.seq = uint32(c.seq)
+		e.slot = uint32(len(c.ring[c.open]))
+		c.ring[c.open] = append(c.ring[c.open], touch{idx: idx})
+	}
+	cur := e.cur
+	e.cur = satAdd32(e.cur, satAdd(n, seed))
+	e.window += uint64(e.cur - cur)
+	e.pend = satAdd(e.pend, n)
+}
+
+// insert makes an entry for a new key. Past the soft limits it asks the
+// sketch, which then holds the key's accesses while it stays outside; a key
+// let in carries the sketch's estimate of its earlier accesses as a seed
+// (counted in its window, never forwarded).
+func (c *counter) insert(k []byte, n uint64) (idx uint32, seed uint64, ok bool) {
+	if c.live < c.softKeys && c.keyBytes+len(k) <= c.softBytes {
+		return c.newEntry(k), 0, true
+	}
+	if c.sk == nil {
+		c.sk = newSketch(c.maxKeys)
+		c.skStart = c.seq
+	}
+	// The estimate must clear the cutoff by the sketch's noise floor, or
+	// a flood of distinct keys would fill the reserve with collisions.
+	need := satAdd(max(c.cutoff, 1), c.sk.floor())
+	est := c.sk.add(k, n)
+	if est < need || c.live >= c.maxKeys || c.keyBytes+len(k) > c.maxBytes {
+		return 0, 0, false
+	}
+	c.stats.admitted++
+	return c.newEntry(k), est - min(est, n), true
+}
+
+func (c *counter) newEntry(k []byte) uint32 {
+	var idx uint32
+	if n := len(c.free); n > 0 {
+		idx = c.free[n-1]
+		c.free = c.free[:n-1]
+	} else {
+		idx = uint32(len(c.entries))
+		c.entries = append(c.entries, entry{})
+	}
+	s := string(k)
+	// seq one behind the open bucket: the first add appends a touch.
+	c.entries[idx] = entry{key: s, seq: uint32(c.seq) - 1}
+	c.index[s] = idx
+	c.keyBytes += len(s)
+	c.live++
+	return idx
+}
+
+func (c *counter) remove(idx uint32) {
+	e := &c.entries[idx]
+	delete(c.index, e.key)
+	c.keyBytes -= len(e.key)
+	*e = entry{}
+	c.free = append(c.free, idx)
+	c.live--
+}
+
+// flush appends the accesses decided to be forwarded since the previous
+// flush to dst, one Count per key, and returns it. Keys of the open bucket
+// whose window count already reaches the cutoff are forwarded now rather than
+// when the bucket closes: the window only grows until then, so the decision
+// would be the same. With final set, the open bucket's remaining keys are
+// decided now too (the counter is being dropped).
+func (c *counter) flush(dst []Count, final bool) []Count {
+	for _, t := range c.ring[c.open] {
+		e := &c.entries[t.idx]
+		if final {
+			c.decide(t.idx, e)
+		} else if e.pend > 0 && e.window >= c.cutoff {
+			c.forward(t.idx, e)
+		}
+	}
+	for _, idx := range c.fwd {
+		e := &c.entries[idx]
+		app, key := splitKey(e.key)
+		dst = append(dst, Count{App: app, Key: key, N: e.fwd})
+		e.fwd = 0
+		if e.window == 0 {
+			c.remove(idx)
+		}
+	}
+	c.fwd = c.fwd[:0]
+	return dst
+}
+
+// splitKey splits a composite key into app and key without copying.
+func splitKey(s string) (app, key string) {
+	var n, shift uint
+	i := 0
+	for ; i < len(s); i++ {
+		b := s[i]
+		n |= uint(b&0x7f) << shift
+		if b < 0x80 {
+			i++
+			break
+		}
+		shift += 7
+	}
+	return s[i : i+int(n)], s[i+int(n):]
+}
+
+func satAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
+func satAdd32(a uint32, b uint64) uint32 {
+	if s := uint64(a) + b; s >= b && s <= math.MaxUint32 {
+		return uint32(s)
+	}
+	return math.MaxUint32
+}

@@ -1,0 +1,125 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+)
+
+// Detector is one member of the detector consumer group. See the package
+// doc for what it guarantees.
+type Detector struct {
+	cfg  Config
+	sink Sink
+	m    *metrics
+	log  *slog.Logger
+
+	mu    sync.Mutex // guards fatal
+	fatal error      // the first error that stops Run
+}
+
+// New checks cfg and returns a Detector that sends to sink. It does not
+// contact Kafka; Run does.
+func New(cfg Config, sink Sink) (*Detector, error) {
+	if sink == nil {
+		return nil, errors.New("detector: nil Sink")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Detector{cfg: cfg, sink: sink, m: newMetrics(cfg.Registerer), log: cfg.Logger}, nil
+}
+
+// Run joins the group and counts until ctx is canceled. Then it stops
+// consuming, hands the counts in flight to the Sink, commits their offsets,
+// leaves the group and returns nil. It returns an error only when the Sink
+// kept failing for SendTimeout (nothing past the failed counts is
+// committed) or the group cannot be created. Run may be called once.
+func (d *Detector) Run(ctx context.Context) error {
+	src := d.cfg.Source
+	if src == nil {
+		g, err := kafkaio.NewGroup(d.cfg.groupConfig())
+		if err != nil {
+			return fmt.Errorf("detector: %w", err)
+		}
+		src = kafkaSource{g}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	fail := func(err error) {
+		d.mu.Lock()
+		if d.fatal == nil {
+			d.fatal = err
+		}
+		d.mu.Unlock()
+		stop()
+	}
+
+	var wg sync.WaitGroup
+	for runCtx.Err() == nil {
+		gen, err := src.Next(runCtx)
+		if err != nil {
+			if runCtx.Err() != nil {
+				break
+			}
+			d.log.Warn("detector: waiting for a consumer group generation", "err", err)
+			select {
+			case <-runCtx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		d.startGeneration(runCtx, gen, &wg, fail)
+	}
+	// Close ends the generation: its goroutines, which have already seen
+	// runCtx end, finish their last flush and commit before the group is
+	// left.
+	closeErr := src.Close()
+	wg.Wait()
+	d.m.partitions.Set(0)
+	d.m.keys.Set(0)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if closeErr != nil {
+		return fmt.Errorf("detector: leaving the group: %w", closeErr)
+	}
+	return nil
+}
+
+// startGeneration starts one worker per claimed partition and the flusher,
+// all on gen so that the group waits for them before rebalancing further.
+func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync.WaitGroup, fail func(error)) {
+	claims := gen.Claims()
+	d.m.partitions.Set(float64(len(claims)))
+	parts := make([]int, len(claims))
+	for i, c := range claims {
+		parts[i] = c.Partition()
+	}
+	d.log.Info("detector: partitions assigned", "partitions", parts)
+	if len(claims) == 0 {
+		return
+	}
+	f := newFlusher(d, gen, len(claims), fail)
+	for _, c := range claims {
+		w := newWorker(d, c, len(claims), &f.current, f.partials)
+		wg.Add(1)
+		gen.Start(func(gctx context.Context) {
+			defer wg.Done()
+			w.run(gctx)
+		})
+	}
+	wg.Add(1)
+	gen.Start(func(gctx context.Context) {
+		defer wg.Done()
+		f.run(ctx, gctx)
+	})
+}

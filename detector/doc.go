@@ -1,0 +1,24 @@
+// Package detector counts access events from the Kafka access topic and
+// hands per-key partial counts to a Sink every flush tick.
+//
+// A Detector is one member of a consumer group. Each partition it is
+// assigned is read and counted by one goroutine that owns that partition's
+// windowed counter, so counting takes no lock. A flusher goroutine ends a
+// round every flush tick: every partition goroutine hands over the counts it
+// accumulated since the previous round, the flusher merges them, gives them
+// to the Sink, and only then commits the partitions' offsets.
+//
+// Invariants:
+//   - An offset is committed only after the Sink accepted every count carried
+//     by the records before it (at-least-once: a replay may over-count, a
+//     commit never skips counts that were not handed on).
+//   - Memory is bounded whatever the number of distinct keys: at most
+//     Config.MaxKeys keys and Config.MaxKeyBytes key bytes are tracked (see
+//     docs/detector.md for the bound in bytes).
+//   - The local filter loses, for any key, fewer than
+//     Alpha*Threshold*Window/D accesses per detector in any interval of
+//     length Window; D detectors together under-count a key's rate by less
+//     than Alpha*Threshold.
+//   - A record that does not decode is counted by reason and skipped; it never
+//     stalls its partition.
+package detector

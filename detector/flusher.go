@@ -1,0 +1,183 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// flusher ends a round every Flush tick, merges the workers' partials, hands
+// them to the Sink and then commits the offsets they cover.
+type flusher struct {
+	d        *Detector
+	gen      Generation
+	workers  int
+	fail     func(error)
+	current  atomic.Pointer[round]
+	partials chan partial
+	nextID   uint64
+
+	merged    []Count
+	index     map[appKey]int // merged index by key
+	offsets   map[int]int64  // partition -> next offset to read, as of the last round
+	committed map[int]int64  // partition -> last offset committed
+	toCommit  map[int]int64
+}
+
+type appKey struct{ app, key string }
+
+func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flusher {
+	f := &flusher{
+		d:         d,
+		gen:       gen,
+		workers:   workers,
+		fail:      fail,
+		partials:  make(chan partial, workers),
+		index:     make(map[appKey]int),
+		offsets:   make(map[int]int64),
+		committed: make(map[int]int64),
+		toCommit:  make(map[int]int64),
+	}
+	f.publish()
+	return f
+}
+
+// publish starts the next round.
+func (f *flusher) publish() *round {
+	n := 1
+	if f.d.cfg.Detectors != nil {
+		n = max(f.d.cfg.Detectors(), 1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &round{id: f.nextID, ctx: ctx, cancel: cancel, cutoff: f.d.cfg.cutoff(n, f.workers)}
+	f.nextID++
+	f.current.Store(r)
+	return r
+}
+
+// run ends a round every tick until runCtx or the generation ends; the last
+// round is final. Then it waits for the generation to end.
+func (f *flusher) run(runCtx, gctx context.Context) {
+	t := time.NewTicker(f.d.cfg.Flush)
+	defer t.Stop()
+	defer func() { <-gctx.Done() }()
+	for {
+		r := f.current.Load()
+		select {
+		case <-t.C:
+		case <-gctx.Done():
+			r.final = true
+		case <-runCtx.Done():
+			r.final = true
+		}
+		at := time.Now()
+		if !r.final {
+			f.publish()
+		}
+		r.cancel()
+		f.collect(r.id)
+		if err := f.send(runCtx, at); err != nil {
+			f.fail(err)
+			if !r.final {
+				// Stop the workers without committing anything.
+				nr := f.current.Load()
+				nr.final = true
+				nr.cancel()
+				f.collect(nr.id)
+			}
+			return
+		}
+		f.commit()
+		if r.final {
+			return
+		}
+	}
+}
+
+// collect receives every worker's partial for round id and merges them.
+func (f *flusher) collect(id uint64) {
+	f.merged = f.merged[:0]
+	clear(f.index)
+	keys := 0
+	for range f.workers {
+		p := <-f.partials
+		if p.round != id {
+			// A broken round protocol would lose or double counts: fail loudly.
+			panic(fmt.Sprintf("detector: partition %d answered round %d during round %d", p.partition, p.round, id))
+		}
+		keys += p.keys
+		if p.offset >= 0 {
+			f.offsets[p.partition] = p.offset
+		}
+		if f.workers == 1 {
+			f.merged = append(f.merged, p.counts...)
+			continue
+		}
+		for _, c := range p.counts {
+			k := appKey{c.App, c.Key}
+			if i, ok := f.index[k]; ok {
+				f.merged[i].N = satAdd(f.merged[i].N, c.N)
+				continue
+			}
+			f.index[k] = len(f.merged)
+			f.merged = append(f.merged, c)
+		}
+	}
+	f.d.m.keys.Set(float64(keys))
+}
+
+// send hands the merged counts to the Sink, retrying with backoff for up to
+// SendTimeout. It goes on after runCtx ends: those are the counts in flight.
+func (f *flusher) send(runCtx context.Context, at time.Time) error {
+	if len(f.merged) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), f.d.cfg.SendTimeout)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f.d.sink.Send(ctx, at, f.merged)
+		if err == nil {
+			f.d.m.flushSecs.Observe(time.Since(at).Seconds())
+			f.d.m.flushKeys.Observe(float64(len(f.merged)))
+			return nil
+		}
+		f.d.m.sendErrs.Inc()
+		f.d.log.Warn("detector: sink refused counts; retrying", "keys", len(f.merged), "attempt", attempt, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("detector: sink refused %d counts for %v, offsets left uncommitted: %w",
+				len(f.merged), f.d.cfg.SendTimeout, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// commit stores the offsets that moved since the last commit. A failed
+// commit is retried with the next round's offsets; the counts were handed on,
+// so a replay after it can only over-count.
+func (f *flusher) commit() {
+	clear(f.toCommit)
+	for p, o := range f.offsets {
+		if c, ok := f.committed[p]; !ok || c != o {
+			f.toCommit[p] = o
+		}
+	}
+	if len(f.toCommit) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.gen.Commit(ctx, f.toCommit); err != nil {
+		f.d.m.commitErrs.Inc()
+		f.d.log.Warn("detector: offset commit failed", "err", err)
+		return
+	}
+	for p, o := range f.toCommit {
+		f.committed[p] = o
+	}
+}

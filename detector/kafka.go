@@ -1,0 +1,50 @@
+package detector
+
+import (
+	"context"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+)
+
+// kafkaSource adapts a kafkaio.Group to Source.
+type kafkaSource struct{ g *kafkaio.Group }
+
+func (s kafkaSource) Next(ctx context.Context) (Generation, error) {
+	gen, err := s.g.Next(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return kafkaGeneration{gen}, nil
+}
+
+func (s kafkaSource) Close() error { return s.g.Close() }
+
+type kafkaGeneration struct{ g *kafkaio.Generation }
+
+func (g kafkaGeneration) Claims() []Claim {
+	as := g.g.Assignments()
+	out := make([]Claim, len(as))
+	for i, a := range as {
+		out[i] = kafkaClaim{g.g.Reader(a)}
+	}
+	return out
+}
+
+func (g kafkaGeneration) Start(fn func(ctx context.Context)) { g.g.Start(fn) }
+
+func (g kafkaGeneration) Commit(_ context.Context, offsets map[int]int64) error {
+	return g.g.Commit(offsets)
+}
+
+type kafkaClaim struct{ r *kafkaio.Reader }
+
+func (c kafkaClaim) Partition() int { return c.r.Partition() }
+func (c kafkaClaim) Close() error   { return c.r.Close() }
+
+func (c kafkaClaim) Fetch(ctx context.Context) (Record, error) {
+	r, err := c.r.Fetch(ctx)
+	return Record{Value: r.Value, Offset: r.Offset, HighWaterMark: r.HighWaterMark}, err
+}

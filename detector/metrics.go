@@ -1,0 +1,71 @@
+package detector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+type metrics struct {
+	records    prometheus.Counter
+	entries    prometheus.Counter
+	invalid    []prometheus.Counter // by wire.Reason
+	invalidVec *prometheus.CounterVec
+	filtered   prometheus.Counter
+	capDropped prometheus.Counter
+	admitted   prometheus.Counter
+	keys       prometheus.Gauge
+	partitions prometheus.Gauge
+	lag        *prometheus.GaugeVec
+	flushSecs  prometheus.Histogram
+	flushKeys  prometheus.Histogram
+	sendErrs   prometheus.Counter
+	commitErrs prometheus.Counter
+	fetchErrs  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg) // nil reg: counts, exports nothing
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "detector", Name: name, Help: help}
+	}
+	m := &metrics{
+		records:    f.NewCounter(opts("records_total", "Kafka records consumed.")),
+		entries:    f.NewCounter(opts("entries_total", "Valid (key, count) entries counted.")),
+		filtered:   f.NewCounter(opts("filtered_accesses_total", "Accesses not forwarded because the key's local windowed rate was under the cutoff.")),
+		capDropped: f.NewCounter(opts("cap_dropped_total", "Entries not counted because the key table was full and the sketch did not admit the key.")),
+		admitted:   f.NewCounter(opts("sketch_admitted_total", "Keys admitted into the table's reserve by the count-min sketch.")),
+		sendErrs:   f.NewCounter(opts("send_errors_total", "Failed Sink.Send attempts.")),
+		commitErrs: f.NewCounter(opts("commit_errors_total", "Failed offset commits.")),
+		fetchErrs:  f.NewCounter(opts("fetch_errors_total", "Failed fetches (other than cancellation).")),
+		keys: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "keys",
+			Help: "Keys tracked in the windowed counters, all partitions."}),
+		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",
+			Help: "Partitions assigned to this detector."}),
+		lag: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "lag_records",
+			Help: "Records between the last one counted and the partition's high-water mark."}, []string{"partition"}),
+		flushSecs: f.NewHistogram(prometheus.HistogramOpts{Namespace: "hotspot", Subsystem: "detector", Name: "flush_seconds",
+			Help:    "Time from the end of a flush round to the Sink accepting its counts.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		flushKeys: f.NewHistogram(prometheus.HistogramOpts{Namespace: "hotspot", Subsystem: "detector", Name: "flush_keys",
+			Help:    "Keys handed to the Sink per flush.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+	}
+	invalid := f.NewCounterVec(prometheus.CounterOpts{Namespace: "hotspot", Name: "events_invalid_total",
+		Help: "Access records (or JSON lines) skipped because they did not decode, by reason."}, []string{"reason"})
+	m.invalidVec = invalid
+	rs := wire.Reasons()
+	m.invalid = make([]prometheus.Counter, int(rs[len(rs)-1])+1)
+	for _, r := range rs {
+		m.invalid[r] = invalid.WithLabelValues(r.String())
+	}
+	return m
+}
+
+func (m *metrics) invalidFor(r wire.Reason) prometheus.Counter {
+	if int(r) < len(m.invalid) && m.invalid[r] != nil {
+		return m.invalid[r]
+	}
+	return m.invalidVec.WithLabelValues("unknown")
+}

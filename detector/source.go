@@ -1,0 +1,64 @@
+package detector
+
+import (
+	"context"
+	"time"
+)
+
+// Count is one key's accesses since the previous flush.
+type Count struct {
+	App, Key string
+	N        uint64 // accesses since the previous flush
+}
+
+// Sink receives each flush's partial counts.
+//
+// Send returns once the counts are handed on. Run commits the offsets of the
+// records behind them only after Send returned nil; on an error it retries
+// the same counts with backoff for up to Config.SendTimeout and never commits
+// past them. counts is reused after Send returns: keep the Count values (their
+// strings are immutable), not the slice. Send is called from one goroutine at
+// a time.
+type Sink interface {
+	Send(ctx context.Context, at time.Time, counts []Count) error
+}
+
+// Source is membership in the consumer group on the access topic. The
+// default Source is Kafka (internal/kafkaio); tests supply fakes.
+type Source interface {
+	// Next blocks until the group hands this member its next generation.
+	// It returns ctx.Err() when ctx ends first. Other errors are transient:
+	// Run logs them and calls Next again.
+	Next(ctx context.Context) (Generation, error)
+	// Close ends the current generation (its functions' ctx is done), waits
+	// for the functions started on it to return, and leaves the group.
+	Close() error
+}
+
+// Generation is one assignment of partitions to this member, from one
+// rebalance to the next.
+type Generation interface {
+	// Claims opens a reader for each partition assigned to this member.
+	Claims() []Claim
+	// Start runs fn in a goroutine tied to the generation: ctx is done when
+	// the generation ends, and the group does not move on until fn returned.
+	Start(fn func(ctx context.Context))
+	// Commit stores, per partition, the offset of the next record to read.
+	Commit(ctx context.Context, offsets map[int]int64) error
+}
+
+// Claim reads one partition. It is used by one goroutine.
+type Claim interface {
+	Partition() int
+	// Fetch returns the next record. When ctx ends first it returns an error
+	// and loses no record: the next Fetch returns it.
+	Fetch(ctx context.Context) (Record, error)
+	Close() error
+}
+
+// Record is one record of a partition.
+type Record struct {
+	Value         []byte // valid until the next Fetch
+	Offset        int64
+	HighWaterMark int64 // the offset the partition's next record will get, as of the fetch; 0 if unknown
+}

@@ -1,0 +1,143 @@
+package detector
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// round is one flush period. The flusher publishes the next round before it
+// cancels the current one; each worker answers every round exactly once, in
+// order, with a partial.
+type round struct {
+	id     uint64
+	ctx    context.Context // canceled when the round ends
+	cancel context.CancelFunc
+	cutoff uint64 // the filter's per-partition cutoff during the round
+	final  bool   // written before cancel: workers stop after answering
+}
+
+// partial is one worker's answer to a round.
+type partial struct {
+	round     uint64
+	partition int
+	counts    []Count // the worker's buffer: valid until it answers the next round
+	offset    int64   // next offset to read; -1 if no record was counted yet
+	keys      int     // keys in the worker's counter
+}
+
+// worker reads and counts one partition. It is the only goroutine that
+// touches its counter.
+type worker struct {
+	d      *Detector
+	claim  Claim
+	c      *counter
+	dec    wire.Decoder
+	add    func(*wire.Entry)
+	rounds *atomic.Pointer[round]
+	out    chan<- partial
+	buf    []Count
+	lag    prometheus.Gauge
+
+	offset, hwm      int64
+	records, entries uint64 // since the last answer
+}
+
+func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
+	cfg := d.cfg
+	w := &worker{
+		d:      d,
+		claim:  cl,
+		c:      newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/parts, cfg.MaxKeyBytes/parts),
+		rounds: rounds,
+		out:    out,
+		lag:    d.m.lag.WithLabelValues(strconv.Itoa(cl.Partition())),
+		offset: -1,
+	}
+	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
+	w.add = func(e *wire.Entry) {
+		w.entries++
+		w.c.add(e.App, e.Key, e.Count)
+	}
+	return w
+}
+
+// run reads the partition until a final round, then waits for the
+// generation to end (so that the group does not rebalance before every
+// goroutine of this generation is done).
+func (w *worker) run(gctx context.Context) {
+	part := w.claim.Partition()
+	defer w.d.m.lag.DeleteLabelValues(strconv.Itoa(part))
+	defer w.claim.Close()
+	next := uint64(0) // the round to answer next
+	for {
+		r := w.rounds.Load()
+		w.c.cutoff = r.cutoff
+		if r.id > next {
+			// Round next ended (the flusher published r before ending
+			// it) while this worker was busy: answer it now. It was not
+			// final, or no later round would exist.
+			w.answer(next, false)
+			next++
+			continue
+		}
+		rec, err := w.claim.Fetch(r.ctx)
+		if err == nil {
+			w.consume(rec)
+			continue
+		}
+		if r.ctx.Err() == nil {
+			w.d.m.fetchErrs.Inc()
+			w.d.log.Warn("detector: fetch failed; retrying", "partition", part, "err", err)
+			t := time.NewTimer(time.Second)
+			select {
+			case <-r.ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		w.answer(r.id, r.final)
+		next = r.id + 1
+		if r.final {
+			<-gctx.Done()
+			return
+		}
+	}
+}
+
+func (w *worker) consume(rec Record) {
+	w.c.advance(time.Now().UnixNano())
+	w.records++
+	if err := w.dec.Decode(rec.Value, w.add); err != nil {
+		// Counted by reason in OnInvalid; the record (or line) is skipped.
+		w.d.log.Debug("detector: invalid record", "partition", w.claim.Partition(), "offset", rec.Offset, "err", err)
+	}
+	w.offset = rec.Offset + 1
+	if rec.HighWaterMark > 0 {
+		w.hwm = rec.HighWaterMark
+	}
+}
+
+// answer hands the round's counts and the partition's offset to the flusher.
+func (w *worker) answer(id uint64, final bool) {
+	w.c.advance(time.Now().UnixNano())
+	w.buf = w.c.flush(w.buf[:0], final)
+	s := w.c.takeStats()
+	m := w.d.m
+	m.records.Add(float64(w.records))
+	m.entries.Add(float64(w.entries))
+	m.filtered.Add(float64(s.filtered))
+	m.capDropped.Add(float64(s.capDropped))
+	m.admitted.Add(float64(s.admitted))
+	w.records, w.entries = 0, 0
+	if w.offset >= 0 && w.hwm > 0 {
+		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
+	}
+	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len()}
+}

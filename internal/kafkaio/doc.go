@@ -1,0 +1,9 @@
+// Package kafkaio adapts kafka-go to the shapes Hotspot's services consume:
+// a consumer-group member that hands out one partition reader per assigned
+// partition and commits offsets explicitly.
+//
+// Invariant: nothing is committed behind the caller's back. A Group never
+// auto-commits; the only offsets stored for the group are those passed to
+// Generation.Commit. Every kafka-go configuration is validated when the Group
+// is built, so no later kafka-go constructor can panic on it.
+package kafkaio

@@ -1,0 +1,247 @@
+package kafkaio
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// GroupConfig configures a Group. A zero field means the default shown.
+type GroupConfig struct {
+	Brokers []string // bootstrap addresses; required
+	Topic   string   // the topic to consume; required
+	Group   string   // consumer group ID; required
+
+	SessionTimeout    time.Duration // 10s: a member silent this long is dropped from the group
+	RebalanceTimeout  time.Duration // 10s: how long a rebalance waits for members to rejoin
+	HeartbeatInterval time.Duration // 1s; must be below SessionTimeout
+	JoinGroupBackoff  time.Duration // 1s: wait before rejoining after a failed join
+
+	// FromOldest starts a partition that has no committed offset at its
+	// oldest record. False (the default) starts it at the newest, like
+	// Kafka's auto.offset.reset=latest.
+	FromOldest bool
+
+	MaxWait  time.Duration // 250ms: longest a fetch waits on an idle partition
+	MaxBytes int           // 4 MiB: largest fetch response per partition
+
+	Logger *slog.Logger // kafka-go's own messages go here at debug level; nil discards
+}
+
+// Group is one member of a Kafka consumer group on one topic. It wraps
+// kafka-go's ConsumerGroup: Next returns each generation (one per
+// rebalance), whose partitions are read with a Reader each.
+type Group struct {
+	cfg    GroupConfig
+	reader kafka.ReaderConfig // template for the partition readers
+	cg     *kafka.ConsumerGroup
+}
+
+// NewGroup checks cfg and joins the group in the background. Join errors are
+// reported by Next.
+func NewGroup(cfg GroupConfig) (*Group, error) {
+	g, gc, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cg, err := kafka.NewConsumerGroup(gc)
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: consumer group: %w", err)
+	}
+	g.cg = cg
+	return g, nil
+}
+
+// Check reports whether cfg is valid without contacting Kafka.
+func Check(cfg GroupConfig) error {
+	_, _, err := build(cfg)
+	return err
+}
+
+func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
+	switch {
+	case len(cfg.Brokers) == 0:
+		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no brokers")
+	case cfg.Topic == "":
+		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no topic")
+	case cfg.Group == "":
+		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no group")
+	}
+	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, 10*time.Second)
+	cfg.RebalanceTimeout = cmp.Or(cfg.RebalanceTimeout, 10*time.Second)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)
+	cfg.JoinGroupBackoff = cmp.Or(cfg.JoinGroupBackoff, time.Second)
+	cfg.MaxWait = cmp.Or(cfg.MaxWait, 250*time.Millisecond)
+	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 4<<20)
+	if cfg.HeartbeatInterval >= cfg.SessionTimeout {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: HeartbeatInterval %v must be below SessionTimeout %v",
+			cfg.HeartbeatInterval, cfg.SessionTimeout)
+	}
+	if cfg.MaxWait < 0 || cfg.MaxBytes < 0 {
+		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: negative MaxWait or MaxBytes")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Logger = log
+	debug := kafka.LoggerFunc(func(msg string, args ...any) { log.Debug(fmt.Sprintf(msg, args...), "component", "kafka-go") })
+	start := kafka.LastOffset
+	if cfg.FromOldest {
+		start = kafka.FirstOffset
+	}
+	gc := kafka.ConsumerGroupConfig{
+		ID:                cfg.Group,
+		Brokers:           cfg.Brokers,
+		Topics:            []string{cfg.Topic},
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  cfg.JoinGroupBackoff,
+		// Partition changes are rare; a new partition is picked up at the
+		// next rebalance rather than by polling metadata every few seconds.
+		WatchPartitionChanges: false,
+		StartOffset:           start,
+		Logger:                debug,
+		ErrorLogger:           debug,
+	}
+	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
+	// validates again, so this only catches errors early.
+	check := gc
+	if err := check.Validate(); err != nil {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: consumer group config: %w", err)
+	}
+	rc := kafka.ReaderConfig{
+		Brokers: cfg.Brokers,
+		Topic:   cfg.Topic,
+		// MinBytes 1: a fetch returns as soon as any record is there; with
+		// kafka-go's defaults the first fetch of a quiet partition waits
+		// for seconds.
+		MinBytes: 1,
+		MaxBytes: cfg.MaxBytes,
+		MaxWait:  cfg.MaxWait,
+		// Lag comes from each fetch's high-water mark; kafka-go's own lag
+		// poller would cost a request per partition per minute.
+		ReadLagInterval: -1,
+		Logger:          debug,
+		ErrorLogger:     debug,
+	}
+	// NewReader panics on a bad config: validate once, here.
+	if err := rc.Validate(); err != nil {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
+	}
+	return &Group{cfg: cfg, reader: rc}, gc, nil
+}
+
+// Next blocks until the group hands this member its next generation. It
+// never returns two live generations: the previous one has ended (and every
+// function started on it has returned) before the next is returned.
+func (g *Group) Next(ctx context.Context) (*Generation, error) {
+	gen, err := g.cg.Next(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+	}
+	parts := gen.Assignments[g.cfg.Topic]
+	out := &Generation{gen: gen, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
+	for _, p := range parts {
+		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
+	}
+	return out, nil
+}
+
+// Close ends the current generation, waits for the functions started on it
+// to return, and leaves the group. Later calls do nothing.
+func (g *Group) Close() error {
+	if err := g.cg.Close(); err != nil {
+		return fmt.Errorf("kafkaio: close group %s: %w", g.cfg.Group, err)
+	}
+	return nil
+}
+
+// Assignment is one partition given to this member and the offset its
+// reading starts at: the group's committed offset, or kafka.FirstOffset /
+// kafka.LastOffset (negative) when none was committed.
+type Assignment struct {
+	Partition int
+	Offset    int64
+}
+
+// Generation is one assignment of partitions to this member, from one
+// rebalance to the next.
+type Generation struct {
+	gen    *kafka.Generation
+	topic  string
+	reader kafka.ReaderConfig
+	parts  []Assignment
+}
+
+// ID is the generation number the coordinator assigned.
+func (g *Generation) ID() int32 { return g.gen.ID }
+
+// Assignments lists the partitions this member owns in the generation.
+func (g *Generation) Assignments() []Assignment { return g.parts }
+
+// Start runs fn in a goroutine tied to the generation: fn's ctx is done when
+// the generation ends (a rebalance, a lost heartbeat, or Group.Close), and
+// the group does not rejoin until fn has returned. When any fn returns, the
+// generation ends, as in kafka-go.
+func (g *Generation) Start(fn func(ctx context.Context)) { g.gen.Start(fn) }
+
+// Commit stores offsets (partition -> offset of the next record to read) for
+// the group. Offsets committed by an ended generation may be refused.
+func (g *Generation) Commit(offsets map[int]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	if err := g.gen.CommitOffsets(map[string]map[int]int64{g.topic: offsets}); err != nil {
+		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, err)
+	}
+	return nil
+}
+
+// Reader opens a reader of one assigned partition, positioned at a.Offset.
+func (g *Generation) Reader(a Assignment) *Reader {
+	rc := g.reader
+	rc.Partition = a.Partition
+	r := kafka.NewReader(rc) // cannot panic: rc was validated in build
+	_ = r.SetOffset(a.Offset) // fails only on a closed reader
+	return &Reader{r: r, partition: a.Partition}
+}
+
+// Record is one Kafka record of the partition.
+type Record struct {
+	Value         []byte
+	Offset        int64
+	Time          time.Time
+	HighWaterMark int64 // offset the partition's next record will get, as of the fetch
+}
+
+// Reader reads one partition in offset order. It is not safe for concurrent use.
+type Reader struct {
+	r         *kafka.Reader
+	partition int
+}
+
+// Partition is the partition number.
+func (r *Reader) Partition() int { return r.partition }
+
+// Fetch returns the next record. When ctx ends first it returns ctx.Err()
+// and no record is lost: the next Fetch returns it.
+func (r *Reader) Fetch(ctx context.Context) (Record, error) {
+	m, err := r.r.FetchMessage(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Record{}, ctx.Err()
+		}
+		return Record{}, fmt.Errorf("kafkaio: fetch partition %d: %w", r.partition, err)
+	}
+	return Record{Value: m.Value, Offset: m.Offset, Time: m.Time, HighWaterMark: m.HighWaterMark}, nil
+}
+
+// Close stops the reader's background fetching.
+func (r *Reader) Close() error { return r.r.Close() }
