@@ -28,7 +28,7 @@ import (
 // collisions alone do not admit a key.
 type counter struct {
 	bucketNS int64
-	nb       int      // buckets in the ring: Window/Bucket + 1
+	nb       int       // buckets in the ring: Window/Bucket + 1
 	ring     [][]touch // touch lists; ring[open] is the open bucket
 	open     int
 	seq      int64 // number of the open bucket (time / bucketNS)

@@ -208,7 +208,7 @@ func (g *Generation) Commit(offsets map[int]int64) error {
 func (g *Generation) Reader(a Assignment) *Reader {
 	rc := g.reader
 	rc.Partition = a.Partition
-	r := kafka.NewReader(rc) // cannot panic: rc was validated in build
+	r := kafka.NewReader(rc)  // cannot panic: rc was validated in build
 	_ = r.SetOffset(a.Offset) // fails only on a closed reader
 	return &Reader{r: r, partition: a.Partition}
 }
