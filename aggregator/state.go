@@ -292,7 +292,7 @@ func (t *table) top(app string, n int) []KeyState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	as := t.apps[app]
-	if as == nil {
+	if as == nil || n <= 0 {
 		return []KeyState{}
 	}
 	return slices.Clone(as.top[:min(n, len(as.top))])
