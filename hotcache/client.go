@@ -1,0 +1,522 @@
+package hotcache
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// Sentinel errors. Errors returned by the Client wrap one of these, or the
+// Loader's or the caller's context's error.
+var (
+	// ErrNotFound means the key does not exist in the source of truth.
+	// Loaders return it (or an error wrapping it) for a missing key.
+	ErrNotFound = errors.New("hotcache: not found")
+	// ErrThrottled means a per-instance token bucket refused a backend read
+	// and no stale value was at hand. It is returned at once.
+	ErrThrottled = errors.New("hotcache: throttled")
+	// ErrUnavailable means Redis failed (or its circuit breaker is open) and
+	// no recent value of the key was at hand.
+	ErrUnavailable = errors.New("hotcache: cache unavailable")
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("hotcache: client closed")
+)
+
+var errBreakerOpen = fmt.Errorf("%w: Redis circuit breaker open", ErrUnavailable)
+
+// HotKey is one key of the app's current hot set.
+type HotKey struct {
+	Key    string
+	Rate   float64   // accesses per second over the whole app, as published
+	Since  time.Time // when it turned hot
+	Pinned bool      // an operator pinned it hot
+	Loaded bool      // its value is in this instance's L1
+}
+
+// value is an immutable cached value.
+type value struct {
+	data     []byte
+	notFound bool
+	loaded   time.Time
+	stale    bool // older than the L1 TTL and not yet refreshed: served only when a reload is refused or fails
+}
+
+func (v *value) result() ([]byte, error) {
+	if v.notFound {
+		return nil, ErrNotFound
+	}
+	return v.data, nil
+}
+
+// hotEntry is one promoted key in L1. The hot table maps keys to entries;
+// an entry's value is replaced atomically, so a Get on a hot key is a map
+// lookup and two atomic loads.
+type hotEntry struct {
+	key       string
+	hits      stripedCount          // accesses since the last report
+	val       atomic.Pointer[value] // nil until loaded, and after an invalidation
+	gen       atomic.Uint64         // bumped by invalidations; a load installs only if unchanged
+	loading   atomic.Bool           // a backend read of this key is in flight
+	refreshAt atomic.Int64          // Unix ns after which the value is reloaded; 0: now
+	promoted  time.Time             // when the ZooKeeper event of the promotion arrived
+	delayDone atomic.Bool           // the promotion delay has been observed
+
+	// Guarded by Client.hotMu.
+	size int64 // bytes of val accounted in Client.l1Used
+	dead bool  // demoted or refused: never install a value again
+}
+
+// hotTable is an immutable map of hot entries, replaced as a whole (copy on
+// write) on promotion and demotion, which are rare next to reads.
+type hotTable struct{ m map[string]*hotEntry }
+
+// Client is an app's cache client: it serves hot keys from L1 memory, other
+// keys from Redis and the Loader, reports accesses to Hotspot and follows the
+// hot set Hotspot publishes. It is safe for concurrent use.
+type Client struct {
+	o        options
+	log      *slog.Logger
+	m        *metrics
+	instance string
+
+	hot     atomic.Pointer[hotTable]
+	hotMu   sync.Mutex // serializes writers of hot and entry installs; guards retired, l1Used and hotEntry.size/dead
+	retired []*hotEntry
+	l1Used  int64
+
+	recent  *ristretto.Cache[string, *value] // last-known values (breaker fallback) and not-found answers
+	sf      singleflight.Group
+	hotLim  *rate.Limiter
+	loadLim *rate.Limiter
+	br      *breaker
+
+	rdb      redis.UniversalClient
+	ownRedis bool
+	channel  string // invalidation Pub/Sub channel
+
+	bloom *bloomFilter // nil without WithBloomFilter
+
+	table *countTable
+	sink  sink
+	zk    *zkFollower // nil without ZooKeeper
+
+	loadq  chan *hotEntry
+	closed atomic.Bool
+	bgMu   sync.Mutex // held while adding to wg, so Close never races a late Add
+	wg     sync.WaitGroup
+	bg     context.Context
+	cancel context.CancelFunc
+}
+
+// New starts a Client. It connects to what the options name (none of
+// ZooKeeper, Redis, Kafka and the Loader is required, but without ZooKeeper
+// nothing is ever hot and without Kafka Hotspot never hears of this app's
+// accesses) and returns once the hot set has been read once, or after 2 s,
+// or when ctx ends (the hot set then arrives in the background). ctx bounds
+// only New; the Client runs until Close.
+func New(ctx context.Context, opts ...Option) (*Client, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.app == "" {
+		return nil, errors.New("hotcache: WithApp is required")
+	}
+	if o.redisClient != nil && len(o.redisAddrs) > 0 {
+		return nil, errors.New("hotcache: WithRedis and WithRedisClient are exclusive")
+	}
+	host, _ := os.Hostname()
+	c := &Client{
+		o:        o,
+		log:      cmp.Or(o.log, slog.New(slog.DiscardHandler)),
+		m:        newMetrics(o.reg),
+		instance: cmp.Or(o.instance, fmt.Sprintf("%s-%d", host, os.Getpid())),
+		hotLim:   rate.NewLimiter(rate.Limit(o.hotRate), max(1, int(o.hotRate))),
+		loadLim:  rate.NewLimiter(rate.Limit(o.loaderRate), max(1, int(o.loaderRate))),
+		channel:  o.redisPrefix + "hotcache:invalidate:" + o.app,
+		table:    newCountTable(o.reportMaxKeys),
+		loadq:    make(chan *hotEntry, 4096),
+	}
+	c.log = c.log.With("app", o.app, "instance", c.instance)
+	c.hot.Store(&hotTable{m: map[string]*hotEntry{}})
+	c.br = &breaker{failures: o.breakerFailures, openFor: o.breakerOpen, now: time.Now,
+		onState: func(s int) {
+			c.m.breakerState.Set(float64(s))
+			c.log.Info("hotcache: Redis circuit breaker", "state", [...]string{"closed", "half-open", "open"}[s])
+		}}
+	if o.bloom != nil {
+		c.bloom = &bloomFilter{f: o.bloom}
+	}
+	var err error
+	c.recent, err = ristretto.NewCache(&ristretto.Config[string, *value]{
+		NumCounters: max(o.fallbackBytes/100, 1000), // ~10 counters per entry of ~1 KB
+		MaxCost:     o.fallbackBytes,
+		BufferItems: 64,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
+	}
+	c.rdb, c.ownRedis = newRedis(o)
+	if len(o.brokers) > 0 {
+		c.sink = newKafkaSink(o.brokers, o.topic, c.m, c.log)
+	}
+	c.bg, c.cancel = context.WithCancel(context.Background())
+
+	rep := &reporter{app: o.app, every: o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m}
+	c.spawn(func() { rep.run(c.bg) })
+	c.spawn(c.refresher)
+	for range 4 {
+		c.spawn(c.loadWorker)
+	}
+	if c.rdb != nil {
+		c.spawn(c.subscribe)
+	}
+	if len(o.zkServers) > 0 {
+		c.zk, err = startZK(ctx, c)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
+		select {
+		case <-c.zk.ready():
+		case <-wait.Done():
+			c.log.Warn("hotcache: hot set not read yet; it will arrive in the background")
+		}
+		cancel()
+	}
+	return c, nil
+}
+
+func newRedis(o options) (redis.UniversalClient, bool) {
+	switch {
+	case o.redisClient != nil:
+		return o.redisClient, false
+	case len(o.redisAddrs) == 1:
+		return redis.NewClient(&redis.Options{
+			Addr: o.redisAddrs[0], DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
+			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
+		}), true
+	case len(o.redisAddrs) > 1:
+		addrs := make(map[string]string, len(o.redisAddrs))
+		for _, a := range o.redisAddrs {
+			addrs[a] = a // the shard name is the ring's node ID: placement follows the address
+		}
+		newHash := router.ConsistentHash(router.Config{})
+		return redis.NewRing(&redis.RingOptions{
+			Addrs:             addrs,
+			NewConsistentHash: func(shards []string) redis.ConsistentHash { return newHash(shards) },
+			DialTimeout:       o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
+			PoolTimeout: o.opTimeout, MaxRetries: -1,
+		}), true
+	}
+	return nil, false
+}
+
+// spawn runs fn in a goroutine that Close waits for. It does nothing after Close.
+func (c *Client) spawn(fn func()) {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bg.Err() != nil {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// Get returns key's value. A hot key is served from L1 memory; another key
+// from Redis, else from the Loader (one load per key at a time in this
+// instance, written back to Redis). Every call counts one access for Hotspot.
+// The returned slice is shared: do not modify it.
+func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if e := c.hot.Load().m[key]; e != nil {
+		c.countHot(e)
+		if v := e.val.Load(); v != nil && !v.stale {
+			return v.result()
+		}
+		return c.getHot(ctx, e)
+	}
+	c.countCold(key)
+	return c.getCold(ctx, key)
+}
+
+func (c *Client) countHot(e *hotEntry) {
+	if n := c.o.reportSample; n > 1 {
+		if rand.Uint32()%uint32(n) != 0 {
+			return
+		}
+		e.hits.add(uint64(n))
+		return
+	}
+	e.hits.add(1)
+}
+
+func (c *Client) countCold(key string) {
+	if n := c.o.reportSample; n > 1 {
+		if rand.Uint32()%uint32(n) != 0 {
+			return
+		}
+		c.table.add(key, uint64(n))
+		return
+	}
+	c.table.add(key, 1)
+}
+
+// getHot serves a hot key whose value is missing or stale: one backend read
+// per key at a time, within the hot-read token bucket.
+func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, error) {
+	c.m.l1Misses.Inc()
+	stale := e.val.Load()
+	// A caller that would only join a read in flight takes no token.
+	if !e.loading.Load() && !c.hotLim.Allow() {
+		if stale != nil {
+			c.m.throttled.WithLabelValues("hot_stale").Inc()
+			return stale.result()
+		}
+		c.m.throttled.WithLabelValues("hot").Inc()
+		return nil, ErrThrottled
+	}
+	ch := c.sf.DoChan("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			if stale != nil && !errors.Is(r.Err, ErrThrottled) {
+				return stale.result() // a hot key outlives its backends for a while
+			}
+			return nil, r.Err
+		}
+		return r.Val.(*value).result()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("hotcache: get %q: %w", e.key, ctx.Err())
+	}
+}
+
+// loadHot reads e's value from the backends and installs it in L1. It runs
+// in a single flight per key, detached from any caller's context.
+func (c *Client) loadHot(e *hotEntry) (*value, error) {
+	e.loading.Store(true)
+	defer e.loading.Store(false)
+	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
+	defer cancel()
+	gen := e.gen.Load()
+	start := time.Now()
+	data, notFound, err := c.fetch(ctx, e.key, true)
+	if err != nil {
+		return nil, err
+	}
+	v := &value{data: data, notFound: notFound, loaded: time.Now()}
+	c.install(e, gen, v, v.loaded.Sub(start))
+	return v, nil
+}
+
+// install makes v e's value unless e was invalidated since gen was read, or
+// demoted, or v does not fit the L1 budget (the key is then demoted locally).
+func (c *Client) install(e *hotEntry, gen uint64, v *value, load time.Duration) {
+	c.hotMu.Lock()
+	if e.dead || e.gen.Load() != gen {
+		c.hotMu.Unlock()
+		return
+	}
+	size := int64(len(v.data) + len(e.key) + 256)
+	if c.l1Used-e.size+size > c.o.l1Bytes {
+		c.demoteLocked([]string{e.key})
+		c.hotMu.Unlock()
+		c.m.refused.Inc()
+		c.log.Warn("hotcache: L1 budget full; key served from Redis", "key", e.key, "l1_bytes", c.o.l1Bytes)
+		return
+	}
+	c.l1Used += size - e.size
+	e.size = size
+	e.val.Store(v)
+	c.hotMu.Unlock()
+	ttl := c.o.l1TTL
+	e.refreshAt.Store(v.loaded.Add(ttl/2 + rand.N(ttl/4+1)).UnixNano()) // refresh at 50-75% of the TTL
+	if !e.delayDone.Swap(true) {
+		d := time.Since(e.promoted) - load
+		c.m.promoDelay.Observe(d.Seconds())
+		if c.o.onPromoted != nil {
+			c.o.onPromoted(e.key, e.promoted, load)
+		}
+	}
+}
+
+// getCold serves a key that is not hot: Redis, else the Loader, one flight
+// per key at a time. While Redis fails, a value read in the last fallback age
+// is served instead; without one the call fails at once with ErrUnavailable.
+func (c *Client) getCold(ctx context.Context, key string) ([]byte, error) {
+	c.m.l1Misses.Inc()
+	if v, ok := c.recent.Get(key); ok && v.notFound {
+		return nil, ErrNotFound
+	}
+	if c.bloom != nil && !c.bloom.test(key) {
+		return nil, ErrNotFound
+	}
+	ch := c.sf.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
+		defer cancel()
+		data, notFound, err := c.fetch(ctx, key, false)
+		if err != nil {
+			return nil, err
+		}
+		v := &value{data: data, notFound: notFound, loaded: time.Now()}
+		c.remember(key, v)
+		return v, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err == nil {
+			return r.Val.(*value).result()
+		}
+		if errors.Is(r.Err, ErrUnavailable) {
+			if v, ok := c.recent.Get(key); ok && !v.notFound && time.Since(v.loaded) <= c.o.fallbackAge {
+				c.m.fallbackReads.Inc()
+				return v.data, nil
+			}
+		}
+		return nil, r.Err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("hotcache: get %q: %w", key, ctx.Err())
+	}
+}
+
+// remember keeps v as key's last-known value (for the breaker fallback) or
+// not-found answer. The cache is lossy by design: both are best effort.
+func (c *Client) remember(key string, v *value) {
+	if v.notFound {
+		c.recent.SetWithTTL(key, v, int64(len(key)+64), c.o.notFoundTTL)
+		return
+	}
+	c.recent.SetWithTTL(key, v, int64(len(key)+len(v.data)+64), c.o.fallbackAge)
+}
+
+// fetch reads key from Redis, else from the Loader (writing the value back
+// to Redis). For a cold key a Redis failure is returned (wrapping
+// ErrUnavailable) without asking the Loader: a Redis outage must not turn
+// into a stampede on the source of truth. A hot key's reads are few (one per
+// key per refresh, within the hot-read bucket), so they fall through to the
+// Loader.
+func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, notFound bool, err error) {
+	redisOK := false
+	if c.rdb != nil {
+		var redisErr error
+		if c.br.allow() {
+			data, err := c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			switch {
+			case err == nil:
+				c.br.success()
+				c.m.loads.WithLabelValues("redis").Inc()
+				return data, false, nil
+			case errors.Is(err, redis.Nil):
+				c.br.success()
+				redisOK = true
+			default:
+				c.br.failure()
+				redisErr = fmt.Errorf("%w: redis get %q: %w", ErrUnavailable, key, err)
+			}
+		} else {
+			redisErr = errBreakerOpen
+		}
+		if redisErr != nil && !hot {
+			return nil, false, redisErr
+		}
+	}
+	if c.o.loader == nil {
+		return nil, true, nil // Redis is the only store: a miss there is a miss
+	}
+	if !c.loadLim.Allow() {
+		c.m.throttled.WithLabelValues("loader").Inc()
+		return nil, false, ErrThrottled
+	}
+	data, err = c.o.loader.Load(ctx, key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		c.m.loads.WithLabelValues("notfound").Inc()
+		return nil, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("hotcache: load %q: %w", key, err)
+	}
+	c.m.loads.WithLabelValues("loader").Inc()
+	if redisOK && c.br.allow() {
+		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
+		if err := c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err(); err != nil {
+			c.br.failure()
+			c.log.Debug("hotcache: write-back to Redis failed", "key", key, "err", err)
+		} else {
+			c.br.success()
+		}
+	}
+	return data, false, nil
+}
+
+// IsHot reports whether key is hot for this app right now.
+func (c *Client) IsHot(key string) bool {
+	return c.hot.Load().m[key] != nil
+}
+
+// Hot returns the app's current hot keys, by rate, descending.
+func (c *Client) Hot() []HotKey {
+	if c.zk == nil {
+		return nil
+	}
+	t := c.hot.Load()
+	keys := c.zk.w.Snapshot().App(c.o.app)
+	out := make([]HotKey, 0, len(keys))
+	for _, k := range keys {
+		h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned"}
+		if k.Since > 0 {
+			h.Since = time.UnixMilli(k.Since)
+		}
+		if e := t.m[k.Key]; e != nil {
+			h.Loaded = e.val.Load() != nil
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// Close stops the Client: it sends the last access counts, runs pending
+// second deletes, and closes the connections it opened. Calling it again
+// returns nil; every other method then returns ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.bgMu.Lock()
+	c.cancel()
+	c.bgMu.Unlock()
+	c.wg.Wait()
+	var errs []error
+	if c.zk != nil {
+		c.zk.close()
+	}
+	if c.sink != nil {
+		errs = append(errs, c.sink.close())
+	}
+	if c.ownRedis {
+		if err := c.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("hotcache: close Redis: %w", err))
+		}
+	}
+	c.recent.Close()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,306 @@
+package hotcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+)
+
+// source is a fake source of truth that counts its reads.
+type source struct {
+	mu    sync.Mutex // guards data and fail
+	data  map[string][]byte
+	fail  error
+	loads atomic.Int64
+	delay time.Duration
+}
+
+func newSource(kv ...string) *source {
+	s := &source{data: map[string][]byte{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		s.data[kv[i]] = []byte(kv[i+1])
+	}
+	return s
+}
+
+func (s *source) Load(ctx context.Context, key string) ([]byte, error) {
+	s.loads.Add(1)
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	v, ok := s.data[key]
+	if !ok {
+		return nil, fmt.Errorf("no %q: %w", key, ErrNotFound)
+	}
+	return v, nil
+}
+
+func (s *source) Write(ctx context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data[key] = value
+	return nil
+}
+
+func (s *source) Delete(ctx context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.data, key)
+	return nil
+}
+
+func (s *source) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+func newClient(t testing.TB, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(context.Background(), append([]Option{WithApp("shop")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func get(t testing.TB, c *Client, key string) string {
+	t.Helper()
+	v, err := c.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return string(v)
+}
+
+// TestPromotedKeysServedFromL1 promotes more keys than ristretto would admit
+// at once and checks each is served from L1 with the source down.
+func TestPromotedKeysServedFromL1(t *testing.T) {
+	src := newSource()
+	var keys []string
+	for i := range 2000 {
+		k := fmt.Sprintf("item:%d", i)
+		src.data[k] = []byte("v" + k)
+		keys = append(keys, k)
+	}
+	c := newClient(t, WithLoader(src), WithRateLimits(1e6, 1e6))
+	promote(t, c, keys...)
+	src.setFail(errors.New("source down"))
+	before := src.loads.Load()
+	for _, k := range keys {
+		if !c.IsHot(k) {
+			t.Fatalf("IsHot(%q) = false after promotion", k)
+		}
+		if got, want := get(t, c, k), "v"+k; got != want {
+			t.Fatalf("Get(%q) = %q, want %q", k, got, want)
+		}
+	}
+	if n := src.loads.Load() - before; n != 0 {
+		t.Errorf("%d source reads for promoted keys, want 0", n)
+	}
+}
+
+func TestDemotionLeavesL1(t *testing.T) {
+	src := newSource("a", "1")
+	c := newClient(t, WithLoader(src))
+	promote(t, c, "a")
+	c.onChange(hotwatch.Change{App: "shop", Removed: []string{"a"}, At: time.Now()})
+	if c.IsHot("a") {
+		t.Fatal("IsHot after demotion")
+	}
+	before := src.loads.Load()
+	get(t, c, "a")
+	if got := src.loads.Load() - before; got != 1 {
+		t.Errorf("source reads after demotion = %d, want 1 (no L1)", got)
+	}
+	c.onChange(hotwatch.Change{App: "other", Added: nil, Removed: []string{"b"}})
+}
+
+func TestL1BudgetRefusesPromotion(t *testing.T) {
+	src := newSource("small", "x", "big", string(make([]byte, 4096)))
+	c := newClient(t, WithLoader(src), WithL1(2048, 0))
+	promote(t, c, "small")
+	c.onChange(hotwatch.Change{App: "shop", Added: hotKeys("big"), At: time.Now()})
+	for c.IsHot("big") {
+		time.Sleep(time.Millisecond)
+	}
+	if !c.IsHot("small") {
+		t.Error("refusing one promotion demoted another key")
+	}
+}
+
+func TestHotThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource("k", "v1")
+		c := newClient(t, WithLoader(src), WithRateLimits(1, 0), WithL1(0, 10*time.Second))
+		promote(t, c, "k") // the load takes the single token
+		// Not yet stale: served from L1 without a token.
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("Get = %q, want v1", got)
+		}
+		// Invalidated: no value to fall back on, no token: ErrThrottled at once.
+		c.dropLocal("k")
+		synctest.Wait()
+		if _, err := c.Get(context.Background(), "k"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("Get with no token and no value: err = %v, want ErrThrottled", err)
+		}
+		// A second later the bucket has a token: reloaded.
+		time.Sleep(time.Second)
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("Get after refill = %q, want v1", got)
+		}
+	})
+}
+
+func TestRefreshAheadAndStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource("k", "v1")
+		c := newClient(t, WithLoader(src), WithL1(0, 10*time.Second))
+		promote(t, c, "k")
+		loads := src.loads.Load()
+		src.mu.Lock()
+		src.data["k"] = []byte("v2")
+		src.mu.Unlock()
+		time.Sleep(8 * time.Second) // past 75% of the TTL: refreshed before it expires
+		synctest.Wait()
+		if got := src.loads.Load() - loads; got != 1 {
+			t.Errorf("refreshes in 8 s = %d, want 1", got)
+		}
+		if got := get(t, c, "k"); got != "v2" {
+			t.Errorf("after refresh Get = %q, want v2", got)
+		}
+		src.setFail(errors.New("source down"))
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if v := c.hot.Load().m["k"].val.Load(); v == nil || !v.stale {
+			t.Fatalf("value past TTL with failing refreshes: %+v, want stale", v)
+		}
+		if got := get(t, c, "k"); got != "v2" {
+			t.Errorf("stale Get = %q, want v2 (a hot key outlives its backends)", got)
+		}
+	})
+}
+
+func TestColdPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource("a", "1")
+		src.delay = 10 * time.Millisecond
+		f := bloom.NewWithEstimates(1000, 0.01)
+		f.AddString("a")
+		f.AddString("gone")
+		c := newClient(t, WithLoader(src), WithBloomFilter(f), WithNotFoundTTL(30*time.Second))
+
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() { get(t, c, "a") })
+		}
+		wg.Wait()
+		if got := src.loads.Load(); got != 1 {
+			t.Errorf("50 concurrent Gets: %d loads, want 1 (single flight)", got)
+		}
+
+		tests := []struct {
+			name      string
+			key       string
+			wantLoads int64
+		}{
+			{"ruled out by the Bloom filter", "never", 0},
+			{"not found, loaded once", "gone", 1},
+			{"not found, cached", "gone", 0},
+		}
+		for _, tt := range tests {
+			before := src.loads.Load()
+			_, err := c.Get(context.Background(), tt.key)
+			c.recent.Wait()
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: err = %v, want ErrNotFound", tt.name, err)
+			}
+			if got := src.loads.Load() - before; got != tt.wantLoads {
+				t.Errorf("%s: %d loads, want %d", tt.name, got, tt.wantLoads)
+			}
+		}
+		time.Sleep(31 * time.Second)
+		before := src.loads.Load()
+		c.Get(context.Background(), "gone")
+		if got := src.loads.Load() - before; got != 1 {
+			t.Errorf("after the not-found TTL: %d loads, want 1", got)
+		}
+	})
+}
+
+func TestLoaderLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource("a", "1", "b", "2")
+		c := newClient(t, WithLoader(src), WithRateLimits(0, 1))
+		get(t, c, "a")
+		if _, err := c.Get(context.Background(), "b"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("second load within a second: err = %v, want ErrThrottled", err)
+		}
+	})
+}
+
+func TestSetDeleteAndClose(t *testing.T) {
+	src := newSource("k", "v1")
+	c := newClient(t, WithLoader(src))
+	promote(t, c, "k")
+	if err := c.Set(context.Background(), "k", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c, "k"); got != "v2" {
+		t.Errorf("Get after Set = %q, want v2", got)
+	}
+	if err := c.Delete(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(context.Background(), "k"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Delete: err = %v, want ErrNotFound", err)
+	}
+	ro := newClient(t, WithLoader(LoaderFunc(src.Load)))
+	if err := ro.Set(context.Background(), "k", nil); err == nil {
+		t.Error("Set without a Writer = nil, want an error")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if _, err := c.Get(context.Background(), "k"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close: %v, want ErrClosed", err)
+	}
+	if err := c.Set(context.Background(), "k", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Set after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+	}{
+		{"no app", nil},
+		{"two Redis", []Option{WithApp("a"), WithRedis("127.0.0.1:1"), WithRedisClient(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))}},
+	}
+	for _, tt := range tests {
+		if c, err := New(context.Background(), tt.opts...); err == nil {
+			c.Close()
+			t.Errorf("%s: New = nil error, want one", tt.name)
+		}
+	}
+}

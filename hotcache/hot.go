@@ -1,0 +1,188 @@
+package hotcache
+
+import (
+	"maps"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+)
+
+// onChange applies a change of the app's hot set: promoted keys enter the hot
+// table at once (IsHot is true from here on) and their values are loaded in
+// the background; demoted keys leave it with their values. It runs on the
+// watcher's goroutine and never blocks on I/O.
+func (c *Client) onChange(ch hotwatch.Change) {
+	if ch.App != c.o.app {
+		return
+	}
+	var added []*hotEntry
+	c.hotMu.Lock()
+	next := maps.Clone(c.hot.Load().m)
+	for _, k := range ch.Added {
+		if next[k.Key] == nil {
+			e := &hotEntry{key: k.Key, promoted: ch.At}
+			next[k.Key] = e
+			added = append(added, e)
+		}
+	}
+	removed := 0
+	for _, k := range ch.Removed {
+		if e := next[k]; e != nil {
+			delete(next, k)
+			c.retire(e)
+			removed++
+		}
+	}
+	c.hot.Store(&hotTable{m: next})
+	c.hotMu.Unlock()
+	c.m.promotions.Add(float64(len(added)))
+	c.m.demotions.Add(float64(removed))
+	for _, e := range added {
+		c.enqueue(e)
+	}
+	if len(added)+removed > 0 {
+		c.log.Debug("hotcache: hot set changed", "promoted", len(added), "demoted", removed)
+	}
+}
+
+// demoteLocked removes keys from the hot table; c.hotMu is held.
+func (c *Client) demoteLocked(keys []string) {
+	next := maps.Clone(c.hot.Load().m)
+	for _, k := range keys {
+		if e := next[k]; e != nil {
+			delete(next, k)
+			c.retire(e)
+		}
+	}
+	c.hot.Store(&hotTable{m: next})
+}
+
+// retire frees e's L1 bytes and hands its last counts to the reporter; c.hotMu is held.
+func (c *Client) retire(e *hotEntry) {
+	e.dead = true
+	c.l1Used -= e.size
+	e.size = 0
+	e.val.Store(nil)
+	c.retired = append(c.retired, e)
+}
+
+// drainHot hands the reporter the accesses counted in hot entries since the
+// last report. A Get that loaded the table just before a demotion may count
+// into a retired entry after it was drained: that access is not reported
+// (at most a few per demotion).
+func (c *Client) drainHot(fn func(key string, n uint64)) {
+	var total uint64
+	for k, e := range c.hot.Load().m {
+		if n := e.hits.take(); n > 0 {
+			fn(k, n)
+			total += n
+		}
+	}
+	c.hotMu.Lock()
+	retired := c.retired
+	c.retired = nil
+	c.hotMu.Unlock()
+	for _, e := range retired {
+		if n := e.hits.take(); n > 0 {
+			fn(e.key, n)
+			total += n
+		}
+	}
+	c.m.l1Hits.Add(total)
+}
+
+// enqueue asks a load worker to (re)load e, without blocking; when the queue
+// is full the refresher asks again on its next tick.
+func (c *Client) enqueue(e *hotEntry) {
+	select {
+	case c.loadq <- e:
+	default:
+	}
+}
+
+// loadWorker loads promoted and due entries within the hot-read bucket.
+func (c *Client) loadWorker() {
+	for {
+		select {
+		case <-c.bg.Done():
+			return
+		case e := <-c.loadq:
+			if !c.due(e, time.Now()) || e.loading.Load() {
+				continue
+			}
+			if !c.hotLim.Allow() {
+				c.m.throttled.WithLabelValues("refresh").Inc()
+				continue // the refresher retries on its next tick
+			}
+			_, _, _ = c.sf.Do("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
+		}
+	}
+}
+
+// due reports whether e needs a load: no value, a stale one, or past its refresh time.
+func (c *Client) due(e *hotEntry, now time.Time) bool {
+	v := e.val.Load()
+	return v == nil || v.stale || now.UnixNano() >= e.refreshAt.Load()
+}
+
+// refresher marks values older than the L1 TTL stale and queues entries that
+// are due for a load, so hot values are reloaded ahead of expiry (at 50-75%
+// of the TTL, jittered per entry) and a missed promotion load is retried.
+func (c *Client) refresher() {
+	tick := time.NewTicker(min(c.o.l1TTL/10, 250*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.bg.Done():
+			return
+		case now := <-tick.C:
+			for _, e := range c.hot.Load().m {
+				v := e.val.Load()
+				if v != nil && !v.stale && now.Sub(v.loaded) > c.o.l1TTL {
+					s := *v
+					s.stale = true
+					e.val.CompareAndSwap(v, &s)
+				}
+				if c.due(e, now) && !e.loading.Load() {
+					c.enqueue(e)
+				}
+			}
+		}
+	}
+}
+
+// dropLocal removes key's value from this instance's L1 and fallback cache.
+// A hot key stays hot and is reloaded at once; a load that started before
+// the drop does not install its (possibly old) value.
+func (c *Client) dropLocal(key string) {
+	c.recent.Del(key)
+	e := c.hot.Load().m[key]
+	if e == nil {
+		return
+	}
+	c.hotMu.Lock()
+	e.gen.Add(1)
+	if !e.dead {
+		c.l1Used -= e.size
+		e.size = 0
+		e.val.Store(nil)
+		e.refreshAt.Store(0)
+	}
+	c.hotMu.Unlock()
+	c.enqueue(e)
+}
+
+// markAllStale is used after invalidations may have been missed (the Pub/Sub
+// connection was lost): every hot value is reloaded at once, and served
+// meanwhile only if its reload is refused or fails.
+func (c *Client) markAllStale() {
+	c.recent.Clear()
+	for _, e := range c.hot.Load().m {
+		if v := e.val.Load(); v != nil && !v.stale {
+			s := *v
+			s.stale = true
+			e.val.CompareAndSwap(v, &s)
+		}
+		c.enqueue(e)
+	}
+}

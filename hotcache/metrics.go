@@ -1,0 +1,59 @@
+package hotcache
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+type metrics struct {
+	l1Hits        atomic.Uint64 // hot-entry accesses, added by the reporter at each flush
+	l1Misses      prometheus.Counter
+	promotions    prometheus.Counter
+	demotions     prometheus.Counter
+	refused       prometheus.Counter
+	promoDelay    prometheus.Histogram
+	throttled     *prometheus.CounterVec
+	fallbackReads prometheus.Counter
+	breakerState  prometheus.Gauge
+	loads         *prometheus.CounterVec
+	invalidations *prometheus.CounterVec
+	reportBatches prometheus.Counter
+	reportBytes   prometheus.Counter
+	reportDropped *prometheus.CounterVec
+	reportFailed  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{}
+	f := promauto.With(reg)
+	const ns, sub = "hotspot", "hotcache"
+	counter := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	}
+	vec := func(name, help, label string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, []string{label})
+	}
+	f.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "l1_hits_total",
+		Help: "Gets of hot keys (served from L1 unless counted in l1_misses_total too); updated every report interval."},
+		func() float64 { return float64(m.l1Hits.Load()) })
+	m.l1Misses = counter("l1_misses_total", "Gets not served from L1: keys that are not hot, or hot keys without a fresh value.")
+	m.promotions = counter("promotions_total", "Keys that turned hot and entered L1.")
+	m.demotions = counter("demotions_total", "Keys that stopped being hot and left L1.")
+	m.refused = counter("promotions_refused_total", "Promotions refused because L1 was at its byte budget.")
+	m.promoDelay = f.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "promotion_delay_seconds",
+		Help:    "From the ZooKeeper event of a promotion to the value served from L1, value load time excluded.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
+	m.throttled = vec("throttled_total", "Reads refused by a token bucket (limit=hot|loader); stale=yes when a stale L1 value was served instead.", "limit")
+	m.fallbackReads = counter("fallback_reads_total", "Reads served from the last-known-value fallback while Redis failed.")
+	m.breakerState = f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "redis_breaker_state",
+		Help: "Redis circuit breaker: 0 closed, 1 half-open, 2 open."})
+	m.loads = vec("loads_total", "Values read from a backend (from=redis|loader) or found missing (from=notfound).", "from")
+	m.invalidations = vec("invalidations_total", "Invalidations broadcast (dir=sent) and received (dir=received).", "dir")
+	m.reportBatches = counter("reporter_batches_total", "Access batches handed to Kafka.")
+	m.reportBytes = counter("reporter_bytes_total", "Bytes of access batches handed to Kafka.")
+	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down).", "reason")
+	m.reportFailed = counter("reporter_failed_records_total", "Access batches Kafka did not accept.")
+	return m
+}

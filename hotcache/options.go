@@ -1,0 +1,237 @@
+package hotcache
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	app         string
+	instance    string
+	zkServers   []string
+	zkRoot      string
+	redisAddrs  []string
+	redisClient redis.UniversalClient
+	redisPrefix string
+	redisTTL    time.Duration
+	opTimeout   time.Duration
+	brokers     []string
+	topic       string
+	loader      Loader
+
+	l1Bytes     int64
+	l1TTL       time.Duration
+	hotRate     float64
+	loaderRate  float64
+	notFoundTTL time.Duration
+	bloom       *bloom.BloomFilter
+
+	breakerFailures int
+	breakerOpen     time.Duration
+	fallbackAge     time.Duration
+	fallbackBytes   int64
+	doubleDelete    time.Duration
+
+	reportEvery   time.Duration
+	reportMaxKeys int
+	reportSample  int
+
+	reg prometheus.Registerer
+	log *slog.Logger
+
+	// onPromoted, if set, is called when a promoted key's value is first
+	// served from L1, with the time the ZooKeeper event arrived and how long
+	// the value load took. Tests use it to measure promotion delays.
+	onPromoted func(key string, event time.Time, load time.Duration)
+}
+
+func defaults() options {
+	return options{
+		zkRoot:          "/hotspot",
+		redisTTL:        10 * time.Minute,
+		opTimeout:       250 * time.Millisecond,
+		topic:           "hotspot.access",
+		l1Bytes:         64 << 20,
+		l1TTL:           10 * time.Second,
+		hotRate:         400,
+		loaderRate:      2000,
+		notFoundTTL:     30 * time.Second,
+		breakerFailures: 5,
+		breakerOpen:     time.Second,
+		fallbackAge:     10 * time.Second,
+		fallbackBytes:   16 << 20,
+		doubleDelete:    500 * time.Millisecond,
+		reportEvery:     100 * time.Millisecond,
+		reportMaxKeys:   1 << 16,
+		reportSample:    1,
+	}
+}
+
+// WithApp names the app whose hot set the Client follows and under which it
+// reports accesses. Required.
+func WithApp(name string) Option { return func(o *options) { o.app = name } }
+
+// WithInstanceID names this instance in logs (default: host name and pid).
+func WithInstanceID(id string) Option { return func(o *options) { o.instance = id } }
+
+// WithZooKeeper sets the ZooKeeper servers ("host:port") to watch the hot set
+// on, and the root of Hotspot's nodes ("" keeps the default "/hotspot").
+// Without it no key is ever hot and every Get goes to Redis.
+func WithZooKeeper(servers []string, root string) Option {
+	return func(o *options) {
+		o.zkServers = servers
+		if root != "" {
+			o.zkRoot = root
+		}
+	}
+}
+
+// WithRedis sets the Redis servers of the shared cache (L2). One address
+// means one server; several are sharded by Hotspot's consistent-hash ring
+// (package router) through go-redis's Ring. Without Redis (no WithRedis or
+// WithRedisClient), misses go straight to the Loader.
+func WithRedis(addrs ...string) Option { return func(o *options) { o.redisAddrs = addrs } }
+
+// WithRedisClient uses an existing client for L2 and invalidations. The
+// Client does not close it. Give it short timeouts and no retries: a slow
+// Redis stalls every miss.
+func WithRedisClient(c redis.UniversalClient) Option { return func(o *options) { o.redisClient = c } }
+
+// WithRedisKeyPrefix prefixes every Redis key the Client reads or writes
+// (default none: the cache key is the Redis key).
+func WithRedisKeyPrefix(p string) Option { return func(o *options) { o.redisPrefix = p } }
+
+// WithRedisTTL sets the TTL of values the Client writes back to Redis after
+// a load (default 10 min); each write adds up to 10% jitter so a batch of
+// loads does not expire at once.
+func WithRedisTTL(d time.Duration) Option { return func(o *options) { o.redisTTL = d } }
+
+// WithTimeout bounds every Redis call and every load (default 250 ms).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.opTimeout = d } }
+
+// WithKafka sets the brokers and topic ("" keeps the default
+// "hotspot.access") that access counts are reported to. Without it the
+// Client reports nothing and Hotspot cannot see this app's keys.
+func WithKafka(brokers []string, topic string) Option {
+	return func(o *options) {
+		o.brokers = brokers
+		if topic != "" {
+			o.topic = topic
+		}
+	}
+}
+
+// WithLoader sets the app's source of truth, read on a miss in Redis. If it
+// also implements Writer, Set and Delete write through it.
+func WithLoader(l Loader) Option { return func(o *options) { o.loader = l } }
+
+// WithL1 sets the memory budget for values of hot keys (default 64 MiB) and
+// how long a hot value is served before it must be reloaded (default 10 s;
+// it is refreshed in the background between 50% and 75% of that).
+// A promotion that would exceed the budget is refused and counted.
+func WithL1(bytes int64, ttl time.Duration) Option {
+	return func(o *options) {
+		if bytes > 0 {
+			o.l1Bytes = bytes
+		}
+		if ttl > 0 {
+			o.l1TTL = ttl
+		}
+	}
+}
+
+// WithRateLimits sets this instance's token buckets: backend reads of hot
+// keys per second (default 400) and Loader calls per second (default 2000).
+// Zero keeps a default.
+func WithRateLimits(hotReads, loads float64) Option {
+	return func(o *options) {
+		if hotReads > 0 {
+			o.hotRate = hotReads
+		}
+		if loads > 0 {
+			o.loaderRate = loads
+		}
+	}
+}
+
+// WithNotFoundTTL sets how long a key the Loader did not find is answered
+// with ErrNotFound without asking again (default 30 s).
+func WithNotFoundTTL(d time.Duration) Option { return func(o *options) { o.notFoundTTL = d } }
+
+// WithBloomFilter sets a filter of keys that exist: a key it rules out is
+// answered with ErrNotFound without any backend read. The Client adds every
+// key it Sets; it owns f from then on (f is not safe for concurrent use).
+func WithBloomFilter(f *bloom.BloomFilter) Option { return func(o *options) { o.bloom = f } }
+
+// WithBreaker tunes the Redis circuit breaker: it opens after failures
+// consecutive failed or timed-out calls (default 5) and lets one probe
+// through after openFor (default 1 s). While open, a cold key is served from
+// the last value read within maxAge (default 10 s), else fails at once.
+func WithBreaker(failures int, openFor, maxAge time.Duration) Option {
+	return func(o *options) {
+		if failures > 0 {
+			o.breakerFailures = failures
+		}
+		if openFor > 0 {
+			o.breakerOpen = openFor
+		}
+		if maxAge > 0 {
+			o.fallbackAge = maxAge
+		}
+	}
+}
+
+// WithDoubleDeleteDelay sets the delay of the second Redis delete and
+// invalidation broadcast after Set or Delete (default 500 ms).
+func WithDoubleDeleteDelay(d time.Duration) Option { return func(o *options) { o.doubleDelete = d } }
+
+// WithReporting tunes access reporting: counts are summed per key and sent
+// every interval (default 100 ms); at most maxKeys distinct keys are held
+// between sends (default 65536; when full, a send starts early and keys that
+// still do not fit are dropped and counted); sampleOneIn > 1 counts one access
+// in sampleOneIn, with that weight. Zero keeps a default.
+func WithReporting(interval time.Duration, maxKeys, sampleOneIn int) Option {
+	return func(o *options) {
+		if interval > 0 {
+			o.reportEvery = interval
+		}
+		if maxKeys > 0 {
+			o.reportMaxKeys = maxKeys
+		}
+		if sampleOneIn > 0 {
+			o.reportSample = sampleOneIn
+		}
+	}
+}
+
+// WithRegisterer exports the Client's metrics (default: not exported).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.reg = r } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Loader reads the app's source of truth.
+type Loader interface {
+	// Load returns key's value, or an error wrapping ErrNotFound.
+	Load(ctx context.Context, key string) ([]byte, error)
+}
+
+// Writer is implemented by a Loader that can also change the source of truth.
+type Writer interface {
+	Write(ctx context.Context, key string, value []byte) error
+	Delete(ctx context.Context, key string) error
+}
+
+// LoaderFunc adapts a function to a Loader.
+type LoaderFunc func(ctx context.Context, key string) ([]byte, error)
+
+// Load calls f.
+func (f LoaderFunc) Load(ctx context.Context, key string) ([]byte, error) { return f(ctx, key) }
