@@ -44,8 +44,8 @@ type worker struct {
 	buf    []Count
 	lag    prometheus.Gauge
 
-	offset, hwm      int64
-	records, entries uint64 // since the last answer
+	offset, hwm int64
+	entries     uint64 // entries of the record being decoded
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
@@ -113,8 +113,11 @@ func (w *worker) run(gctx context.Context) {
 
 func (w *worker) consume(rec Record) {
 	w.c.advance(time.Now().UnixNano())
-	w.records++
-	if err := w.dec.Decode(rec.Value, w.add); err != nil {
+	w.entries = 0
+	err := w.dec.Decode(rec.Value, w.add)
+	w.d.m.records.Inc()
+	w.d.m.entries.Add(float64(w.entries))
+	if err != nil {
 		// Counted by reason in OnInvalid; the record (or line) is skipped.
 		w.d.log.Debug("detector: invalid record", "partition", w.claim.Partition(), "offset", rec.Offset, "err", err)
 	}
@@ -130,12 +133,9 @@ func (w *worker) answer(id uint64, final bool) {
 	w.buf = w.c.flush(w.buf[:0], final)
 	s := w.c.takeStats()
 	m := w.d.m
-	m.records.Add(float64(w.records))
-	m.entries.Add(float64(w.entries))
 	m.filtered.Add(float64(s.filtered))
 	m.capDropped.Add(float64(s.capDropped))
 	m.admitted.Add(float64(s.admitted))
-	w.records, w.entries = 0, 0
 	if w.offset >= 0 && w.hwm > 0 {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}

@@ -1,0 +1,329 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// startFake runs a detector on a fake source inside the current synctest
+// bubble. It returns the detector and a stop function that cancels Run and
+// returns its error.
+func startFake(t *testing.T, cfg Config, src *fakeSource, sink Sink) (*Detector, func() error) {
+	t.Helper()
+	cfg.Source = src
+	cfg.MaxKeyLen = testMaxKeyLen
+	cfg.Registerer = prometheus.NewRegistry()
+	d, err := New(cfg, sink)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return d, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+func TestRunCountsFlushesAndCommits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(3)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		c := newCorpus(t, 3, 60, 1)
+		src.assign(0, 1, 2)
+		d, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		for p, recs := range c.records {
+			topic.append(p, recs...)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if diff := diffSums(sink.got(), c.want); diff != "" {
+			t.Fatalf("delivered counts differ: %s", diff)
+		}
+		checkInvalid(t, d, c.invalid)
+		if got, want := topic.commits(), map[int]int64{0: 60, 1: 60, 2: 60}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("committed %v, want %v", got, want)
+		}
+		if got := testutil.ToFloat64(d.m.records); got != 180 {
+			t.Errorf("records_total = %v, want 180", got)
+		}
+		if got := testutil.ToFloat64(d.m.entries); got != float64(c.entries) {
+			t.Errorf("entries_total = %v, want %d", got, c.entries)
+		}
+		if got := testutil.ToFloat64(d.m.partitions); got != 3 {
+			t.Errorf("partitions = %v, want 3", got)
+		}
+		if got := testutil.ToFloat64(d.m.lag.WithLabelValues("1")); got != 0 {
+			t.Errorf("lag of partition 1 = %v, want 0", got)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		// Every commit follows a successful send; the group is left last.
+		ev := topic.eventLog()
+		if ev[len(ev)-1] != "close" {
+			t.Fatalf("events %v: want close last", ev)
+		}
+		if i := slices.IndexFunc(ev, func(s string) bool { return strings.HasPrefix(s, "commit") }); i < 1 || ev[i-1] != "send" {
+			t.Fatalf("events %v: want the first commit right after a send", ev)
+		}
+	})
+}
+
+func TestRunCancelFlushesCountsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		c := newCorpus(t, 2, 40, 2)
+		src.assign(0, 1)
+		// A flush tick that never comes: everything is in flight at cancel.
+		d, stop := startFake(t, Config{Alpha: -1, Flush: time.Hour}, src, sink)
+		for p, recs := range c.records {
+			topic.append(p, recs...)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := testutil.ToFloat64(d.m.records); got != 80 {
+			t.Fatalf("records_total = %v before cancel, want 80", got)
+		}
+		if n := len(sink.callLog()); n != 0 {
+			t.Fatalf("%d sends before cancel, want 0", n)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run after cancel: %v, want nil", err)
+		}
+		if diff := diffSums(sink.got(), c.want); diff != "" {
+			t.Fatalf("counts in flight at cancel: %s", diff)
+		}
+		if got, want := topic.eventLog(), []string{"send", "commit 0=40 1=40", "close"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRunRetriesTheSameCountsBeforeCommitting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		sink.fail = func(call int) error {
+			if call <= 3 {
+				return errors.New("aggregator unavailable")
+			}
+			return nil
+		}
+		src.assign(0)
+		d, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		topic.append(0, []byte(`{"key":"a","count":5}`), []byte(`{"key":"b"}`))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		calls := sink.callLog()
+		if len(calls) != 4 {
+			t.Fatalf("%d sends, want 4 (3 failures, 1 success)", len(calls))
+		}
+		for i := 1; i < 4; i++ {
+			if fmt.Sprint(calls[i]) != fmt.Sprint(calls[0]) {
+				t.Fatalf("send %d carried %v, want the same counts as the first, %v", i+1, calls[i], calls[0])
+			}
+		}
+		if got, want := topic.eventLog(), []string{"send-failed", "send-failed", "send-failed", "send", "commit 0=2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		if got := testutil.ToFloat64(d.m.sendErrs); got != 3 {
+			t.Errorf("send_errors_total = %v, want 3", got)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+func TestRunGivesUpWithoutCommitting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		errDown := errors.New("aggregator down")
+		sink.fail = func(int) error { return errDown }
+		src.assign(0, 1)
+		cfg := Config{Alpha: -1, SendTimeout: 3 * time.Second}
+		cfg.Source = src
+		cfg.Registerer = prometheus.NewRegistry()
+		d, err := New(cfg, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic.append(0, []byte(`{"key":"a"}`))
+		topic.append(1, []byte(`{"key":"b"}`))
+		start := time.Now()
+		err = d.Run(t.Context()) // returns on its own
+		if !errors.Is(err, errDown) {
+			t.Fatalf("Run: %v, want an error wrapping %v", err, errDown)
+		}
+		if took := time.Since(start); took < 3*time.Second || took > 4*time.Second {
+			t.Errorf("Run gave up after %v, want about SendTimeout (3s)", took)
+		}
+		if got := topic.commits(); len(got) != 0 {
+			t.Fatalf("committed %v after the sink never accepted, want nothing", got)
+		}
+		if ev := topic.eventLog(); ev[len(ev)-1] != "close" {
+			t.Fatalf("events %v: want the group left", ev)
+		}
+	})
+}
+
+func TestRebalanceFlushesAndCommitsTheEndingGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		g1 := src.assign(0, 1)
+		// Flush never ticks: only generation ends and cancel flush.
+		d, stop := startFake(t, Config{Alpha: -1, Flush: time.Hour}, src, sink)
+		topic.append(0, []byte(`{"key":"a"}`), []byte(`{"key":"a"}`))
+		topic.append(1, []byte(`{"key":"b","count":4}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		g1.end() // a rebalance: partition 1 goes elsewhere
+		if got, want := sink.got(), map[string]uint64{"default/a": 2, "default/b": 4}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the generation ended: got %v, want %v", got, want)
+		}
+		if got, want := topic.commits(), map[int]int64{0: 2, 1: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the generation ended: committed %v, want %v", got, want)
+		}
+
+		src.assign(0)
+		topic.append(0, []byte(`{"key":"a","count":10}`))
+		topic.append(1, []byte(`{"key":"b","count":100}`)) // not ours any more
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := testutil.ToFloat64(d.m.partitions); got != 1 {
+			t.Errorf("partitions = %v, want 1", got)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got, want := sink.got(), map[string]uint64{"default/a": 12, "default/b": 4}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("at the end: got %v, want %v", got, want)
+		}
+		if got, want := topic.commits(), map[int]int64{0: 3, 1: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("at the end: committed %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRunFilterUsesDetectorsAndPartitions(t *testing.T) {
+	tests := []struct {
+		name      string
+		detectors int
+		want      map[string]uint64
+		filtered  float64
+	}{
+		// Alpha 0.05, Threshold 1000, Window 1s, P 2: cutoff 25/D.
+		{"one detector: cutoff 25", 1, map[string]uint64{"default/hot": 30}, 20 + 10},
+		// The filter is per partition: cold has 4 on partition 0 (dropped)
+		// and 6 on partition 1 (forwarded).
+		{"five detectors: cutoff 5", 5, map[string]uint64{"default/cold": 6, "default/hot": 30, "default/warm": 20}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				topic := newFakeTopic(2)
+				src := newFakeSource(topic)
+				sink := newFakeSink(topic)
+				src.assign(0, 1)
+				cfg := Config{Detectors: func() int { return tc.detectors }}
+				d, stop := startFake(t, cfg, src, sink)
+				time.Sleep(10 * time.Millisecond)
+				topic.append(0, []byte(`{"key":"hot","count":30}`), []byte(`{"key":"warm","count":20}`),
+					[]byte(`{"key":"cold","count":4}`))
+				topic.append(1, []byte(`{"key":"cold","count":6}`))
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				if got := sink.got(); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Fatalf("forwarded %v, want %v", got, tc.want)
+				}
+				if got := testutil.ToFloat64(d.m.filtered); got != tc.filtered {
+					t.Fatalf("filtered_accesses_total = %v, want %v", got, tc.filtered)
+				}
+				if got := testutil.ToFloat64(d.m.keys); got != 0 {
+					t.Errorf("keys = %v after the window passed, want 0", got)
+				}
+				if err := stop(); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestRunSurvivesCommitFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		topic.commitErr = errors.New("coordinator moved")
+		src.assign(0)
+		d, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		topic.append(0, []byte(`{"key":"a"}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := testutil.ToFloat64(d.m.commitErrs); got < 1 {
+			t.Fatalf("commit_errors_total = %v, want >= 1", got)
+		}
+		topic.mu.Lock()
+		topic.commitErr = nil
+		topic.mu.Unlock()
+		topic.append(0, []byte(`{"key":"a"}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got, want := topic.commits(), map[int]int64{0: 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("committed %v, want %v", got, want)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got := sink.got(); got["default/a"] != 2 {
+			t.Fatalf("delivered %v, want default/a: 2", got)
+		}
+	})
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	sink := newFakeSink(newFakeTopic(1))
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"defaults with brokers", Config{Brokers: []string{"127.0.0.1:1"}}, true},
+		{"no brokers", Config{}, false},
+		{"bucket does not divide window", Config{Brokers: []string{"x:1"}, Bucket: 300 * time.Millisecond}, false},
+		{"negative flush", Config{Brokers: []string{"x:1"}, Flush: -1}, false},
+		{"heartbeat above session", Config{Brokers: []string{"x:1"}, SessionTimeout: time.Second, HeartbeatInterval: 2 * time.Second}, false},
+		{"key bytes below key length", Config{Brokers: []string{"x:1"}, MaxKeyBytes: 10}, false},
+		{"fake source needs no brokers", Config{Source: newFakeSource(newFakeTopic(1))}, true},
+	}
+	for _, tc := range tests {
+		_, err := New(tc.cfg, sink)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: New error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	if _, err := New(Config{Brokers: []string{"x:1"}}, nil); err == nil {
+		t.Errorf("nil sink: New succeeded, want an error")
+	}
+}
