@@ -27,7 +27,7 @@ type Config struct {
 	MaxKeysPerNode  int           // hot keys published per app node, the busiest first; 0 means 10_000
 	PublishInterval time.Duration // minimum gap between writes of the hot set; 0 means 100ms
 	TTL             time.Duration // validity of a published node at readers; 0 means 10s
-	Renew           time.Duration // rewrite period of a node that holds keys; 0 means TTL/3; < TTL
+	Renew           time.Duration // rewrite period of a node that holds keys; 0 means TTL/4; < TTL
 	GCInterval      time.Duration // how often dead shards' nodes are collected; 0 means TTL
 	WriteTimeout    time.Duration // bound on one Publisher call; 0 means 2s
 
@@ -54,7 +54,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxKeysPerNode = cmp.Or(c.MaxKeysPerNode, 10_000)
 	c.PublishInterval = cmp.Or(c.PublishInterval, 100*time.Millisecond)
 	c.TTL = cmp.Or(c.TTL, 10*time.Second)
-	c.Renew = cmp.Or(c.Renew, c.TTL/3)
+	c.Renew = cmp.Or(c.Renew, c.TTL/4)
 	c.GCInterval = cmp.Or(c.GCInterval, c.TTL)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 2*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 8<<20)

@@ -326,7 +326,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Threshold != 1000 || c.LowMark != 800 || c.Hold != 2*time.Second || c.Window != time.Second ||
-		c.Bucket != 100*time.Millisecond || c.TTL != 10*time.Second || c.Renew != c.TTL/3 {
+		c.Bucket != 100*time.Millisecond || c.TTL != 10*time.Second || c.Renew != c.TTL/4 {
 		t.Errorf("defaults = %+v", c)
 	}
 	bad := []Config{
