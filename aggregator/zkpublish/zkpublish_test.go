@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
@@ -92,6 +94,21 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+func detectionLatency(t *testing.T, reg *prometheus.Registry) *dto.Histogram {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "hotspot_aggregator_detection_latency_seconds" {
+			return mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	t.Fatal("no detection latency histogram")
+	return nil
+}
+
 func readShard(t *testing.T, conn *zk.Conn, root, app, shard string) (*hotset.Shard, *zk.Stat) {
 	t.Helper()
 	data, stat, err := conn.Get(hotset.ShardPath(root, app, shard))
@@ -111,7 +128,8 @@ func readShard(t *testing.T, conn *zk.Conn, root, app, shard string) (*hotset.Sh
 func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 	t.Parallel()
 	s, root := session(t)
-	a, err := aggregator.New(aggregator.Config{ID: "shard/1", Addr: "127.0.0.1:7001"}, publisher(t, s, root))
+	reg := prometheus.NewRegistry()
+	a, err := aggregator.New(aggregator.Config{ID: "shard/1", Addr: "127.0.0.1:7001", Registerer: reg}, publisher(t, s, root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +166,18 @@ func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 	if stat.Version > 1 {
 		t.Errorf("20 promotions in a burst took %d writes, want at most 2", stat.Version+1)
 	}
+	h := detectionLatency(t, reg)
+	within := uint64(0) // observations <= 1s
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() == 1 {
+			within = b.GetCumulativeCount()
+		}
+	}
+	if h.GetSampleCount() != 20 || within != 20 {
+		t.Errorf("detection latency: %d observations, %d within 1s; want 20, 20", h.GetSampleCount(), within)
+	}
+	t.Logf("detection latency (crossing bucket -> ZooKeeper ack): mean %v over %d keys",
+		time.Duration(h.GetSampleSum()/float64(h.GetSampleCount())*1e9), h.GetSampleCount())
 
 	// Shutdown publishes the final state and leaves the group.
 	stop()
@@ -272,5 +302,32 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 	}
 	if n, err := p.Collect(ctx, "a", time.Millisecond); n != 1 || err != nil {
 		t.Errorf("Collect by a = %d, %v; want 1", n, err)
+	}
+}
+
+// BenchmarkPublish measures one write of a 100-key shard node to the real
+// ZooKeeper (the node exists after the first iteration: one Set per op).
+func BenchmarkPublish(b *testing.B) {
+	addr := stacktest.ZK(b)
+	s, err := zkgroup.Connect(b.Context(), []string{addr}, zkgroup.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := "/" + stacktest.Name(b)
+	defer func() { deleteTree(s.Conn(), root); s.Close() }()
+	p, err := zkpublish.New(s, zkpublish.Config{Root: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sh := &hotset.Shard{App: "app", Shard: "s1", TTL: 10000}
+	for i := range 100 {
+		sh.Keys = append(sh.Keys, hotset.Key{Key: fmt.Sprintf("item:%06d", i), Rate: float64(5000 - i), Since: 1})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		sh.Updated = time.Now().UnixMilli()
+		if err := p.Publish(b.Context(), sh); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
