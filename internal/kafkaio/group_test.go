@@ -1,0 +1,211 @@
+package kafkaio
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// createTopic creates a topic on the controller and deletes it at cleanup.
+func createTopic(t *testing.T, addr, name string, partitions int) {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		t.Fatalf("controller: %v", err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		t.Fatalf("dial controller: %v", err)
+	}
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
+		cc.Close()
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cc.DeleteTopics(name)
+		cc.Close()
+	})
+}
+
+// produce writes values to one partition, retrying while the new topic's
+// leader is being elected.
+func produce(t *testing.T, addr, topic string, partition int, values ...[]byte) {
+	t.Helper()
+	msgs := make([]kafka.Message, len(values))
+	for i, v := range values {
+		msgs[i] = kafka.Message{Value: v}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for {
+		conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, partition)
+		if err == nil {
+			_, err = conn.WriteMessages(msgs...)
+			conn.Close()
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("produce to %s/%d: %v", topic, partition, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func testConfig(addr, topic, group string) GroupConfig {
+	return GroupConfig{
+		Brokers: []string{addr}, Topic: topic, Group: group,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: time.Second,
+		FromOldest: true,
+	}
+}
+
+func TestGroupReadsAndCommits(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic, group := stacktest.Name(t), stacktest.Name(t)
+	createTopic(t, addr, topic, 2)
+	for p := range 2 {
+		produce(t, addr, topic, p, []byte(fmt.Sprintf("p%d-0", p)), []byte(fmt.Sprintf("p%d-1", p)), []byte(fmt.Sprintf("p%d-2", p)))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	g, err := NewGroup(testConfig(addr, topic, group))
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	gen, err := g.Next(ctx)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	as := gen.Assignments()
+	slices.SortFunc(as, func(a, b Assignment) int { return a.Partition - b.Partition })
+	if want := []Assignment{{0, kafka.FirstOffset}, {1, kafka.FirstOffset}}; !slices.Equal(as, want) {
+		t.Fatalf("assignments %v, want %v", as, want)
+	}
+	for _, a := range as {
+		r := gen.Reader(a)
+		for i := range 3 {
+			rec, err := r.Fetch(ctx)
+			if err != nil {
+				t.Fatalf("fetch %d/%d: %v", a.Partition, i, err)
+			}
+			if want := fmt.Sprintf("p%d-%d", a.Partition, i); string(rec.Value) != want || rec.Offset != int64(i) || rec.HighWaterMark != 3 {
+				t.Fatalf("record %q at %d (hwm %d), want %q at %d (hwm 3)", rec.Value, rec.Offset, rec.HighWaterMark, want, i)
+			}
+		}
+		r.Close()
+	}
+	if err := gen.Commit(map[int]int64{0: 3, 1: 2}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	// The next member of the group starts at the committed offsets.
+	g2, err := NewGroup(testConfig(addr, topic, group))
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	defer g2.Close()
+	gen2, err := g2.Next(ctx)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	as = gen2.Assignments()
+	slices.SortFunc(as, func(a, b Assignment) int { return a.Partition - b.Partition })
+	if want := []Assignment{{0, 3}, {1, 2}}; !slices.Equal(as, want) {
+		t.Fatalf("assignments after commit %v, want %v", as, want)
+	}
+	r := gen2.Reader(as[1])
+	defer r.Close()
+	rec, err := r.Fetch(ctx)
+	if err != nil || string(rec.Value) != "p1-2" {
+		t.Fatalf("first record after commit: %q, %v; want p1-2", rec.Value, err)
+	}
+}
+
+func TestFetchCanceledLosesNoRecord(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic := stacktest.Name(t)
+	createTopic(t, addr, topic, 1)
+	const n = 200
+	vals := make([][]byte, n)
+	for i := range vals {
+		vals[i] = []byte(strconv.Itoa(i))
+	}
+	produce(t, addr, topic, 0, vals...)
+	g, _, err := build(testConfig(addr, topic, "unused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &Generation{topic: topic, reader: g.reader}
+	r := gen.Reader(Assignment{Partition: 0, Offset: kafka.FirstOffset})
+	defer r.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	next, canceled := int64(0), 0
+	for next < n && time.Now().Before(deadline) {
+		// Every third fetch runs with a context that ends at once.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		if next%3 == 0 {
+			cancel()
+		}
+		rec, err := r.Fetch(ctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Fatalf("fetch: %v", err)
+			}
+			canceled++
+			continue
+		}
+		if rec.Offset != next || string(rec.Value) != strconv.FormatInt(next, 10) {
+			t.Fatalf("got offset %d (%q), want %d: a record was lost or repeated", rec.Offset, rec.Value, next)
+		}
+		next++
+	}
+	if next != n || canceled == 0 {
+		t.Fatalf("read %d of %d records with %d canceled fetches; want all, some canceled", next, n, canceled)
+	}
+}
+
+func TestCheckRejectsBadConfig(t *testing.T) {
+	good := GroupConfig{Brokers: []string{"x:1"}, Topic: "t", Group: "g"}
+	tests := []struct {
+		name string
+		edit func(*GroupConfig)
+	}{
+		{"no brokers", func(c *GroupConfig) { c.Brokers = nil }},
+		{"no topic", func(c *GroupConfig) { c.Topic = "" }},
+		{"no group", func(c *GroupConfig) { c.Group = "" }},
+		{"heartbeat not below session", func(c *GroupConfig) { c.SessionTimeout, c.HeartbeatInterval = time.Second, time.Second }},
+		{"negative max wait", func(c *GroupConfig) { c.MaxWait = -1 }},
+		{"negative session", func(c *GroupConfig) { c.SessionTimeout = -time.Second }},
+	}
+	if err := Check(good); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for _, tc := range tests {
+		c := good
+		tc.edit(&c)
+		if err := Check(c); err == nil {
+			t.Errorf("%s: Check accepted it", tc.name)
+		}
+	}
+}
