@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/internal/hotset"
+)
+
+var (
+	errNilPublisher = errors.New("aggregator: nil Publisher")
+	errRunTwice     = errors.New("aggregator: Run called twice")
 )
 
 // Aggregator is one aggregator shard. Its methods are safe for concurrent

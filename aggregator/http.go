@@ -19,8 +19,6 @@ const (
 	KeyPath      = "/internal/v1/key"      // GET ?app=&key=: one key's state at this shard
 )
 
-var errNilPublisher = errors.New("aggregator: nil Publisher")
-
 // Handler serves the shard's internal API, for hotspotd's mux:
 //
 //	POST PartialsPath  body: wire partial-count batch -> 204; 400 {"error":...} on a bad

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -174,5 +173,3 @@ func (a *Aggregator) call(ctx context.Context, op string, f func(context.Context
 	}
 	return nil
 }
-
-var errRunTwice = errors.New("aggregator: Run called twice")
