@@ -1,0 +1,51 @@
+# Hotspot. `make demo` runs the main job; `make test` runs every test against
+# the real local stack (Kafka, ZooKeeper, Redis on 127.0.0.1), starting it first.
+SHELL := bash
+GO ?= go
+STACK := deployments/local/stack.sh
+BIN := bin
+PKGS := ./...
+
+.PHONY: all build test unit bench demo up down status lint check fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+up:
+	@$(STACK) up
+
+down:
+	@$(STACK) down
+
+status:
+	@$(STACK) status
+
+# Unit and integration tests, race detector on. CI=true makes an integration
+# test fail, never skip, when a service is missing.
+test: up
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Unit tests only: integration tests skip without the stack (not under CI=true).
+unit:
+	$(GO) test -count=1 -short $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
+
+demo: up build
+	@$(BIN)/hotspot demo
+
+lint:
+	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt would change:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS); \
+	else echo "staticcheck unavailable; skipped"; fi
+
+check: lint test
+
+clean:
+	rm -rf $(BIN)
