@@ -104,10 +104,13 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 	for i, c := range claims {
 		parts[i] = c.Partition()
 	}
-	d.log.Info("detector: partitions assigned", "partitions", parts)
 	if len(claims) == 0 {
+		// More detectors than partitions, or the topic did not exist when
+		// the group formed: partitions are picked up at the next rebalance.
+		d.log.Warn("detector: no partition assigned", "topic", d.cfg.Topic)
 		return
 	}
+	d.log.Info("detector: partitions assigned", "partitions", parts)
 	f := newFlusher(d, gen, len(claims), fail)
 	for _, c := range claims {
 		w := newWorker(d, c, len(claims), &f.current, f.partials)

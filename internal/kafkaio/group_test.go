@@ -38,6 +38,23 @@ func createTopic(t *testing.T, addr, name string, partitions int) {
 		_ = cc.DeleteTopics(name)
 		cc.Close()
 	})
+	// A group that joins before the topic's metadata is out gets no
+	// partitions (partition watching is off), so wait for every leader.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ps, err := conn.ReadPartitions(name)
+		ready := err == nil && len(ps) == partitions
+		for _, p := range ps {
+			ready = ready && p.Leader.Host != ""
+		}
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s has no leaders after 20s: %v, %v", name, ps, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // produce writes values to one partition, retrying while the new topic's
