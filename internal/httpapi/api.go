@@ -1,0 +1,309 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// Internal aggregator paths (aggregator.TopPath and KeyPath; repeated so the
+// API needs no aggregator in this process).
+const (
+	topPath = "/internal/v1/top"
+	keyPath = "/internal/v1/key"
+)
+
+// MaxTopN is the largest n accepted by /v1/top.
+const MaxTopN = 1000
+
+// Config wires the API to the process's views of the cluster.
+type Config struct {
+	HotSet  func() *hotwatch.Snapshot // the published hot set; required
+	Members func() []router.Node      // the aggregator members; required
+	Ready   func() error              // nil when the process serves its roles; nil func means always ready
+	Client  *http.Client              // for the aggregators' internal API; nil means a 2s-timeout client
+	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger // nil discards
+}
+
+type api struct {
+	cfg    Config
+	client *http.Client
+	log    *slog.Logger
+}
+
+// New returns the API's handler. Routes (docs/api.md):
+//
+//	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending
+//	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
+//	GET /v1/top?app=&n=         the busiest keys, hot or not
+//	GET /metrics, /healthz, /readyz
+func New(cfg Config) (http.Handler, error) {
+	if cfg.HotSet == nil || cfg.Members == nil {
+		return nil, errors.New("httpapi: HotSet and Members are required")
+	}
+	a := &api{cfg: cfg, client: cfg.Client, log: cfg.Logger}
+	if a.client == nil {
+		a.client = &http.Client{Timeout: 2 * time.Second}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	g := cmp.Or[prometheus.Gatherer](cfg.Gatherer, prometheus.DefaultGatherer)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
+	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
+	mux.HandleFunc("GET /v1/top", a.top)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.readyz)
+	return mux, nil
+}
+
+// HotKey is one entry of /v1/hotkeys.
+type HotKey struct {
+	Key    string  `json:"key"`
+	Rate   float64 `json:"rate"`
+	Since  string  `json:"since"` // RFC 3339
+	Source string  `json:"source"`
+}
+
+// AppHotKeys is the answer of /v1/hotkeys?app=APP.
+type AppHotKeys struct {
+	App     string   `json:"app"`
+	HotKeys []HotKey `json:"hotkeys"`
+}
+
+// KeyState is the answer of /v1/hotkeys/{key}.
+type KeyState struct {
+	App    string  `json:"app"`
+	Key    string  `json:"key"`
+	Hot    bool    `json:"hot"`
+	Rate   float64 `json:"rate"`             // current rate at the owning aggregator; 0 when untracked
+	Since  string  `json:"since,omitempty"`  // RFC 3339, when hot
+	Source string  `json:"source,omitempty"` // "detected" or "pinned", when hot
+}
+
+// TopKey is one entry of /v1/top.
+type TopKey struct {
+	Key  string  `json:"key"`
+	Rate float64 `json:"rate"`
+	Hot  bool    `json:"hot"`
+}
+
+// Top is the answer of /v1/top.
+type Top struct {
+	App  string   `json:"app"`
+	Keys []TopKey `json:"keys"`
+}
+
+func (a *api) hotkeys(w http.ResponseWriter, r *http.Request) {
+	snap := a.cfg.HotSet()
+	q := r.URL.Query()
+	if !q.Has("app") {
+		apps := []AppHotKeys{}
+		for _, app := range snap.Apps() {
+			apps = append(apps, appHotKeys(snap, app))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
+		return
+	}
+	app, err := appParam(q)
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, appHotKeys(snap, app))
+}
+
+func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
+	keys := snap.App(app)
+	out := AppHotKeys{App: app, HotKeys: make([]HotKey, 0, len(keys))}
+	for _, k := range keys {
+		out.HotKeys = append(out.HotKeys, HotKey{Key: k.Key, Rate: k.Rate, Since: rfc3339(k.Since), Source: source(k)})
+	}
+	return out
+}
+
+func (a *api) key(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if err := checkKey(key); err != nil {
+		badRequest(w, err)
+		return
+	}
+	app, err := appParam(r.URL.Query())
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	st := KeyState{App: app, Key: key}
+	if k, ok := a.cfg.HotSet().Key(app, key); ok {
+		st.Hot, st.Rate, st.Since, st.Source = true, k.Rate, rfc3339(k.Since), source(k)
+	}
+	// The owner's rate is current (the published one is as of the last
+	// publication); only the owner tracks the key, the others answer 404.
+	q := url.Values{"app": {app}, "key": {key}}
+	results := a.fanOut(r.Context(), keyPath, q)
+	for _, res := range results {
+		var ks struct {
+			Rate float64 `json:"rate"`
+		}
+		if res.status == http.StatusOK && json.Unmarshal(res.body, &ks) == nil {
+			st.Rate = ks.Rate
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *api) top(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	app, err := appParam(q)
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	n := 10
+	if s := q.Get("n"); s != "" {
+		n, err = strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxTopN {
+			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", MaxTopN, s))
+			return
+		}
+	}
+	out := Top{App: app, Keys: []TopKey{}}
+	var failed int
+	for _, res := range a.fanOut(r.Context(), topPath, url.Values{"app": {app}, "n": {strconv.Itoa(n)}}) {
+		var shard struct {
+			Keys []struct {
+				Key  string  `json:"key"`
+				Rate float64 `json:"rate"`
+				Hot  bool    `json:"hot"`
+			} `json:"keys"`
+		}
+		if res.err != nil || res.status != http.StatusOK || json.Unmarshal(res.body, &shard) != nil {
+			failed++
+			continue
+		}
+		for _, k := range shard.Keys {
+			out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
+		}
+	}
+	if failed > 0 && len(out.Keys) == 0 {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": fmt.Sprintf("no aggregator answered (%d failed)", failed)})
+		return
+	}
+	// Each key has one owner, so the shards' lists are disjoint.
+	slices.SortFunc(out.Keys, func(x, y TopKey) int {
+		return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
+	})
+	if len(out.Keys) > n {
+		out.Keys = out.Keys[:n]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
+	if a.cfg.Ready != nil {
+		if err := a.cfg.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type result struct {
+	status int
+	body   []byte
+	err    error
+}
+
+// fanOut GETs path?q from every aggregator member in parallel.
+func (a *api) fanOut(ctx context.Context, path string, q url.Values) []result {
+	members := a.cfg.Members()
+	results := make([]result, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			results[i] = a.get(ctx, "http://"+m.Addr+path+"?"+q.Encode())
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+func (a *api) get(ctx context.Context, u string) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return result{err: err}
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		a.log.Warn("aggregator did not answer", "url", u, "err", err)
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return result{status: resp.StatusCode, body: body, err: err}
+}
+
+func appParam(q url.Values) (string, error) {
+	if !q.Has("app") {
+		return "", errors.New("app is required")
+	}
+	app := q.Get("app")
+	if app == "" || len(app) > wire.DefaultMaxKeyLen {
+		return "", fmt.Errorf("app must be 1 to %d bytes", wire.DefaultMaxKeyLen)
+	}
+	return app, nil
+}
+
+func checkKey(key string) error {
+	if key == "" || len(key) > wire.DefaultMaxKeyLen {
+		return fmt.Errorf("key must be 1 to %d bytes", wire.DefaultMaxKeyLen)
+	}
+	return nil
+}
+
+func source(k hotset.Key) string { return cmp.Or(k.Source, "detected") }
+
+func rfc3339(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+func badRequest(w http.ResponseWriter, err error) {
+	writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v) // the client may be gone; nothing to do about it here
+}
