@@ -149,6 +149,15 @@ func TestDecodeReasons(t *testing.T) {
 		{"missing count", "a5 01 00 00 01 02 6162", true, 0, wire.ReasonTruncated, 8},
 		{"trailing byte", "a5 01 00 00 01 01 61 01 00", true, 0, wire.ReasonTrailingData, 8},
 	}
+	covered := map[wire.Reason]bool{}
+	for _, tt := range tests {
+		covered[tt.want] = true
+	}
+	for _, r := range wire.Reasons() {
+		if !covered[r] {
+			t.Errorf("no test case for reason %v", r)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := []byte(tt.in)

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -253,10 +255,7 @@ func skipSpace(b []byte, i int) int {
 // the string is only validated.
 func readString(b []byte, i int, buf *[]byte, limit int) (int, []byte, int, fail) {
 	start := i + 1
-	j := start
-	for j < len(b) && strSafe[b[j]] {
-		j++
-	}
+	j := scanSafe(b, start)
 	if j < len(b) && b[j] == '"' {
 		return j + 1, b[start:j:j], j - start, fail{}
 	}
@@ -270,10 +269,7 @@ func readStringSlow(b []byte, start, j int, buf *[]byte, limit int) (int, []byte
 	copying := false // an escape was seen: the string lives in out
 	n := 0           // decoded length, once copying
 	for {
-		k := j
-		for k < len(b) && strSafe[b[k]] {
-			k++
-		}
+		k := scanSafe(b, j)
 		if copying {
 			out = appendCapped(out, b[j:k], limit)
 			n += k - j
@@ -324,6 +320,26 @@ func readStringSlow(b []byte, start, j int, buf *[]byte, limit int) (int, []byte
 			j += size
 		}
 	}
+}
+
+// scanSafe returns the index of the first byte at or after b[j] that is not
+// strSafe. It tests eight bytes at a time: each term below sets the high bit
+// of a byte that is >= 0x80, < 0x20, '"' or '\\'. A borrow can only leave a
+// byte whose own high bit is then set, so the lowest flagged byte is always a
+// true match and TrailingZeros finds it exactly.
+func scanSafe(b []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for j+8 <= len(b) {
+		v := binary.LittleEndian.Uint64(b[j:])
+		if m := (v | (v - lo*0x20) | ((v ^ (lo * '"')) - lo) | ((v ^ (lo * '\\')) - lo)) & hi; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+		j += 8
+	}
+	for j < len(b) && strSafe[b[j]] {
+		j++
+	}
+	return j
 }
 
 // appendCapped appends s to out without letting out grow past limit+1

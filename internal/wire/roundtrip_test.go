@@ -88,15 +88,16 @@ func decodePartials(t *testing.T, body []byte) (string, int64, []partial, error)
 }
 
 func TestPartialsRoundTrip(t *testing.T) {
+	long := strings.Repeat("L", 5000) // partials do not limit key length
 	b := &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Groups: []wire.PartialGroup{
 		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
 		{App: "empty-after-filter", Entries: []wire.KeyCount{{"", 5}, {"x", 0}}},
 		{App: "", Entries: nil},
-		{App: "ads", Entries: []wire.KeyCount{{"banner", 99}}},
+		{App: "ads", Entries: []wire.KeyCount{{"banner", 99}, {long, 1}}},
 	}}
 	body := wire.AppendPartials(nil, b)
 	src, at, got, err := decodePartials(t, body)
-	want := []partial{{"shop", "item:42", 1234}, {"shop", "cart:7", 1}, {"ads", "banner", 99}}
+	want := []partial{{"shop", "item:42", 1234}, {"shop", "cart:7", 1}, {"ads", "banner", 99}, {"ads", long, 1}}
 	if err != nil || src != "detector-1" || at != 1700000000500 || !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip: %q %d %+v %v\nwant %q %d %+v nil", src, at, got, err, "detector-1", int64(1700000000500), want)
 	}

@@ -1,0 +1,64 @@
+package wire_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// The worked example of docs/wire.md.
+func ExampleAppendBatch() {
+	b := wire.AppendBatch(nil, "shop", 1700000000000, []wire.KeyCount{{Key: "item:42", Count: 3}, {Key: "cart:7", Count: 300}})
+	fmt.Println(hex.EncodeToString(b))
+
+	var d wire.Decoder
+	err := d.Decode(b, func(e *wire.Entry) {
+		fmt.Printf("app=%s key=%s count=%d ts=%d\n", e.App, e.Key, e.Count, e.TS)
+	})
+	fmt.Println(err)
+	// Output:
+	// a5010473686f7080d095ffbc3102076974656d3a34320306636172743a37ac02
+	// app=shop key=item:42 count=3 ts=1700000000000
+	// app=shop key=cart:7 count=300 ts=1700000000000
+	// <nil>
+}
+
+// The worked example of docs/wire.md.
+func ExampleAppendPartials() {
+	b := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1700000000500, Groups: []wire.PartialGroup{
+		{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 1500}}},
+		{App: "ads", Entries: []wire.KeyCount{{Key: "b", Count: 2}}},
+	}})
+	fmt.Println(hex.EncodeToString(b))
+
+	src, at, err := wire.DecodePartials(b, func(app, key []byte, count uint64) {
+		fmt.Printf("%s %s %d\n", app, key, count)
+	})
+	fmt.Println(src, at, err)
+	// Output:
+	// a601026431f4d395ffbc31020473686f7001076974656d3a3432dc0b0361647301016202
+	// shop item:42 1500
+	// ads b 2
+	// d1 1700000000500 <nil>
+}
+
+func ExampleDecoder_Decode() {
+	d := wire.Decoder{OnInvalid: func(e *wire.Error) { fmt.Println("invalid:", e.Reason) }}
+	record := []byte(`{"key":"item:42","app":"shop","count":2}
+{"key":""}
+{"key":"cart:7","op":"write"}`)
+	err := d.Decode(record, func(e *wire.Entry) {
+		fmt.Printf("app=%s key=%s count=%d op=%v\n", e.App, e.Key, e.Count, e.Op)
+	})
+	var we *wire.Error
+	if errors.As(err, &we) {
+		fmt.Println(we.Reason, we.Offset, we.Skipped)
+	}
+	// Output:
+	// app=shop key=item:42 count=2 op=read
+	// invalid: empty_key
+	// app=default key=cart:7 count=1 op=write
+	// empty_key 48 1
+}
