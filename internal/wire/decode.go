@@ -1,6 +1,9 @@
 package wire
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+)
 
 // Decoder decodes access-event record values. The zero value is ready to
 // use. A Decoder keeps scratch buffers between calls, so it is not safe for
@@ -25,7 +28,8 @@ type Decoder struct {
 
 func (d *Decoder) maxKeyLen() int {
 	if d.MaxKeyLen > 0 {
-		return d.MaxKeyLen
+		// Clamped so that limit+1 (see appendCapped) cannot overflow.
+		return min(d.MaxKeyLen, math.MaxInt32)
 	}
 	return DefaultMaxKeyLen
 }

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -196,10 +197,13 @@ func TestDecodeReasons(t *testing.T) {
 }
 
 func TestKeyAtLimits(t *testing.T) {
-	for _, max := range []int{0, 1, 5, 3000} {
+	for _, max := range []int{0, 1, 5, 3000, math.MaxInt} {
 		limit := max
-		if limit == 0 {
+		switch max {
+		case 0:
 			limit = wire.DefaultMaxKeyLen
+		case math.MaxInt:
+			limit = 5000
 		}
 		d := wire.Decoder{MaxKeyLen: max}
 		key := strings.Repeat("k", limit)
