@@ -39,8 +39,7 @@ type Config struct {
 // or on the process, so every Hotspot process agrees on it.
 type Ring struct {
 	nodes  []Node   // sorted by ID
-	points []uint64 // ring positions, ascending
-	owner  []int32  // owner[i] indexes nodes for points[i]
+	points []vpoint // ring positions, ascending, each with its owner's index in nodes
 
 	// index[b] is the first i with points[i]>>shift >= b, for b in
 	// [0, 1<<(64-shift)]: a key's bucket narrows the search to about one
@@ -90,11 +89,7 @@ func New(nodes []Node, cfg Config) (*Ring, error) {
 	// owner order (nodes are sorted by ID) and the sort is stable, so the
 	// order is the same in every process.
 	vps = radixSort(vps)
-	r.points = make([]uint64, len(vps))
-	r.owner = make([]int32, len(vps))
-	for i, p := range vps {
-		r.points[i], r.owner[i] = p.pos, p.owner
-	}
+	r.points = vps
 	r.buildIndex()
 	return r, nil
 }
@@ -147,7 +142,7 @@ func (r *Ring) buildIndex() {
 	r.index = make([]uint32, nb+1)
 	i := 0
 	for b := range nb {
-		for i < len(r.points) && r.points[i]>>r.shift < uint64(b) {
+		for i < len(r.points) && r.points[i].pos>>r.shift < uint64(b) {
 			i++
 		}
 		r.index[b] = uint32(i)
@@ -159,7 +154,7 @@ func (r *Ring) buildIndex() {
 func (r *Ring) search(h uint64) int {
 	b := h >> r.shift
 	i, end := int(r.index[b]), int(r.index[b+1])
-	for i < end && r.points[i] < h {
+	for i < end && r.points[i].pos < h {
 		i++
 	}
 	if i == len(r.points) {
@@ -174,7 +169,7 @@ func (r *Ring) Lookup(key string) (Node, bool) {
 	if len(r.points) == 0 {
 		return Node{}, false
 	}
-	return r.nodes[r.owner[r.search(Hash(key))]], true
+	return r.nodes[r.points[r.search(Hash(key))].owner], true
 }
 
 // LookupN appends to dst up to n distinct nodes for key in ring order: the
@@ -193,7 +188,7 @@ func (r *Ring) LookupN(key string, n int, dst []Node) []Node {
 	}
 	got := 0
 	for i := r.search(Hash(key)); got < n; {
-		o := r.owner[i]
+		o := r.points[i].owner
 		if seen != nil {
 			if !seen[o] {
 				seen[o] = true
