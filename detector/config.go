@@ -39,11 +39,12 @@ type Config struct {
 	Detectors func() int
 
 	// MaxKeys caps the keys tracked by the detector, all partitions
-	// together (1<<20); each of P partitions gets MaxKeys/P. See
-	// docs/detector.md for the memory this bounds.
+	// together (1<<19 = 524288); each of P partitions gets MaxKeys/P.
+	// At most about 300 bytes per key plus the key bytes: see
+	// docs/detector.md.
 	MaxKeys int
 	// MaxKeyBytes caps the bytes of the keys tracked (app and key), all
-	// partitions together (64 MiB).
+	// partitions together (32 MiB).
 	MaxKeyBytes int
 	// MaxKeyLen is the longest key or app name accepted, in bytes
 	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
@@ -74,8 +75,8 @@ type Config struct {
 const (
 	DefaultTopic       = "hotspot.access"
 	DefaultGroup       = "hotspot-detector"
-	DefaultMaxKeys     = 1 << 20
-	DefaultMaxKeyBytes = 64 << 20
+	DefaultMaxKeys     = 1 << 19
+	DefaultMaxKeyBytes = 32 << 20
 	DefaultAlpha       = 0.05
 	DefaultThreshold   = 1000
 )

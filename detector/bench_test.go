@@ -1,0 +1,266 @@
+package detector
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// zipfKeys returns n key indexes drawn from a Zipf law (s=1.1) over
+// distinct keys.
+func zipfKeys(n, distinct int) []int {
+	r := rand.New(rand.NewPCG(1, 2))
+	z := rand.NewZipf(r, 1.1, 1, uint64(distinct-1))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(z.Uint64())
+	}
+	return out
+}
+
+// BenchmarkCounterZipf measures the counting core: one (key, count) update
+// into a partition's windowed counter, with the clock advancing 1ms per
+// 4096 updates (about 4M updates per simulated second) and a flush every
+// simulated 100ms, so bucket closes, expiries and flushes are included.
+// The keys (100k distinct, Zipf s=1.1) are laid out one after the other, as
+// a decoded record would present them.
+func BenchmarkCounterZipf(b *testing.B) {
+	const distinct, n = 100_000, 1 << 20
+	var arena []byte
+	ends := make([]uint32, n)
+	for i, k := range zipfKeys(n, distinct) {
+		arena = strconv.AppendInt(append(arena, "item:"...), int64(k), 10)
+		ends[i] = uint32(len(arena))
+	}
+	app := []byte("shop")
+	for _, bc := range []struct {
+		name   string
+		cutoff uint64
+	}{{"filter-off", 0}, {"cutoff-13", 13}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
+			c.cutoff = bc.cutoff
+			var buf []Count
+			now := int64(0)
+			start := uint32(0)
+			step := func(i int) {
+				j := i & (n - 1)
+				if i&4095 == 0 {
+					now += int64(time.Millisecond)
+					c.advance(now)
+					if now%int64(100*time.Millisecond) == 0 {
+						buf = c.flush(buf[:0], false)
+					}
+				}
+				if j == 0 {
+					start = 0
+				}
+				c.add(app, arena[start:ends[j]], 1)
+				start = ends[j]
+			}
+			for i := range 1 << 22 { // warm up: every key seen, buffers grown
+				step(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			t0 := time.Now()
+			for i := 0; b.Loop(); i++ {
+				step(i)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "updates/s")
+		})
+	}
+}
+
+// BenchmarkDecodeAndCount measures a worker's per-record path: decoding the
+// SDK's binary batch (100 entries) and counting every entry.
+func BenchmarkDecodeAndCount(b *testing.B) {
+	const distinct = 100_000
+	seq := zipfKeys(100*1000, distinct)
+	recs := make([][]byte, 1000)
+	for i := range recs {
+		es := make([]wire.KeyCount, 100)
+		for j := range es {
+			es[j] = wire.KeyCount{Key: "item:" + strconv.Itoa(seq[i*100+j]), Count: 1}
+		}
+		recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
+	}
+	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
+	c.cutoff = 13
+	dec := wire.Decoder{}
+	add := func(e *wire.Entry) { c.add(e.App, e.Key, e.Count) }
+	var buf []Count
+	now := int64(0)
+	step := func(i int) {
+		if i&31 == 0 { // 3200 entries per simulated ms
+			now += int64(time.Millisecond)
+			c.advance(now)
+			if now%int64(100*time.Millisecond) == 0 {
+				buf = c.flush(buf[:0], false)
+			}
+		}
+		if err := dec.Decode(recs[i%len(recs)], add); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 50_000 {
+		step(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		step(i)
+	}
+	b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "entries/s")
+}
+
+// churn feeds one counter perSecond new distinct keys (each accessed once,
+// the worst case for memory) plus a Zipf-distributed hot set, for seconds
+// simulated seconds, and returns the largest live heap and key count seen
+// (heap measured after a GC at the end of every simulated second).
+func churn(tb testing.TB, perSecond, seconds, maxKeys int, cutoff uint64) (heapMax uint64, keysMax int, st counterStats) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	c := newCounter(int64(100*time.Millisecond), 10, maxKeys, DefaultMaxKeyBytes)
+	c.cutoff = cutoff
+	hot := zipfKeys(1<<16, 10_000)
+	var buf []Count
+	key := make([]byte, 0, 64)
+	app := []byte("shop")
+	id := uint64(0)
+	const ticks = 100 // per simulated second: one per 10ms
+	for s := range seconds {
+		for tick := range ticks {
+			now := int64(s)*int64(time.Second) + int64(tick)*int64(10*time.Millisecond)
+			c.advance(now)
+			if tick%10 == 0 {
+				buf = c.flush(buf[:0], false)
+			}
+			for range perSecond / ticks {
+				id++
+				key = fmt.Appendf(key[:0], "user:%d:session:%016x", id%1000, id*0x9e3779b97f4a7c15)
+				c.add(app, key, 1)
+				c.add(app, []byte("item:"+strconv.Itoa(hot[id&(1<<16-1)])), 1)
+			}
+		}
+		keysMax = max(keysMax, c.len())
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		heapMax = max(heapMax, ms.HeapAlloc-min(base, ms.HeapAlloc))
+		st.filtered += c.stats.filtered
+		st.capDropped += c.stats.capDropped
+		st.admitted += c.stats.admitted
+		c.stats = counterStats{}
+	}
+	runtime.KeepAlive(c)
+	return heapMax, keysMax, st
+}
+
+// BenchmarkMemoryTenMillionKeysPerMinute runs one simulated minute of 10M
+// distinct keys (167k new keys per second) through one counter and reports
+// the live heap it holds, with the default cap and with a cap 10x smaller
+// than the live key set.
+func BenchmarkMemoryTenMillionKeysPerMinute(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		maxKeys int
+	}{{"default-cap", DefaultMaxKeys}, {"cap-20k", 20_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var heap uint64
+			var keys int
+			var st counterStats
+			for b.Loop() {
+				heap, keys, st = churn(b, 10_000_000/60, 60, bc.maxKeys, 13)
+			}
+			b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+			b.ReportMetric(float64(keys), "keys-max")
+			b.ReportMetric(float64(st.capDropped), "cap-dropped")
+			b.ReportMetric(float64(st.admitted), "admitted")
+		})
+	}
+}
+
+// TestMemoryBounded runs a tenth of the benchmark's load (1M distinct keys
+// per simulated minute, over 20 seconds) and checks that the live heap stays
+// within the documented per-key bound and the key cap holds.
+func TestMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("memory test skipped in -short")
+	}
+	const perSecond = 1_000_000 / 60
+	heap, keys, _ := churn(t, perSecond, 20, DefaultMaxKeys, 13)
+	// Live keys: about (Window + Bucket + Bucket) * perSecond, plus the hot set.
+	if want := perSecond*13/10 + 10_000; keys > want {
+		t.Errorf("max keys %d, want <= %d", keys, want)
+	}
+	// docs/detector.md: at most 300 bytes per tracked key plus its bytes
+	// (here 38-byte composite keys in 48-byte allocations).
+	if limit := uint64(keys) * (300 + 48); heap > limit {
+		t.Errorf("live heap %d bytes for %d keys (%.0f B/key), want <= %d", heap, keys, float64(heap)/float64(keys), limit)
+	}
+	t.Logf("1M keys/min: max %d keys, live heap %.1f MiB (%.0f B/key)", keys, float64(heap)/(1<<20), float64(heap)/float64(keys))
+
+	heap, keys, st := churn(t, perSecond, 10, 5_000, 13)
+	if keys > 5_000 {
+		t.Errorf("cap 5000: max keys %d", keys)
+	}
+	if st.capDropped == 0 {
+		t.Errorf("cap 5000 under 16k keys/s: nothing dropped, the cap was never reached")
+	}
+	t.Logf("cap 5000: max %d keys, live heap %.1f MiB, %d entries dropped, %d admitted", keys, float64(heap)/(1<<20), st.capDropped, st.admitted)
+}
+
+// TestMemoryWorstCasePerKey fills a counter to its cap with keys that are
+// touched in every bucket of the window (the most touch-list memory a key
+// can hold) while the sketch is allocated, and checks the documented
+// per-key bound.
+func TestMemoryWorstCasePerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("memory test skipped in -short")
+	}
+	const maxKeys = 100_000
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	c := newCounter(int64(100*time.Millisecond), 10, maxKeys, DefaultMaxKeyBytes)
+	c.cutoff = 1 << 32 // nothing forwarded, nothing admitted: the table stays full
+	keys := make([][]byte, maxKeys+maxKeys/10)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user:%d:session:%016x", i%1000, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	var buf []Count
+	for b := range int64(11) {
+		c.advance(b * int64(100*time.Millisecond))
+		for _, k := range keys { // the last tenth finds the table full
+			c.add([]byte("shop"), k, 1)
+		}
+		buf = c.flush(buf[:0], false)
+	}
+	// Nothing reaches the cutoff, so the table fills to its soft limit (the
+	// reserve is for keys the sketch admits) and the sketch is allocated.
+	n := c.len()
+	if n != c.softKeys || c.sk == nil {
+		t.Fatalf("%d keys tracked (soft limit %d), sketch allocated %v: want a full table", n, c.softKeys, c.sk != nil)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	perKey := float64(ms.HeapAlloc-min(base, ms.HeapAlloc)) / float64(n)
+	// The test's own keys slice is still counted: 24 B header + 48 B data
+	// for 1.1*maxKeys keys; the bound is 300 B + the 48-byte key.
+	own := 1.1 * maxKeys * (24 + 48) / float64(n)
+	if limit := 300.0 + 48 + own; perKey > limit {
+		t.Fatalf("%.0f bytes per key at the cap, want <= %.0f", perKey, limit)
+	}
+	t.Logf("worst case at the cap: %.0f bytes per key (includes %.0f of the test's own key slice)", perKey, own)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(keys)
+}
