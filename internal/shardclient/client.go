@@ -39,6 +39,7 @@ type Config struct {
 	Source              string            // sender id written in each batch; default the host name
 	Timeout             time.Duration     // bound on one POST, connect included; 0 means 2s
 	MaxIdleConnsPerHost int               // kept-alive connections per aggregator; 0 means 4
+	SuspectFor          time.Duration     // how long a failed aggregator is routed around; 0 means 5s
 	Transport           http.RoundTripper // nil: a tuned keep-alive *http.Transport owned by the Client
 	Ring                router.Config     // ring parameters; must match every other process's
 	Logger              *slog.Logger      // nil discards
@@ -55,9 +56,11 @@ type Client struct {
 	own   *http.Transport // nil when the caller supplied Transport
 	m     metrics
 
-	mu     sync.Mutex        // serializes Send; guards owners and key
-	owners map[string]*owner // by node ID; buffers reused across Sends
-	key    []byte            // ring-key scratch
+	mu      sync.Mutex           // serializes Send; guards the fields below
+	owners  map[string]*owner    // by node ID; buffers reused across Sends
+	suspect map[string]time.Time // node ID -> until when it is routed around
+	key     []byte               // ring-key scratch
+	order   []router.Node        // LookupN scratch
 }
 
 var _ detector.Sink = (*Client)(nil)
@@ -89,16 +92,18 @@ func New(cfg Config) (*Client, error) {
 	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 2*time.Second)
 	cfg.MaxIdleConnsPerHost = cmp.Or(cfg.MaxIdleConnsPerHost, 4)
+	cfg.SuspectFor = cmp.Or(cfg.SuspectFor, 5*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if _, err := router.New(nil, cfg.Ring); err != nil {
 		return nil, fmt.Errorf("shardclient: ring: %w", err)
 	}
 	c := &Client{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		table:  router.NewTable(cfg.Ring),
-		m:      newMetrics(cfg.Registerer),
-		owners: make(map[string]*owner),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		table:   router.NewTable(cfg.Ring),
+		m:       newMetrics(cfg.Registerer),
+		owners:  make(map[string]*owner),
+		suspect: make(map[string]time.Time),
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -124,7 +129,10 @@ func (c *Client) Close() {
 }
 
 // Send routes counts by the ring and POSTs one batch per owner, owners in
-// parallel. It returns nil only when every owner accepted its batch (2xx);
+// parallel. An owner that fails is suspected down for SuspectFor, and its
+// counts go to the key's next node on the ring, the one that takes the key
+// over when the dead member leaves; Send retries so until every count was
+// accepted. It returns nil only when every count was accepted (2xx);
 // otherwise an error naming each failed owner. counts is not kept.
 func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count) error {
 	c.mu.Lock()
@@ -137,19 +145,84 @@ func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count
 		c.m.requests.WithLabelValues("no_members").Inc()
 		return ErrNoMembers
 	}
+	now := time.Now()
+	for id, until := range c.suspect {
+		if now.After(until) {
+			delete(c.suspect, id)
+		}
+	}
 	for _, o := range c.owners {
 		o.reset()
 	}
 	for _, k := range counts {
-		if k.N == 0 {
-			continue
+		if k.N != 0 {
+			c.route(ring, k)
 		}
-		c.key = append(append(append(c.key[:0], k.App...), 0), k.Key...)
-		// The ring only hashes the key, so a string over the scratch bytes
-		// is safe and spares an allocation per count.
-		n, _ := ring.Lookup(unsafe.String(unsafe.SliceData(c.key), len(c.key)))
-		c.owner(n).add(k)
 	}
+	var errs []error
+	for {
+		failed := c.postAll(ctx)
+		if len(failed) == 0 {
+			break
+		}
+		for _, f := range failed {
+			errs = append(errs, f.err)
+			c.suspect[f.o.node.ID] = now.Add(c.cfg.SuspectFor)
+		}
+		if len(c.suspect) >= ring.Len() || ctx.Err() != nil {
+			for _, o := range c.owners {
+				o.release()
+			}
+			return errors.Join(errs...)
+		}
+		// Hand the failed owners' counts to each key's next live node.
+		for _, o := range c.owners {
+			o.reset()
+		}
+		for _, f := range failed {
+			for _, g := range f.o.batch.Groups {
+				for _, e := range g.Entries {
+					c.route(ring, detector.Count{App: g.App, Key: e.Key, N: e.Count})
+				}
+			}
+			f.o.release()
+		}
+		c.m.rerouted.Inc()
+	}
+	if len(errs) > 0 {
+		c.log.Warn("partial counts rerouted around failed aggregators", "err", errors.Join(errs...))
+	}
+	return nil
+}
+
+// route adds k to the batch of its owner: the first node of its ring order
+// that is not suspected down.
+func (c *Client) route(ring *router.Ring, k detector.Count) {
+	c.key = append(append(append(c.key[:0], k.App...), 0), k.Key...)
+	// The ring only hashes the key, so a string over the scratch bytes is
+	// safe and spares an allocation per count.
+	key := unsafe.String(unsafe.SliceData(c.key), len(c.key))
+	n, _ := ring.Lookup(key)
+	if _, down := c.suspect[n.ID]; down {
+		c.order = ring.LookupN(key, ring.Len(), c.order[:0])
+		for _, alt := range c.order {
+			if _, down := c.suspect[alt.ID]; !down {
+				n = alt
+				break
+			}
+		}
+	}
+	c.owner(n).add(k)
+}
+
+type failure struct {
+	o   *owner
+	err error
+}
+
+// postAll posts every used owner's batch in parallel and returns the owners
+// that failed, their batches intact; the others' batches are released.
+func (c *Client) postAll(ctx context.Context) []failure {
 	var used []*owner
 	for id, o := range c.owners {
 		if o.used {
@@ -170,10 +243,16 @@ func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count
 		}
 		wg.Wait()
 	}
-	for _, o := range used {
+	var failed []failure
+	for i, o := range used {
+		if errs[i] != nil {
+			failed = append(failed, failure{o, errs[i]})
+			delete(c.owners, o.node.ID) // keep its batch out of the next round's reuse
+			continue
+		}
 		o.release()
 	}
-	return errors.Join(errs...)
+	return failed
 }
 
 func (c *Client) owner(n router.Node) *owner {
@@ -306,6 +385,7 @@ type metrics struct {
 	entries  prometheus.Counter
 	seconds  prometheus.Histogram
 	members  prometheus.Gauge
+	rerouted prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -322,5 +402,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2}}),
 		members: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "members", Help: "Aggregators in the ring."}),
+		rerouted: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "reroutes_total", Help: "Rounds of counts rerouted to the next ring node after an aggregator failed."}),
 	}
 }

@@ -133,7 +133,7 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 	}
 }
 
-func TestSendReportsFailedOwner(t *testing.T) {
+func TestSendRoutesAroundFailedOwner(t *testing.T) {
 	good := newShard(t, "good")
 	var hits atomic.Int64
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,16 +148,24 @@ func TestSendReportsFailedOwner(t *testing.T) {
 		"good": good.member(),
 		"bad":  hotset.EncodeMember(hotset.Member{ID: "bad", Addr: strings.TrimPrefix(bad.URL, "http://")}),
 	})
-	err := c.Send(t.Context(), time.Now(), counts(100))
-	if err == nil || !strings.Contains(err.Error(), "aggregator bad at ") || !strings.Contains(err.Error(), "503") ||
-		!strings.Contains(err.Error(), "draining") || strings.Contains(err.Error(), "aggregator good") {
-		t.Fatalf("Send = %v, want an error naming only owner bad with its status and message", err)
+	cs := counts(100)
+	if err := c.Send(t.Context(), time.Now(), cs); err != nil {
+		t.Fatalf("Send with one live owner = %v, want nil (rerouted)", err)
 	}
 	if hits.Load() != 1 {
 		t.Errorf("bad owner got %d requests, want 1", hits.Load())
 	}
+	for _, k := range cs {
+		if st, ok := good.agg.Key(k.App, k.Key); !ok || st.Rate < float64(k.N) {
+			t.Fatalf("%s/%s at the live owner: tracked %v rate %v, want >= %d", k.App, k.Key, ok, st.Rate, k.N)
+		}
+	}
+	// Within SuspectFor the failed owner is not tried again.
+	if err := c.Send(t.Context(), time.Now(), counts(100)); err != nil || hits.Load() != 1 {
+		t.Errorf("second Send = %v with %d requests to bad, want nil and still 1", err, hits.Load())
+	}
 
-	// An owner that does not answer in time fails the Send too.
+	// With no live owner left the Send fails, naming the owner.
 	c.SetMembers(map[string][]byte{"gone": hotset.EncodeMember(hotset.Member{ID: "gone", Addr: "127.0.0.1:1"})})
 	if err := c.Send(t.Context(), time.Now(), counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
 		t.Errorf("Send to a closed port = %v, want an error naming gone", err)

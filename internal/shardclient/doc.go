@@ -12,10 +12,16 @@
 // ("a", "b:c") and ("a\x00b", "c")-style pairs apart as long as app names
 // contain no NUL.
 //
-// Invariant: Send returns nil only when every owner of the batch answered
-// 2xx; otherwise its error names each owner that failed, and the detector
-// retries the whole flush without committing (an owner that did accept may
-// count it twice: at-least-once, never a silent loss). One Send routes all
-// its counts with one ring, so a membership change never splits a flush
-// between two views.
+// An aggregator that fails (a crashed process stays in the ring until its
+// ZooKeeper session expires) is routed around: its counts go to each key's
+// next node on the ring, which is the node that owns the key once the dead
+// member has left, and the failed node is skipped for SuspectFor. So one dead
+// shard neither stalls the other shards' counts nor loses its own.
+//
+// Invariant: Send returns nil only when every count was accepted by some
+// aggregator (2xx); otherwise its error names each owner that failed, and the
+// detector retries the whole flush without committing (an owner that did
+// accept may count it twice: at-least-once, never a silent loss). One Send
+// routes all its counts with one ring, so a membership change never splits a
+// flush between two views.
 package shardclient

@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// cluster is a set of hotspotd processes sharing one topic, group and root.
+type cluster struct {
+	t                       *testing.T
+	bin                     string
+	brokers, zk             string
+	topic, group, root, dir string
+}
+
+func newCluster(t *testing.T, partitions int) *cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test; -short skips it")
+	}
+	c := &cluster{t: t, brokers: stacktest.Kafka(t), zk: stacktest.ZK(t), dir: t.TempDir()}
+	name := stacktest.Name(t)
+	c.topic, c.group, c.root = name, name, "/"+name
+	c.bin = filepath.Join(c.dir, "hotspotd")
+	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	createTopic(t, c.brokers, c.topic, partitions)
+	return c
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	id   string
+	done chan error
+}
+
+// start runs one hotspotd; the test's cleanup stops it with SIGTERM.
+func (c *cluster) start(id string) *proc {
+	c.t.Helper()
+	addr := freeAddr(c.t)
+	logf, err := os.Create(filepath.Join(c.dir, id+".log"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "--brokers", c.brokers, "--zk", c.zk, "--topic", c.topic,
+		"--group", c.group, "--zk-root", c.root, "--http-addr", addr, "--id", id, "--from-oldest=true")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, addr: addr, id: id, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); logf.Close() }()
+	c.t.Cleanup(func() {
+		p.stop(c.t)
+		if c.t.Failed() && os.Getenv("HOTSPOT_E2E_LOGS") != "" {
+			b, _ := os.ReadFile(logf.Name())
+			c.t.Logf("log of %s:\n%s", id, b)
+		}
+	})
+	waitFor(c.t, 30*time.Second, id+" ready", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit (status 0) within 20 s.
+func (p *proc) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("%s did not exit cleanly on SIGTERM: %v", p.id, err)
+		}
+		p.done <- err
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		t.Errorf("%s did not exit within 20s of SIGTERM", p.id)
+	}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Kill()
+	p.done <- <-p.done
+}
+
+// producer sends JSON access events at fixed rates per key, paced in 10 ms
+// ticks, and keeps the send log of the keys it watches.
+type producer struct {
+	w     *kafka.Writer
+	mu    sync.Mutex
+	sends map[string][]time.Time // watched key -> send times of its events (one per event)
+}
+
+func newProducer(t *testing.T, brokers, topic string) *producer {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
+		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireOne}
+	t.Cleanup(func() { w.Close() })
+	return &producer{w: w, sends: make(map[string][]time.Time)}
+}
+
+// run sends, until ctx ends, rates[key] events/s of each key (app "shop"),
+// plus background events/s spread uniformly over 20,000 cold keys.
+func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float64, background float64) {
+	const tick = 10 * time.Millisecond
+	owed := make(map[string]float64)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var buf []byte
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		var msgs []kafka.Message
+		now := time.Now()
+		add := func(key string) {
+			buf = wire.AppendJSON(buf[:0], wire.Event{App: "shop", Key: key})
+			msgs = append(msgs, kafka.Message{Value: append([]byte(nil), buf...)})
+		}
+		for key, rate := range rates {
+			owed[key] += rate * tick.Seconds()
+			p.mu.Lock()
+			for ; owed[key] >= 1; owed[key]-- {
+				add(key)
+				p.sends[key] = append(p.sends[key], now)
+			}
+			p.mu.Unlock()
+		}
+		owed[""] += background * tick.Seconds()
+		for ; owed[""] >= 1; owed[""]-- {
+			add("cold:" + strconv.Itoa(rng.IntN(20000)))
+		}
+		if err := p.w.WriteMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
+			t.Errorf("produce: %v", err)
+			return
+		}
+	}
+}
+
+// crossing is when key's trailing one-second send count first reached n.
+func (p *producer) crossing(key string, n int) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.sends[key]
+	for i := n - 1; i < len(s); i++ {
+		if s[i].Sub(s[i-n+1]) < time.Second {
+			return s[i], true
+		}
+	}
+	return time.Time{}, false
+}
+
+// TestFlashCrowd: a key that jumps from 0 to 3000/s amid background traffic
+// is published in ZooKeeper and listed by /v1/hotkeys, within the delay
+// bound; the background keys never are.
+func TestFlashCrowd(t *testing.T) {
+	c := newCluster(t, 8)
+	p1 := c.start("a1")
+	w := c.watch(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prod := newProducer(t, c.brokers, c.topic)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { prod.run(ctx, t, nil, 2000) })
+	time.Sleep(2 * time.Second) // background only
+	if n := w.Snapshot().Len("shop"); n != 0 {
+		t.Fatalf("background traffic made %d keys hot, want 0", n)
+	}
+	cancel()
+	wg.Wait()
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() { prod.run(ctx, t, map[string]float64{"item:flash": 3000}, 2000) })
+	var seen time.Time
+	waitFor(t, 15*time.Second, "item:flash in ZooKeeper", func() bool {
+		_, ok := w.Snapshot().Key("shop", "item:flash")
+		seen = time.Now()
+		return ok
+	})
+	crossed, ok := prod.crossing("item:flash", 1000)
+	if !ok {
+		t.Fatal("the flash key never reached 1000/s in the send log")
+	}
+	delay := seen.Sub(crossed)
+	t.Logf("detection delay, true crossing to ZooKeeper watch: %v", delay)
+	if delay > 1500*time.Millisecond {
+		t.Errorf("detection delay %v, want <= 1.5s", delay)
+	}
+
+	var got struct {
+		App     string `json:"app"`
+		HotKeys []struct {
+			Key    string  `json:"key"`
+			Rate   float64 `json:"rate"`
+			Since  string  `json:"since"`
+			Source string  `json:"source"`
+		} `json:"hotkeys"`
+	}
+	getJSON(t, "http://"+p1.addr+"/v1/hotkeys?app=shop", &got)
+	if len(got.HotKeys) != 1 || got.HotKeys[0].Key != "item:flash" || got.HotKeys[0].Source != "detected" {
+		t.Fatalf("/v1/hotkeys = %+v, want item:flash alone", got)
+	}
+	// The published rate is the one at publication (renewed every few
+	// seconds), so it lies between the threshold and the key's full rate.
+	if r := got.HotKeys[0].Rate; r < 1000 || r > 3600 {
+		t.Errorf("published rate %.0f, want 1000 to 3600", r)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, got.HotKeys[0].Since); err != nil {
+		t.Errorf("since %q is not RFC 3339: %v", got.HotKeys[0].Since, err)
+	}
+}
+
+// TestKillAndRestart: three processes; SIGKILL one and its hot keys move to
+// the survivors without the hot set emptying; start it again and about 1/N
+// of the keys move back.
+func TestKillAndRestart(t *testing.T) {
+	c := newCluster(t, 8)
+	procs := []*proc{c.start("n1"), c.start("n2"), c.start("n3")}
+	w := c.watch(t)
+
+	rates := make(map[string]float64)
+	for i := range 24 {
+		rates[fmt.Sprintf("hot:%02d", i)] = 2500
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	prod := newProducer(t, c.brokers, c.topic)
+	wg.Go(func() { prod.run(ctx, t, rates, 1000) })
+
+	all := func() bool { return w.Snapshot().Len("shop") == len(rates) }
+	waitFor(t, 30*time.Second, "all 24 keys hot", all)
+	before := c.owners(t)
+	victim := procs[0]
+	t.Logf("owners before: %v; killing %s", count(before), victim.id)
+	victim.kill()
+	killed := time.Now()
+
+	// Keys stay hot throughout: the dead shard's node lives for its TTL, and
+	// the survivors re-detect its keys from the live stream.
+	deadline := time.Now().Add(25 * time.Second)
+	moved := false
+	for time.Now().Before(deadline) {
+		if n := w.Snapshot().Len("shop"); n < len(rates) {
+			t.Fatalf("hot set shrank to %d of %d keys %v after the kill", n, len(rates), time.Since(killed))
+		}
+		if o := c.owners(t); !ownedBy(o, victim.id) && len(o) == len(rates) {
+			moved = true
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !moved {
+		t.Fatalf("the killed shard's keys did not move to the survivors; owners %v", count(c.owners(t)))
+	}
+	after := c.owners(t)
+	t.Logf("owners after the kill: %v", count(after))
+
+	procs[0] = c.start(victim.id)
+	waitFor(t, 30*time.Second, "the restarted shard to own keys", func() bool {
+		return ownedBy(c.owners(t), victim.id)
+	})
+	time.Sleep(3 * time.Second) // let hold times settle
+	again := c.owners(t)
+	var changed int
+	for k, o := range again {
+		if after[k] != o {
+			changed++
+		}
+	}
+	t.Logf("owners after the restart: %v; %d of %d keys moved", count(again), changed, len(rates))
+	if limit := len(rates)/3 + 4; changed > limit {
+		t.Errorf("%d keys moved on restart, want about 1/3 (<= %d)", changed, limit)
+	}
+	if n := w.Snapshot().Len("shop"); n != len(rates) {
+		t.Errorf("after the restart %d keys hot, want %d", n, len(rates))
+	}
+}
+
+// owners maps each hot key of app shop to the live shard that publishes it
+// (the freshest node wins while a dead shard's node ages out).
+func (c *cluster) owners(t *testing.T) map[string]string {
+	t.Helper()
+	sess := c.session(t)
+	dir := c.root + "/hot/shop"
+	shards, _, err := sess.Conn().Children(dir)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]string)
+	newest := make(map[string]int64)
+	for _, s := range shards {
+		data, _, err := sess.Conn().Get(dir + "/" + s)
+		if err != nil {
+			continue
+		}
+		var node struct {
+			Shard   string `json:"shard"`
+			Updated int64  `json:"updated"`
+			TTL     int64  `json:"ttl"`
+			Keys    []struct {
+				K string `json:"k"`
+			} `json:"keys"`
+		}
+		if json.Unmarshal(data, &node) != nil || time.Now().UnixMilli() > node.Updated+node.TTL {
+			continue
+		}
+		for _, k := range node.Keys {
+			if node.Updated > newest[k.K] {
+				out[k.K], newest[k.K] = node.Shard, node.Updated
+			}
+		}
+	}
+	return out
+}
+
+func ownedBy(owners map[string]string, id string) bool {
+	for _, o := range owners {
+		if o == id {
+			return true
+		}
+	}
+	return false
+}
+
+func count(owners map[string]string) map[string]int {
+	n := make(map[string]int)
+	for _, o := range owners {
+		n[o]++
+	}
+	return n
+}
+
+var sessions sync.Map
+
+func (c *cluster) session(t *testing.T) *zkgroup.Session {
+	if s, ok := sessions.Load(t.Name()); ok {
+		return s.(*zkgroup.Session)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkgroup.Connect(ctx, []string{c.zk}, zkgroup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sessions.Delete(t.Name()); s.Close() })
+	sessions.Store(t.Name(), s)
+	return s
+}
+
+// watch follows the cluster's hot set the way an app does.
+func (c *cluster) watch(t *testing.T) *hotwatch.Watcher {
+	w, err := hotwatch.New(c.session(t), hotwatch.Config{Root: c.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+func createTopic(t *testing.T, brokers, topic string, partitions int) {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	waitFor(t, 20*time.Second, "every partition of "+topic+" to have a leader", func() bool {
+		parts, err := conn.ReadPartitions(topic)
+		if err != nil || len(parts) != partitions {
+			return false
+		}
+		for _, p := range parts {
+			if p.Leader.ID < 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
