@@ -18,11 +18,16 @@ func benchEntries(n int) []wire.KeyCount {
 	return es
 }
 
-// perEntry reports ns/entry and entries/s next to ns/op.
-func perEntry(b *testing.B, entries int) {
+// perEntry reports ns/entry next to ns/op, and the process CPU time per
+// entry since cpu0 (from cpuNanos) with the entries per CPU-second it implies.
+func perEntry(b *testing.B, entries int, cpu0 int64) {
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(entries)
 	b.ReportMetric(ns, "ns/entry")
-	b.ReportMetric(1e9/ns, "entries/s")
+	cpu := float64(cpuNanos()-cpu0) / float64(b.N) / float64(entries)
+	b.ReportMetric(cpu, "cpu-ns/entry")
+	if cpu > 0 {
+		b.ReportMetric(1e9/cpu, "entries/cpu-s")
+	}
 }
 
 func BenchmarkDecodeBinary(b *testing.B) {
@@ -34,12 +39,13 @@ func BenchmarkDecodeBinary(b *testing.B) {
 			fn := func(e *wire.Entry) { sum += e.Count }
 			b.SetBytes(int64(len(batch)))
 			b.ReportAllocs()
+			cpu0 := cpuNanos()
 			for b.Loop() {
 				if err := d.Decode(batch, fn); err != nil {
 					b.Fatal(err)
 				}
 			}
-			perEntry(b, n)
+			perEntry(b, n, cpu0)
 		})
 	}
 }
@@ -60,11 +66,13 @@ func BenchmarkDecodeJSON(b *testing.B) {
 			fn := func(e *wire.Entry) { n++ }
 			b.SetBytes(int64(len(in)))
 			b.ReportAllocs()
+			cpu0 := cpuNanos()
 			for b.Loop() {
 				if err := d.Decode(in, fn); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuNanos()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -81,12 +89,13 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	fn := func(e *wire.Entry) { n++ }
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
+	cpu0 := cpuNanos()
 	for b.Loop() {
 		if err := d.Decode(in, fn); err != nil {
 			b.Fatal(err)
 		}
 	}
-	perEntry(b, lines)
+	perEntry(b, lines, cpu0)
 }
 
 func BenchmarkAppendBatch(b *testing.B) {
@@ -95,10 +104,11 @@ func BenchmarkAppendBatch(b *testing.B) {
 	buf := wire.AppendBatch(nil, "shop", 1700000000000, entries)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
+	cpu0 := cpuNanos()
 	for b.Loop() {
 		buf = wire.AppendBatch(buf[:0], "shop", 1700000000000, entries)
 	}
-	perEntry(b, n)
+	perEntry(b, n, cpu0)
 }
 
 func BenchmarkAppendJSON(b *testing.B) {
@@ -121,12 +131,13 @@ func BenchmarkDecodePartials(b *testing.B) {
 	fn := func(app, key []byte, c uint64) { sum += c }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	cpu0 := cpuNanos()
 	for b.Loop() {
 		if _, _, err := wire.DecodePartials(body, fn); err != nil {
 			b.Fatal(err)
 		}
 	}
-	perEntry(b, apps*perApp)
+	perEntry(b, apps*perApp, cpu0)
 }
 
 // BenchmarkStdlibJSON is the baseline the hand-written scanner replaces:
