@@ -256,8 +256,8 @@ func TestJoinAndWatch(t *testing.T) {
 	if _, err := w.Conn().Set(dir+"/agg-b", []byte("tampered"), -1); err != nil {
 		t.Fatal(err)
 	}
-	rec.await(t, "outside write to a member", map[string]string{"agg-a": "A1", "agg-b": "tampered"})
-	rec.await(t, "Join restores its data", map[string]string{"agg-a": "A1", "agg-b": "B1"})
+	awaitNode(t, w.Conn(), dir+"/agg-b", func(d []byte, _ *zk.Stat) bool { return string(d) == "B1" })
+	rec.await(t, "Join restored its data", map[string]string{"agg-a": "A1", "agg-b": "B1"})
 
 	if err := ja.stop(t); !errors.Is(err, context.Canceled) {
 		t.Errorf("Join after cancel = %v, want context.Canceled", err)
@@ -394,9 +394,7 @@ func TestWatchAfterSessionExpiry(t *testing.T) {
 	if _, err := a.Conn().Set(node, []byte("v2"), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Conn().Exists(dir + "/b"); err != nil {
-		t.Fatal(err)
-	}
+	awaitNode(t, a.Conn(), dir+"/b", func([]byte, *zk.Stat) bool { return true })
 	cut.heal()
 	awaitClosed(t, "Expired()", expired)
 	rec.await(t, "state after expiry", map[string]string{"b": "2"})
@@ -410,6 +408,33 @@ func TestWatchAfterSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitData(t, data, "/false")
+}
+
+// awaitNode waits, by watches, until node p exists and ok(data, stat).
+func awaitNode(t *testing.T, conn *zk.Conn, p string, ok func([]byte, *zk.Stat) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		data, st, ch, err := conn.GetW(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			var exists bool
+			exists, _, ch, err = conn.ExistsW(p)
+			if err == nil && exists {
+				continue
+			}
+		}
+		if err != nil {
+			t.Fatalf("watch %s: %v", p, err)
+		}
+		if st != nil && ok(data, st) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s: not in the expected state after %v (data %q)", p, wait, data)
+		}
+	}
 }
 
 func awaitData(t *testing.T, ch chan string, want string) {
@@ -505,10 +530,19 @@ func TestJoinRestoresDeletedNode(t *testing.T) {
 	rec, _ := watchGroup(t, s, dir)
 	join(t, s, dir, "m", "d")
 	rec.await(t, "joined", map[string]string{"m": "d"})
-	if err := s.Conn().Delete(dir+"/m", -1); err != nil {
+	conn := s.Conn()
+	_, before, err := conn.Get(dir + "/m")
+	if err != nil {
 		t.Fatal(err)
 	}
-	rec.await(t, "deleted by an operator", map[string]string{})
+	if err := conn.Delete(dir+"/m", -1); err != nil {
+		t.Fatal(err)
+	}
+	// Join may re-create it before anyone sees it gone: look for a new
+	// creation (Czxid), not for an empty group.
+	awaitNode(t, conn, dir+"/m", func(_ []byte, st *zk.Stat) bool {
+		return st.Czxid != before.Czxid && st.EphemeralOwner == conn.SessionID()
+	})
 	rec.await(t, "restored", map[string]string{"m": "d"})
 }
 
