@@ -175,23 +175,28 @@ func (r *Ring) Lookup(key string) (Node, bool) {
 // LookupN appends to dst up to n distinct nodes for key in ring order: the
 // owner first, then the owners of the next points clockwise that are not
 // already listed (the usual choice of replicas or fallbacks). It appends
-// min(n, Len()) nodes and does not allocate when dst has room and n <= 16.
+// min(n, Len()) nodes. It does not allocate when dst has room and the ring
+// has at most 1024 nodes (or n <= 16).
 func (r *Ring) LookupN(key string, n int, dst []Node) []Node {
 	n = min(n, len(r.nodes))
 	if n <= 0 {
 		return dst
 	}
-	var small [16]int32 // owners listed so far, for small n
-	var seen []bool     // for large n, where a linear scan would be quadratic
+	var small [16]int32 // owners listed so far, when n is small
+	var bits [16]uint64 // owners listed so far, as a bitset of up to 1024 nodes
+	var seen []uint64   // the bitset in use when n is not small
 	if n > len(small) {
-		seen = make([]bool, len(r.nodes))
+		seen = bits[:]
+		if words := (len(r.nodes) + 63) / 64; words > len(bits) {
+			seen = make([]uint64, words)
+		}
 	}
 	got := 0
 	for i := r.search(Hash(key)); got < n; {
 		o := r.points[i].owner
 		if seen != nil {
-			if !seen[o] {
-				seen[o] = true
+			if w, b := o/64, uint64(1)<<(o%64); seen[w]&b == 0 {
+				seen[w] |= b
 				dst = append(dst, r.nodes[o])
 				got++
 			}

@@ -186,34 +186,46 @@ func TestLookupN(t *testing.T) {
 			t.Fatalf("LookupN(%q, 5) = %v, want 5 distinct nodes", key, all)
 		}
 	}
-	// More than 16 candidates takes the other de-duplication path.
-	big := mustNew(t, nodeSet("n", 40), router.Config{VirtualNodes: 16})
-	for _, key := range testKeys(50) {
-		got := big.LookupN(key, 40, nil)
-		ids := map[string]bool{}
-		for _, n := range got {
-			ids[n.ID] = true
-		}
-		if len(got) != 40 || len(ids) != 40 {
-			t.Fatalf("LookupN(%q, 40): %d nodes, %d distinct; want 40 and 40", key, len(got), len(ids))
-		}
-		if first := big.LookupN(key, 7, nil); !slices.Equal(first, got[:7]) {
-			t.Fatalf("LookupN(%q, 7) = %v, want prefix of LookupN(40) %v", key, first, got[:7])
+	// More than 16 candidates take the bitset paths (stack up to 1024
+	// nodes, heap above).
+	for _, size := range []int{40, 1500} {
+		big := mustNew(t, nodeSet("n", size), router.Config{VirtualNodes: 16})
+		for _, key := range testKeys(20) {
+			got := big.LookupN(key, size, nil)
+			ids := map[string]bool{}
+			for _, n := range got {
+				ids[n.ID] = true
+			}
+			if len(got) != size || len(ids) != size {
+				t.Fatalf("LookupN(%q, %d): %d nodes, %d distinct; want %d and %d", key, size, len(got), len(ids), size, size)
+			}
+			if first := big.LookupN(key, 7, nil); !slices.Equal(first, got[:7]) {
+				t.Fatalf("LookupN(%q, 7) = %v, want prefix of LookupN(%d) %v", key, first, size, got[:7])
+			}
+			if first := big.LookupN(key, 30, nil); !slices.Equal(first, got[:30]) {
+				t.Fatalf("LookupN(%q, 30) differs from the prefix of LookupN(%d)", key, size)
+			}
 		}
 	}
 }
 
 func TestLookupNNoAlloc(t *testing.T) {
-	r := mustNew(t, nodeSet("n", 8), router.Config{})
-	dst := make([]router.Node, 0, 4)
-	allocs := testing.AllocsPerRun(100, func() {
-		dst = r.LookupN("user:42:profile", 4, dst[:0])
-		if _, ok := r.Lookup("user:42:profile"); !ok {
-			t.Fatal("Lookup failed")
+	tests := []struct{ nodes, n int }{{8, 4}, {40, 40}, {1024, 1024}}
+	for _, tt := range tests {
+		r := mustNew(t, nodeSet("n", tt.nodes), router.Config{VirtualNodes: 16})
+		dst := make([]router.Node, 0, tt.n)
+		allocs := testing.AllocsPerRun(20, func() {
+			dst = r.LookupN("user:42:profile", tt.n, dst[:0])
+			if _, ok := r.Lookup("user:42:profile"); !ok {
+				t.Fatal("Lookup failed")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%d nodes, n=%d: Lookup+LookupN allocate %v times per call, want 0", tt.nodes, tt.n, allocs)
 		}
-	})
-	if allocs != 0 {
-		t.Errorf("Lookup+LookupN allocate %v times per call, want 0", allocs)
+		if len(dst) != tt.n {
+			t.Errorf("%d nodes, n=%d: got %d nodes", tt.nodes, tt.n, len(dst))
+		}
 	}
 }
 
