@@ -175,8 +175,10 @@ func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 // Add counts n accesses of (app, key) as received now, as a partials body
 // entry does.
 func (a *Aggregator) Add(app, key string, n uint64) {
+	now := time.Now()
 	a.t.mu.Lock()
-	hot := a.t.add([]byte(app), []byte(key), n, time.Now())
+	hot := a.t.add([]byte(app), []byte(key), n, now)
+	a.t.heard(now)
 	a.t.mu.Unlock()
 	if hot {
 		a.wake()

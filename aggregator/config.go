@@ -18,8 +18,16 @@ type Config struct {
 	Threshold float64       // accesses per second that make a key hot; 0 means 1000
 	LowMark   float64       // rate below which a hot key's hold starts; 0 means 0.8*Threshold
 	Hold      time.Duration // how long the rate must stay below LowMark to demote; 0 means 2s
-	Window    time.Duration // sliding window; 0 means 1s; a multiple of Bucket
-	Bucket    time.Duration // window resolution and sweep tick; 0 means 100ms
+	// Stall is how long no partials batch may arrive from any detector
+	// before the shard takes the silence for a pause of the detectors (a
+	// consumer-group rebalance stops them all) rather than for cold keys,
+	// and stops demoting; 0 means 500ms. Detectors send a batch, empty or
+	// not, every flush tick. MaxStall bounds such a pause: after it, the
+	// silence is believed and keys demote as usual; 0 means 30s.
+	Stall    time.Duration
+	MaxStall time.Duration
+	Window   time.Duration // sliding window; 0 means 1s; a multiple of Bucket
+	Bucket   time.Duration // window resolution and sweep tick; 0 means 100ms
 
 	TopK    int // busiest keys kept per app for Top; 0 means 100
 	MaxKeys int // tracked (app, key) pairs over all apps; 0 means 100_000
@@ -47,6 +55,8 @@ func (c Config) withDefaults() (Config, error) {
 	c.Threshold = cmp.Or(c.Threshold, 1000)
 	c.LowMark = cmp.Or(c.LowMark, 0.8*c.Threshold)
 	c.Hold = cmp.Or(c.Hold, 2*time.Second)
+	c.Stall = cmp.Or(c.Stall, 500*time.Millisecond)
+	c.MaxStall = cmp.Or(c.MaxStall, 30*time.Second)
 	c.Bucket = cmp.Or(c.Bucket, 100*time.Millisecond)
 	c.Window = cmp.Or(c.Window, time.Second)
 	c.TopK = cmp.Or(c.TopK, 100)
@@ -66,6 +76,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("aggregator: LowMark %v must be in (0, Threshold %v]", c.LowMark, c.Threshold)
 	case c.Hold < 0:
 		return c, fmt.Errorf("aggregator: Hold %v must be >= 0", c.Hold)
+	case c.Stall < 0 || c.MaxStall < c.Stall:
+		return c, fmt.Errorf("aggregator: Stall %v must be >= 0 and <= MaxStall %v", c.Stall, c.MaxStall)
 	case c.Bucket < time.Millisecond:
 		return c, fmt.Errorf("aggregator: Bucket %v must be >= 1ms", c.Bucket)
 	case c.Window < c.Bucket || c.Window%c.Bucket != 0:

@@ -77,6 +77,9 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 			hot = true
 		}
 	})
+	if err == nil {
+		a.t.heard(now)
+	}
 	a.t.mu.Unlock()
 	if err != nil {
 		return 0, fmt.Errorf("aggregator: partials: %w", err)

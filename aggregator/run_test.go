@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"errors"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"slices"
 	"sync"
 	"testing"
@@ -195,10 +196,11 @@ func TestRenewDemoteRemoveAndLeave(t *testing.T) {
 			}
 		}
 
-		// Stop the traffic: cold after the window empties below the low mark
-		// plus the hold, then an empty node, removed after a TTL.
+		// Stop the traffic (the detectors still send their empty rounds):
+		// cold after the window empties below the low mark plus the hold,
+		// then an empty node, removed after a TTL.
 		stopAt := time.Now()
-		time.Sleep(10 * time.Second)
+		heartbeats(t, a, 10*time.Second)
 		ws = pub.calls()[5:]
 		var demoted, removed time.Duration
 		for _, w := range ws {
@@ -292,5 +294,46 @@ func TestRestartRebuildsFromOwnNodes(t *testing.T) {
 			t.Errorf("writes = %+v, want the last to hold only [live]", ws)
 		}
 		_ = stop()
+	})
+}
+
+// heartbeats sends empty partials batches every 100ms for d, as running
+// detectors with nothing to report do.
+func heartbeats(t *testing.T, a *Aggregator, d time.Duration) {
+	t.Helper()
+	empty := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1"})
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if _, err := a.apply(empty, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestStallPausesDemotion: when every detector goes silent (a consumer
+// group rebalance stops them all), hot keys are not demoted until MaxStall.
+func TestStallPausesDemotion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub := &fakePub{}
+		a := mustNew(t, Config{MaxStall: 8 * time.Second}, pub)
+		stop := startRun(t, a)
+		defer stop()
+		for range 20 {
+			a.Add("app", "k", 300)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st, _ := a.Key("app", "k"); !st.Hot {
+			t.Fatal("k not hot after 2s at 3000/s")
+		}
+		// Silence: the rate falls to 0 but the key holds.
+		time.Sleep(7 * time.Second)
+		if st, _ := a.Key("app", "k"); !st.Hot || st.Rate != 0 {
+			t.Fatalf("after 7s of silence k = %+v, want hot at rate 0", st)
+		}
+		// Past MaxStall the silence is believed: demoted after the hold.
+		time.Sleep(3500 * time.Millisecond)
+		if st, _ := a.Key("app", "k"); st.Hot {
+			t.Fatalf("after MaxStall and the hold k = %+v, want cold", st)
+		}
 	})
 }

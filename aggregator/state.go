@@ -65,6 +65,8 @@ type params struct {
 	hotSum   float64 // window total at which a key turns hot (Threshold*winSec)
 	lowSum   float64 // window total under which a hot key's hold runs
 	hold     time.Duration
+	stall    time.Duration
+	maxStall time.Duration
 	window   time.Duration
 	maxKeys  int
 	topK     int
@@ -79,6 +81,8 @@ func newParams(c Config) params {
 		hotSum:   c.Threshold * w,
 		lowSum:   c.LowMark * w,
 		hold:     c.Hold,
+		stall:    c.Stall,
+		maxStall: c.MaxStall,
 		window:   c.Window,
 		maxKeys:  c.MaxKeys,
 		topK:     c.TopK,
@@ -91,9 +95,18 @@ type table struct {
 	p params
 	m *metrics
 
-	mu      sync.Mutex // guards everything below
-	apps    map[string]*appState
-	entries []*entry // every tracked key, for sweeps and sampled eviction
+	mu        sync.Mutex // guards everything below
+	apps      map[string]*appState
+	entries   []*entry  // every tracked key, for sweeps and sampled eviction
+	lastInput time.Time // when the last partials batch (even an empty one) arrived
+	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
+}
+
+// heard records that a partials batch arrived at now. The caller holds t.mu.
+func (t *table) heard(now time.Time) {
+	if now.After(t.lastInput) {
+		t.lastInput = now
+	}
 }
 
 func newTable(p params, m *metrics) *table {
@@ -193,6 +206,8 @@ func (t *table) sweep(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.bucket(now)
+	silence := now.Sub(t.lastInput)
+	t.stalled = !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
 	for _, as := range t.apps {
 		as.heap = as.heap[:0]
 	}
@@ -230,7 +245,9 @@ func (t *table) sweep(now time.Time) {
 // has stayed below the low mark for the hold time.
 func (t *table) hold(e *entry, now time.Time) {
 	switch {
-	case float64(e.win.sum) >= t.p.lowSum:
+	case float64(e.win.sum) >= t.p.lowSum || t.stalled:
+		// A stall says nothing about the key: its hold starts over once
+		// the detectors are back.
 		e.below = time.Time{}
 	case now.Before(e.holdFrom):
 		// restored key: the live stream has not had a full window yet

@@ -129,10 +129,9 @@ func (f *flusher) collect(id uint64) {
 
 // send hands the merged counts to the Sink, retrying with backoff for up to
 // SendTimeout. It goes on after runCtx ends: those are the counts in flight.
+// An empty round is sent too: it tells the aggregators this detector is
+// running (they pause demotions while every detector is silent).
 func (f *flusher) send(runCtx context.Context, at time.Time) error {
-	if len(f.merged) == 0 {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), f.d.cfg.SendTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
@@ -170,7 +169,9 @@ func (f *flusher) commit() {
 	if len(f.toCommit) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Bounded well below the rebalance timeout: a commit must never keep
+	// this generation alive through a rebalance.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := f.gen.Commit(ctx, f.toCommit); err != nil {
 		f.d.m.commitErrs.Inc()

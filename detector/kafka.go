@@ -35,8 +35,8 @@ func (g kafkaGeneration) Claims() []Claim {
 
 func (g kafkaGeneration) Start(fn func(ctx context.Context)) { g.g.Start(fn) }
 
-func (g kafkaGeneration) Commit(_ context.Context, offsets map[int]int64) error {
-	return g.g.Commit(offsets)
+func (g kafkaGeneration) Commit(ctx context.Context, offsets map[int]int64) error {
+	return g.g.Commit(ctx, offsets)
 }
 
 type kafkaClaim struct{ r *kafkaio.Reader }

@@ -140,6 +140,7 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 	owed := make(map[string]float64)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var buf []byte
+	var failing time.Time // since when writes fail
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	for {
@@ -167,10 +168,19 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 		for ; owed[""] >= 1; owed[""]-- {
 			add("cold:" + strconv.Itoa(rng.IntN(20000)))
 		}
+		// A new topic's metadata can take a moment to reach the writer;
+		// a write that keeps failing fails the test.
 		if err := p.w.WriteMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
-			t.Errorf("produce: %v", err)
-			return
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			if time.Since(failing) > 5*time.Second {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			continue
 		}
+		failing = time.Time{}
 	}
 }
 

@@ -75,6 +75,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		det, err = detector.New(detector.Config{
 			Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
 			Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,
+			// The broker's minimum: a dead detector's partitions wait this
+			// long for a new owner.
+			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
 			Detectors: func() int { return max(1, int(detectors.Load())) },
 			Logger:    log, Registerer: reg,
 		}, sink)
@@ -126,7 +129,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	if det != nil {
 		member := hotset.EncodeMember(hotset.Member{ID: cfg.id, Addr: cfg.advertise})
-		goRole(func(ctx context.Context) error { return zkgroup.Join(ctx, sess, detectorsDir, hotset.Escape(cfg.id), member) })
+		goRole(func(ctx context.Context) error {
+			return zkgroup.Join(ctx, sess, detectorsDir, hotset.Escape(cfg.id), member)
+		})
 		goRole(func(ctx context.Context) error {
 			return zkgroup.Watch(ctx, sess, detectorsDir, func(m map[string][]byte) { detectors.Store(int64(len(m))) })
 		})

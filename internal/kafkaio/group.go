@@ -40,6 +40,7 @@ type Group struct {
 	cfg    GroupConfig
 	reader kafka.ReaderConfig // template for the partition readers
 	cg     *kafka.ConsumerGroup
+	client *kafka.Client // offset commits, each bounded by its context
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
@@ -54,6 +55,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		return nil, fmt.Errorf("kafkaio: consumer group: %w", err)
 	}
 	g.cg = cg
+	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second}
 	return g, nil
 }
 
@@ -147,7 +149,7 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
 	}
 	parts := gen.Assignments[g.cfg.Topic]
-	out := &Generation{gen: gen, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
+	out := &Generation{gen: gen, client: g.client, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
 	for _, p := range parts {
 		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
 	}
@@ -175,6 +177,7 @@ type Assignment struct {
 // rebalance to the next.
 type Generation struct {
 	gen    *kafka.Generation
+	client *kafka.Client
 	topic  string
 	reader kafka.ReaderConfig
 	parts  []Assignment
@@ -193,13 +196,37 @@ func (g *Generation) Assignments() []Assignment { return g.parts }
 func (g *Generation) Start(fn func(ctx context.Context)) { g.gen.Start(fn) }
 
 // Commit stores offsets (partition -> offset of the next record to read) for
-// the group. Offsets committed by an ended generation may be refused.
-func (g *Generation) Commit(offsets map[int]int64) error {
+// the group, as a member of this generation. Offsets committed by an ended
+// generation are refused.
+//
+// It does not use kafka-go's Generation.CommitOffsets: that call shares the
+// coordinator connection with the group protocol, has no context, and on
+// Kafka 4.1 blocks through a rebalance, so a member committing when a
+// rebalance starts cannot end its generation in time and is evicted. Here
+// the commit is a request of its own, bounded by ctx.
+func (g *Generation) Commit(ctx context.Context, offsets map[int]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	if err := g.gen.CommitOffsets(map[string]map[int]int64{g.topic: offsets}); err != nil {
+	parts := make([]kafka.OffsetCommit, 0, len(offsets))
+	for p, o := range offsets {
+		parts = append(parts, kafka.OffsetCommit{Partition: p, Offset: o})
+	}
+	resp, err := g.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
+		GroupID: g.gen.GroupID, GenerationID: int(g.gen.ID), MemberID: g.gen.MemberID,
+		Topics: map[string][]kafka.OffsetCommit{g.topic: parts},
+	})
+	if err != nil {
 		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, err)
+	}
+	var errs []error
+	for _, p := range resp.Topics[g.topic] {
+		if p.Error != nil {
+			errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, p.Error))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, errors.Join(errs...))
 	}
 	return nil
 }

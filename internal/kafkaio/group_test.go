@@ -128,7 +128,7 @@ func TestGroupReadsAndCommits(t *testing.T) {
 		}
 		r.Close()
 	}
-	if err := gen.Commit(map[int]int64{0: 3, 1: 2}); err != nil {
+	if err := gen.Commit(t.Context(), map[int]int64{0: 3, 1: 2}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	if err := g.Close(); err != nil {

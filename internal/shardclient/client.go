@@ -137,11 +137,11 @@ func (c *Client) Close() {
 func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(counts) == 0 {
-		return nil
-	}
 	ring := c.table.Ring() // one view for the whole flush
 	if ring.Len() == 0 {
+		if len(counts) == 0 {
+			return nil
+		}
 		c.m.requests.WithLabelValues("no_members").Inc()
 		return ErrNoMembers
 	}
@@ -159,6 +159,14 @@ func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count
 			c.route(ring, k)
 		}
 	}
+	// Every live member hears from every Send, an empty batch if it owns
+	// none of the counts: aggregators take silence from all detectors for
+	// a paused consumer group (see aggregator.Config.Stall).
+	for _, n := range ring.Nodes() {
+		if _, down := c.suspect[n.ID]; !down {
+			c.owner(n).used = true
+		}
+	}
 	var errs []error
 	for {
 		failed := c.postAll(ctx)
@@ -172,6 +180,9 @@ func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count
 		if len(c.suspect) >= ring.Len() || ctx.Err() != nil {
 			for _, o := range c.owners {
 				o.release()
+			}
+			if len(counts) == 0 {
+				return nil // a liveness round carries nothing to lose
 			}
 			return errors.Join(errs...)
 		}
