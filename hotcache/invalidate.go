@@ -109,7 +109,13 @@ func (c *Client) delAndPublish(ctx context.Context, key string) error {
 // broadcasts may have been missed, so every hot value is marked stale.
 func (c *Client) subscribe() {
 	ps := c.rdb.Subscribe(c.bg, c.channel)
-	defer ps.Close()
+	// Receive does not return when its context ends; closing ps unblocks it.
+	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() })
+	defer func() {
+		if stop() {
+			_ = ps.Close()
+		}
+	}()
 	subscribed := false
 	backoff := 50 * time.Millisecond
 	for {

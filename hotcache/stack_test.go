@@ -1,0 +1,412 @@
+package hotcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// These tests run against the real local stack (internal/stacktest) and
+// write the hot set znodes themselves, as an aggregator would.
+
+// hotSet writes one shard node of an app's hot set.
+type hotSet struct {
+	t    *testing.T
+	conn *zk.Conn
+	root string
+	app  string
+}
+
+func newHotSet(t *testing.T, zkAddr string) *hotSet {
+	conn, _, err := zk.Connect([]string{zkAddr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := stacktest.Name(t)
+	h := &hotSet{t: t, conn: conn, root: "/" + name, app: name}
+	for _, dir := range []string{h.root, hotset.HotDir(h.root), hotset.AppDir(h.root, h.app)} {
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		p := hotset.AppDir(h.root, h.app)
+		children, _, _ := conn.Children(p)
+		for _, c := range children {
+			_ = conn.Delete(p+"/"+c, -1)
+		}
+		for _, d := range []string{p, hotset.HotDir(h.root), h.root} {
+			_ = conn.Delete(d, -1)
+		}
+		conn.Close()
+	})
+	return h
+}
+
+// set makes keys the hot set (one shard, TTL 60 s).
+func (h *hotSet) set(keys ...string) {
+	h.t.Helper()
+	s := &hotset.Shard{App: h.app, Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 60_000}
+	for _, k := range keys {
+		s.Keys = append(s.Keys, hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()})
+	}
+	b, err := hotset.Encode(s)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p := hotset.ShardPath(h.root, h.app, "agg-1")
+	if _, err := h.conn.Set(p, b, -1); errors.Is(err, zk.ErrNoNode) {
+		_, err = h.conn.Create(p, b, 0, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// redisServer is a redis-server of the test's own, so that stopping it does
+// not disturb anyone else's tests.
+type redisServer struct {
+	t    *testing.T
+	port int
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startRedis(t *testing.T) *redisServer {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		stacktest.Redis(t) // skip (or fail under CI) the way the shared stack does
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisServer{t: t, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.addr})
+	defer c.Close()
+	for i := 0; ; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			return
+		}
+		if i > 200 {
+			r.t.Fatalf("redis-server on %s did not start", r.addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *redisServer) stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+// gets returns how many GET commands the server has run.
+func (r *redisServer) gets(t *testing.T) int64 {
+	c := redis.NewClient(&redis.Options{Addr: r.addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_get:calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func withPromotedHook(fn func(key string, event time.Time, load time.Duration)) Option {
+	return func(o *options) { o.onPromoted = fn }
+}
+
+func startInstances(t *testing.T, n int, opts ...Option) []*Client {
+	t.Helper()
+	cs := make([]*Client, n)
+	for i := range cs {
+		c, err := New(t.Context(), append([]Option{WithInstanceID(fmt.Sprint("i", i))}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs[i] = c
+	}
+	return cs
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPromotionDelayEveryInstance changes the hot set 200 times and measures,
+// on each of 4 instances, the time from the znode write to the value being
+// served from L1, less the value's load time.
+func TestPromotionDelayEveryInstance(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource()
+	const changes, instances = 200, 4
+	for i := range changes {
+		src.data[fmt.Sprint("k", i)] = []byte("v")
+	}
+	var mu sync.Mutex // guards written and delays
+	written := map[string]time.Time{}
+	var delays []time.Duration
+	hook := func(key string, _ time.Time, load time.Duration) {
+		at := time.Now()
+		mu.Lock()
+		delays = append(delays, at.Sub(written[key])-load)
+		mu.Unlock()
+	}
+	startInstances(t, instances, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedis(redisAddr), WithRedisKeyPrefix(hs.app+":"), WithLoader(src), withPromotedHook(hook))
+	for i := range changes {
+		k := fmt.Sprint("k", i)
+		mu.Lock()
+		written[k] = time.Now()
+		mu.Unlock()
+		hs.set(k)
+		time.Sleep(15 * time.Millisecond)
+	}
+	waitFor(t, "every promotion on every instance", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(delays) >= changes*instances
+	})
+	slices.Sort(delays)
+	p50, p99, worst := delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1]
+	t.Logf("promotion delay over %d promotions: p50 %v p99 %v max %v", len(delays), p50, p99, worst)
+	if p99 > 50*time.Millisecond {
+		t.Errorf("promotion delay p99 = %v, want <= 50ms", p99)
+	}
+}
+
+// TestStorm reads one key hard on 4 instances, before and after it is promoted.
+func TestStorm(t *testing.T) {
+	zkAddr := stacktest.ZK(t)
+	rs := startRedis(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("item:1", "value")
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedis(rs.addr), WithLoader(src))
+	storm := func(d time.Duration) int64 {
+		var reads atomic.Int64
+		var wg sync.WaitGroup
+		stop := time.Now().Add(d)
+		for _, c := range cs {
+			for range 4 {
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						if _, err := c.Get(context.Background(), "item:1"); err != nil {
+							t.Errorf("Get: %v", err)
+							return
+						}
+						reads.Add(1)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return reads.Load()
+	}
+
+	g0 := rs.gets(t)
+	reads := storm(time.Second)
+	coldGets, coldLoads := rs.gets(t)-g0, src.loads.Load()
+	t.Logf("cold: %d reads, %d Redis GETs, %d source loads", reads, coldGets, coldLoads)
+	if coldLoads > 4 {
+		t.Errorf("cold storm: %d source loads, want <= 4 (one per instance at most)", coldLoads)
+	}
+	if coldGets > reads {
+		t.Errorf("cold storm: %d Redis GETs for %d reads, want no more than the reads", coldGets, reads)
+	}
+
+	hs.set("item:1")
+	for _, c := range cs {
+		waitFor(t, "promotion", func() bool { return c.Hot() != nil && len(c.Hot()) == 1 && c.Hot()[0].Loaded })
+	}
+	g0, l0 := rs.gets(t), src.loads.Load()
+	reads = storm(time.Second)
+	hotGets, hotLoads := rs.gets(t)-g0, src.loads.Load()-l0
+	t.Logf("hot: %d reads, %d Redis GETs, %d source loads", reads, hotGets, hotLoads)
+	// Refreshes only: at most one per instance per half L1 TTL (10 s).
+	if hotGets > 4 || hotLoads > 0 {
+		t.Errorf("hot storm: %d Redis GETs and %d source loads, want <= 4 and 0", hotGets, hotLoads)
+	}
+}
+
+// TestRedisOutage stops Redis under a running client and starts it again.
+func TestRedisOutage(t *testing.T) {
+	zkAddr := stacktest.ZK(t)
+	rs := startRedis(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("hot", "h", "recent", "r", "other", "o")
+	c := startInstances(t, 1, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond),
+		WithBreaker(3, 300*time.Millisecond, 10*time.Second))[0]
+	hs.set("hot")
+	waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
+	get(t, c, "recent")
+	c.recent.Wait()
+
+	rs.stop()
+	for range 100 {
+		if got := get(t, c, "hot"); got != "h" {
+			t.Fatalf("hot key during the outage = %q, want h", got)
+		}
+	}
+	if got := get(t, c, "recent"); got != "r" {
+		t.Fatalf("recently read key during the outage = %q, want r (fallback)", got)
+	}
+	for range 5 { // open the breaker
+		c.Get(context.Background(), "other")
+	}
+	if s := c.br.state.Load(); s != stateOpen {
+		t.Fatalf("breaker state after failures = %d, want open", s)
+	}
+	start := time.Now()
+	_, err := c.Get(context.Background(), "other")
+	if took := time.Since(start); !errors.Is(err, ErrUnavailable) || took > 5*time.Millisecond {
+		t.Fatalf("cold key with Redis down: err %v after %v, want ErrUnavailable at once", err, took)
+	}
+	t.Logf("cold key with the breaker open: %v in %v", err, time.Since(start))
+
+	rs.start()
+	waitFor(t, "the breaker to close", func() bool {
+		v, err := c.Get(context.Background(), "other")
+		return err == nil && string(v) == "o" && c.br.state.Load() == stateClosed
+	})
+}
+
+// TestInvalidationEveryInstance writes a hot key through one instance and
+// measures when every instance serves the new value.
+func TestInvalidationEveryInstance(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("k", "v1")
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedis(redisAddr), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	hs.set("k")
+	for _, c := range cs {
+		waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("before Set: %q, want v1", got)
+		}
+	}
+	start := time.Now()
+	if err := cs[0].Set(context.Background(), "k", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	var worst time.Duration
+	for i, c := range cs {
+		waitFor(t, "the new value", func() bool {
+			v, err := c.Get(context.Background(), "k")
+			return err == nil && string(v) == "v2"
+		})
+		took := time.Since(start)
+		worst = max(worst, took)
+		t.Logf("instance %d serves v2 after %v", i, took)
+	}
+	if worst > 100*time.Millisecond {
+		t.Errorf("slowest instance served the new value after %v, want <= 100ms", worst)
+	}
+}
+
+// TestReportToKafka checks that Gets reach Kafka as the SDK's binary batches.
+func TestReportToKafka(t *testing.T) {
+	broker := stacktest.Kafka(t)
+	topic := stacktest.Name(t)
+	conn, err := kafka.Dial("tcp", broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := conn.Controller()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctl.Host, strconv.Itoa(ctl.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: 1, ReplicationFactor: 1})
+	cc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, WithLoader(newSource("a", "1", "b", "2")), WithKafka([]string{broker}, topic))
+	for range 300 {
+		get(t, c, "a")
+	}
+	get(t, c, "b")
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	got := map[string]uint64{}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	var d wire.Decoder
+	for got["a"] < 300 || got["b"] < 1 {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read reports: %v (so far %v)", err, got)
+		}
+		if m.Key != nil {
+			t.Errorf("record keyed by %q, want no key", m.Key)
+		}
+		if err := d.Decode(m.Value, func(e *wire.Entry) {
+			if string(e.App) != "shop" {
+				t.Errorf("app %q, want shop", e.App)
+			}
+			got[string(e.Key)] += e.Count
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got["a"] != 300 || got["b"] != 1 {
+		t.Errorf("reported %v, want a:300 b:1", got)
+	}
+}
