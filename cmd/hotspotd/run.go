@@ -48,7 +48,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer sink.Close()
-	watcher, err := hotwatch.New(sess, hotwatch.Config{Root: cfg.zkRoot, Logger: log, Registerer: reg})
+	events := httpapi.NewEvents(500)
+	watcher, err := hotwatch.New(sess, hotwatch.Config{Root: cfg.zkRoot, OnChange: events.Record, Logger: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -88,6 +89,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
+		Events: events, Threshold: cfg.threshold,
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
 	if err != nil {

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"embed"
+	"io/fs"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -39,7 +42,11 @@ type Config struct {
 	HotSet  func() *hotwatch.Snapshot // the published hot set; required
 	Members func() []router.Node      // the aggregator members; required
 	Ready   func() error              // nil when the process serves its roles; nil func means always ready
-	Client  *http.Client              // for the aggregators' internal API; nil means a 2s-timeout client
+	Events  *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
+	// Threshold is the cluster's hot-key rate, shown by the page
+	// (/v1/config); 0 leaves it out.
+	Threshold float64
+	Client    *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
@@ -56,6 +63,9 @@ type api struct {
 //	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
+//	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
+//	GET /v1/config              the threshold, for the page
+//	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
 func New(cfg Config) (http.Handler, error) {
 	if cfg.HotSet == nil || cfg.Members == nil {
@@ -73,6 +83,15 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
+	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
+	})
+	ui, _ := fs.Sub(pageFS, "page") // the folder is embedded below
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(ui)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, ui, "index.html")
+	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -80,6 +99,9 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	return mux, nil
 }
+
+//go:embed page
+var pageFS embed.FS
 
 // HotKey is one entry of /v1/hotkeys.
 type HotKey struct {
@@ -222,6 +244,23 @@ func (a *api) top(w http.ResponseWriter, r *http.Request) {
 		out.Keys = out.Keys[:n]
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n := 50
+	if s := q.Get("n"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > MaxTopN {
+			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", MaxTopN, s))
+			return
+		}
+	}
+	events := []Event{}
+	if a.cfg.Events != nil {
+		events = a.cfg.Events.Recent(q.Get("app"), n)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
 }
 
 func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {

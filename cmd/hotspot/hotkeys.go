@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const hotkeysHelp = `
+Prints the current hot keys from any hotspotd (each one answers for the
+whole cluster), as a table or as the API's JSON.`
+
+func runHotkeys(ctx context.Context, args []string) error {
+	return hotkeys(ctx, args, os.Getenv, os.Stdout)
+}
+
+func hotkeys(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := newFlags("hotkeys", hotkeysHelp)
+	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
+	app := fs.String("app", "", "only this app (default: every app)")
+	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	u := "http://" + *addr + "/v1/hotkeys"
+	if *app != "" {
+		u += "?app=" + url.QueryEscape(*app)
+	}
+	body, err := httpGet(ctx, u)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := out.Write(body)
+		return err
+	}
+	type hotKey struct {
+		Key    string  `json:"key"`
+		Rate   float64 `json:"rate"`
+		Since  string  `json:"since"`
+		Source string  `json:"source"`
+	}
+	type appKeys struct {
+		App     string   `json:"app"`
+		HotKeys []hotKey `json:"hotkeys"`
+	}
+	var apps []appKeys
+	if *app != "" {
+		var one appKeys
+		err = json.Unmarshal(body, &one)
+		apps = []appKeys{one}
+	} else {
+		var all struct {
+			Apps []appKeys `json:"apps"`
+		}
+		err = json.Unmarshal(body, &all)
+		apps = all.Apps
+	}
+	if err != nil {
+		return fmt.Errorf("%s answered something that is not the hot-keys JSON: %w", *addr, err)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tKEY\tRATE/S\tSINCE\tSOURCE")
+	n := 0
+	for _, a := range apps {
+		for _, k := range a.HotKeys {
+			since := k.Since
+			if t, err := time.Parse(time.RFC3339Nano, k.Since); err == nil {
+				since = t.Local().Format("15:04:05.000")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\n", a.App, k.Key, k.Rate, since, k.Source)
+			n++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d hot keys\n", n)
+	return nil
+}
+
+// httpGet fetches u and returns its body, with an error that says what to
+// do when nothing answers.
+func httpGet(ctx context.Context, u string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, usagef("bad address: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}

@@ -1,0 +1,163 @@
+// Command hotspot is Hotspot's workbench: it generates workloads, measures
+// detection and drives the demo. Each subcommand lives in its own file
+// (load.go, ...) and has one line in the commands table below.
+//
+// Every flag has an environment variable, HOTSPOT_ and the flag name in upper
+// case with - as _ (--brokers is HOTSPOT_BROKERS); a flag given on the command
+// line wins. SIGINT or SIGTERM asks the running subcommand to stop cleanly; a
+// second one kills it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand. run parses its own flags from args (use
+// newFlags) and returns nil, flag.ErrHelp after --help, a usageError for bad
+// flags or arguments (exit 2), or any other error (exit 1).
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+// commands is the dispatch table, in the order --help lists them.
+var commands = []command{
+	{"load", "produce a synthetic access workload to Kafka and record its ground truth", runLoad},
+	{"hotkeys", "print the current hot keys from any hotspotd", runHotkeys},
+	{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
+		usage(stdout)
+		return 0
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == name {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "hotspot: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default handling: a second signal kills
+	}()
+	err := cmd.run(ctx, args[1:])
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "hotspot %s: %v (see hotspot %s --help)\n", name, err, name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "hotspot %s: %v\n", name, err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: hotspot <command> [flags]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun hotspot <command> --help for its flags. Every flag can also be set with\n"+
+		"HOTSPOT_<FLAG> (upper case, - as _); the command line wins.\n")
+}
+
+// usageError marks a bad flag or argument: exit status 2.
+type usageError struct{ error }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// newFlags returns a flag set for subcommand name whose --help prints
+// header, then the flags with their environment variables.
+func newFlags(name, header string) *flag.FlagSet {
+	fs := flag.NewFlagSet("hotspot "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "usage: hotspot %s [flags]\n\n%s\n\nFlags (each also read from the environment variable shown):\n", name, strings.TrimSpace(header))
+		fs.VisitAll(func(f *flag.Flag) {
+			arg, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(out, "  --%s", f.Name)
+			if arg != "" {
+				fmt.Fprintf(out, " %s", arg)
+			}
+			fmt.Fprintf(out, "   [%s]\n    \t%s", envName(f.Name), strings.ReplaceAll(text, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+				fmt.Fprintf(out, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
+	return fs
+}
+
+// parseFlags parses args, then sets every flag not given on the command
+// line from its environment variable. Positional arguments are refused.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v := getenv(envName(f.Name))
+		if given[f.Name] || v == "" || err != nil {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = usagef("%s=%q: %v", envName(f.Name), v, e)
+		}
+	})
+	return err
+}
+
+// envName returns the environment variable of flag name.
+func envName(name string) string {
+	return "HOTSPOT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
