@@ -302,6 +302,30 @@ func TestRunSurvivesCommitFailures(t *testing.T) {
 	})
 }
 
+func TestRunSendsEmptyRoundsWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0)
+		_, stop := startFake(t, Config{}, src, sink)
+		time.Sleep(time.Second + 50*time.Millisecond)
+		synctest.Wait()
+		sink.mu.Lock()
+		empty := sink.empty
+		sink.mu.Unlock()
+		if empty != 10 {
+			t.Fatalf("%d empty sends in 1s of 100ms rounds, want 10", empty)
+		}
+		if got := topic.commits(); len(got) != 0 {
+			t.Fatalf("committed %v with no record read, want nothing", got)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
 func TestNewChecksConfig(t *testing.T) {
 	sink := newFakeSink(newFakeTopic(1))
 	tests := []struct {

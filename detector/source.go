@@ -13,12 +13,13 @@ type Count struct {
 
 // Sink receives each flush's partial counts.
 //
-// Send returns once the counts are handed on. Run commits the offsets of the
-// records behind them only after Send returned nil; on an error it retries
-// the same counts with backoff for up to Config.SendTimeout and never commits
-// past them. counts is reused after Send returns: keep the Count values (their
-// strings are immutable), not the slice. Send is called from one goroutine at
-// a time.
+// Send is called once per flush round, with no counts when there is
+// nothing to forward (a liveness signal). It returns once the counts are
+// handed on. Run commits the offsets of the records behind them only after
+// Send returned nil; on an error it retries the same counts with backoff for
+// up to Config.SendTimeout and never commits past them. counts is reused
+// after Send returns: keep the Count values (their strings are immutable),
+// not the slice. Send is called from one goroutine at a time.
 type Sink interface {
 	Send(ctx context.Context, at time.Time, counts []Count) error
 }
