@@ -1,0 +1,36 @@
+// Package hotcache is the SDK that applications embed to read through
+// Hotspot: it serves the app's hot keys from local memory (L1), other keys
+// from Redis (L2) and the app's source of truth (a Loader), reports every
+// access to Hotspot through Kafka, and follows the hot set that Hotspot
+// publishes in ZooKeeper.
+//
+//	c, err := hotcache.New(ctx,
+//		hotcache.WithApp("shop"),
+//		hotcache.WithZooKeeper([]string{"zk:2181"}, ""),
+//		hotcache.WithRedis("redis:6379"),
+//		hotcache.WithKafka([]string{"kafka:9092"}, ""),
+//		hotcache.WithLoader(db))
+//	...
+//	v, err := c.Get(ctx, "item:42")
+//
+// Invariants:
+//   - A promoted key is served from L1 for as long as it is hot: promoted
+//     values live in a table of their own beside the ristretto cache, so no
+//     admission policy or eviction can drop them (within the L1 byte budget;
+//     a promotion over budget is refused, counted and logged). A demoted key
+//     leaves L1 at once.
+//   - A Get of a hot key with a value in L1 does not allocate, lock or wait;
+//     counting the access for Hotspot is an atomic add. No Get ever waits for
+//     Kafka or ZooKeeper.
+//   - Backend reads are bounded per instance: one read per key at a time
+//     (single flight), hot-key reads by a token bucket (default 400/s),
+//     Loader calls by another (default 2000/s). Past a bucket a Get serves a
+//     stale L1 value if it has one, else fails at once with ErrThrottled.
+//   - While Redis fails, hot keys are still served and cold keys fail fast
+//     (ErrUnavailable) or are served from values read in the last 10 s; a
+//     Redis outage never turns into a stampede on the Loader.
+//   - Set and Delete invalidate the key in Redis and in every instance's L1;
+//     see Set for the time bound.
+//
+// docs/hotcache.md gives the design, the bounds and the defaults.
+package hotcache
