@@ -6,7 +6,7 @@ STACK := deployments/local/stack.sh
 BIN := bin
 PKGS := ./...
 
-.PHONY: all build test unit bench demo up down status lint check fuzz clean
+.PHONY: all build test unit bench demo up down status lint check browser clean
 
 all: build
 
@@ -24,13 +24,19 @@ status:
 
 # Unit and integration tests, race detector on. CI=true makes an integration
 # test fail, never skip, when a service is missing.
-test: up
+test: up browser
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).
 unit:
 	$(GO) test -count=1 -short $(PKGS)
+
+# Debian's Chromium, for the live page's headless test.
+browser:
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the page test"; \
+		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -478,5 +479,51 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", limit, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLivePage loads the page in headless Chromium against a running
+// hotspotd and checks that a hot key shows up in the hot-keys table.
+func TestLivePage(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed (make test installs Debian's chromium)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	c := newCluster(t, 4)
+	p := c.start("page")
+	w := c.watch(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	prod := newProducer(t, c.brokers, c.topic)
+	wg.Go(func() { prod.run(ctx, t, map[string]float64{"item:<on-page>": 2000, "item:warm": 300}, 500) })
+	waitFor(t, 20*time.Second, "the key to turn hot", func() bool {
+		_, ok := w.Snapshot().Key("shop", "item:<on-page>")
+		return ok
+	})
+
+	// --virtual-time-budget lets the page's fetches and first render finish
+	// before the DOM is dumped.
+	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000",
+		"--dump-dom", "http://"+p.addr+"/").Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	dom := string(out)
+	// The key is escaped in the page, and sits in a hot row.
+	if !strings.Contains(dom, `<tr class="hot"><td class="key">item:&lt;on-page&gt;</td>`) {
+		t.Fatalf("the hot key is not on the page; DOM:\n%s", dom)
+	}
+	if !strings.Contains(dom, `<td class="key">item:warm</td>`) {
+		t.Errorf("the warm key is not among the busiest below the threshold; DOM:\n%s", dom)
+	}
+	if !strings.Contains(dom, `class="promoted">promoted<`) {
+		t.Errorf("no promotion in the recent changes; DOM:\n%s", dom)
 	}
 }
