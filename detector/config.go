@@ -40,8 +40,8 @@ type Config struct {
 
 	// MaxKeys caps the keys tracked by the detector, all partitions
 	// together (1<<19 = 524288); each of P partitions gets MaxKeys/P.
-	// At most about 300 bytes per key plus the key bytes: see
-	// docs/detector.md.
+	// The counters hold at most about 300 bytes per key plus the key
+	// bytes; docs/detector.md gives the whole bound.
 	MaxKeys int
 	// MaxKeyBytes caps the bytes of the keys tracked (app and key), all
 	// partitions together (32 MiB).
