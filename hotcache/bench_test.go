@@ -2,6 +2,9 @@ package hotcache
 
 import (
 	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,4 +76,89 @@ func BenchmarkGetHotParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// discardSink counts what the reporter would send to Kafka.
+type discardSink struct{ records, bytes atomic.Int64 }
+
+func (s *discardSink) send(_ context.Context, rec []byte) error {
+	s.records.Add(1)
+	s.bytes.Add(int64(len(rec)))
+	return nil
+}
+func (s *discardSink) close() error { return nil }
+
+// BenchmarkReportDistinctKeys counts accesses of ever-new keys (a key space
+// of 4M, so nearly every access in a 100 ms interval is a new key) while the
+// reporter flushes every 100 ms and encodes every batch: flat out, and paced
+// at 1M distinct keys/s. It reports the heap the reporter retains (after a
+// GC, with its table full) and the peak heap above the start, garbage
+// included: both must stay bounded whatever the key rate.
+func BenchmarkReportDistinctKeys(b *testing.B) {
+	keys := make([]string, 4<<20)
+	for i := range keys {
+		keys[i] = "item:" + strconv.Itoa(i)
+	}
+	b.Run("max", func(b *testing.B) { benchReport(b, keys, 0) })
+	b.Run("1M-per-s", func(b *testing.B) { benchReport(b, keys, 1e6) })
+}
+
+func benchReport(b *testing.B, keys []string, perSecond float64) {
+	c := benchClient(b)
+	sink := &discardSink{}
+	rep := &reporter{app: "bench", every: 100 * time.Millisecond, table: c.table, hot: c.drainHot, sink: sink, m: c.m}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rep.run(ctx); close(done) }()
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
+					peak.Store(ms.HeapAlloc - base)
+				}
+			}
+		}
+	}()
+	b.ReportAllocs()
+	start := time.Now()
+	i := 0
+	for b.Loop() {
+		c.countCold(keys[i&(len(keys)-1)])
+		i++
+		if perSecond > 0 && i%1000 == 0 {
+			if ahead := time.Duration(float64(i)/perSecond*1e9) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	<-sampled
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	retained := int64(ms.HeapAlloc) - int64(base)
+	cancel()
+	<-done
+	dropped := testCounter(b, c.m.reportDropped.WithLabelValues("full"))
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "keys/s")
+	b.ReportMetric(float64(retained)/(1<<20), "retained-MiB")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(100*dropped/float64(b.N), "dropped-%")
+	b.ReportMetric(float64(sink.bytes.Load())/elapsed.Seconds()/(1<<20), "report-MiB/s")
 }

@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/router"
 )
 
 // These tests run against the real local stack (internal/stacktest) and
@@ -408,5 +410,73 @@ func TestReportToKafka(t *testing.T) {
 	}
 	if got["a"] != 300 || got["b"] != 1 {
 		t.Errorf("reported %v, want a:300 b:1", got)
+	}
+}
+
+// TestRedisShardedByRing gives the Client two Redis servers and checks each
+// written-back key lands on the server Hotspot's ring names for it.
+func TestRedisShardedByRing(t *testing.T) {
+	r1, r2 := startRedis(t), startRedis(t)
+	src := newSource()
+	for i := range 200 {
+		src.data[fmt.Sprint("k", i)] = []byte("v")
+	}
+	c := newClient(t, WithRedis(r1.addr, r2.addr), WithLoader(src))
+	ring, err := router.New([]router.Node{{ID: r1.addr}, {ID: r2.addr}}, router.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := map[string]*redis.Client{}
+	for _, a := range []string{r1.addr, r2.addr} {
+		conns[a] = redis.NewClient(&redis.Options{Addr: a})
+		defer conns[a].Close()
+	}
+	waitFor(t, "both Redis shards up in the ring", func() bool {
+		_, err := c.rdb.Ping(context.Background()).Result()
+		return err == nil
+	})
+	per := map[string]int{}
+	for i := range 200 {
+		k := fmt.Sprint("k", i)
+		get(t, c, k)
+		owner, _ := ring.Lookup(k)
+		per[owner.ID]++
+		for a, rc := range conns {
+			n, err := rc.Exists(context.Background(), k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(0); a == owner.ID {
+				want = 1
+				if n != want {
+					t.Fatalf("key %s: not on %s, the ring's owner", k, a)
+				}
+			} else if n != want {
+				t.Fatalf("key %s: on %s, the ring's owner is %s", k, a, owner.ID)
+			}
+		}
+	}
+	t.Logf("keys per shard: %v", per)
+}
+
+func TestMetricsRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := newClient(t, WithRegisterer(reg), WithLoader(newSource("a", "1")))
+	promote(t, c, "a")
+	get(t, c, "a")
+	c.Get(context.Background(), "b")
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	for _, want := range []string{"hotspot_hotcache_l1_hits_total", "hotspot_hotcache_l1_misses_total",
+		"hotspot_hotcache_promotions_total", "hotspot_hotcache_promotion_delay_seconds", "hotspot_hotcache_redis_breaker_state"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("metric %s not registered (have %v)", want, names)
+		}
 	}
 }
