@@ -21,8 +21,9 @@ import (
 )
 
 // command is one subcommand. run parses its own flags from args (use
-// newFlags) and returns nil, flag.ErrHelp after --help, a usageError for bad
-// flags or arguments (exit 2), or any other error (exit 1).
+// newFlags and parseFlags) and returns nil, flag.ErrHelp after --help, a
+// usageError for bad flags or arguments (exit 2), or any other error
+// (exit 1); dispatch prints the error.
 type command struct {
 	name    string
 	summary string
@@ -97,9 +98,11 @@ type usageError struct{ error }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 // newFlags returns a flag set for subcommand name whose --help prints
-// header, then the flags with their environment variables.
+// header, then the flags with their environment variables, to stdout (or
+// to what fs.SetOutput names).
 func newFlags(name, header string) *flag.FlagSet {
 	fs := flag.NewFlagSet("hotspot "+name, flag.ContinueOnError)
+	fs.SetOutput(os.Stdout)
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "usage: hotspot %s [flags]\n\n%s\n\nFlags (each also read from the environment variable shown):\n", name, strings.TrimSpace(header))
@@ -121,9 +124,16 @@ func newFlags(name, header string) *flag.FlagSet {
 
 // parseFlags parses args, then sets every flag not given on the command
 // line from its environment variable. Positional arguments are refused.
+// --help prints the usage to fs.Output() and returns flag.ErrHelp; other
+// errors are returned (as usageError) for dispatch to print, not printed.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // flag would print errors and the usage itself
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return err
 		}
 		return usageError{err}
@@ -133,17 +143,17 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
+	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := getenv(envName(f.Name))
-		if given[f.Name] || v == "" || err != nil {
+		if given[f.Name] || v == "" || envErr != nil {
 			return
 		}
-		if e := f.Value.Set(v); e != nil {
-			err = usagef("%s=%q: %v", envName(f.Name), v, e)
+		if err := f.Value.Set(v); err != nil {
+			envErr = usagef("%s=%q: %v", envName(f.Name), v, err)
 		}
 	})
-	return err
+	return envErr
 }
 
 // envName returns the environment variable of flag name.

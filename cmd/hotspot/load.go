@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+)
+
+const loadHelp = `
+Produces a synthetic access workload to Kafka: Zipf-distributed background
+keys plus planted keys (flash crowds, or fixed rates for accuracy tests), as
+JSON records, newline-separated JSON or the SDK's binary batches. It creates
+the topic if it is missing, prints a progress line a second and a summary, and
+with --truth writes the ground truth (events sent per key per 100 ms) for
+hotspot bench to score against. Ctrl-C or SIGTERM stops it cleanly.
+
+Flash crowds (--flash, repeatable; several specs may share one value,
+separated by spaces):
+    [APP/]KEY@START[+RAMP][..END]=RATE[x]
+  e.g. item:hot@10s+2s=3000 (ramps from 0 at 10s to 3000/s at 12s, then holds),
+       shop/cart:7@0s..30s=1.2x (1.2 x --threshold from the start to 30s).
+  START, RAMP and END are offsets from the start; RATE is events/s, or a
+  multiple of --threshold with a trailing x. See docs/loadgen.md.
+
+Examples:
+  hotspot load --duration 30s --flash 'item:hot@10s+2s=3000' --truth /tmp/truth.json
+  hotspot load --rate 200000 --form binary --duration 20s
+  hotspot load --rate 0 --planted 0.5,0.8,1.2,2,10 --duration 60s --truth t.json
+`
+
+// flashFlag collects --flash specs; they are parsed once --threshold is known.
+type flashFlag []string
+
+func (f *flashFlag) String() string { return strings.Join(*f, " ") }
+
+func (f *flashFlag) Set(v string) error {
+	*f = append(*f, strings.Fields(v)...)
+	return nil
+}
+
+func runLoad(ctx context.Context, args []string) error {
+	return load(ctx, args, os.Getenv, os.Stdout)
+}
+
+func load(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := newFlags("load", loadHelp)
+	var flashes flashFlag
+	brokers := fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
+	topic := fs.String("topic", loadgen.DefaultTopic, "topic to write")
+	partitions := fs.Int("partitions", 8, "partitions of the topic when it has to be created")
+	rate := fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
+	keys := fs.Uint64("keys", 1_000_000, "distinct background keys")
+	skew := fs.Float64("skew", 1.1, "Zipf exponent s > 0 (P(rank k) ∝ k^-s); 0.8 and 1.1 are typical")
+	apps := fs.Int("apps", 1, "background apps app0..appN-1; rank r goes to app (r-1) mod N")
+	app := fs.String("app", "", "name of the single app when --apps is 1 (default app0)")
+	prefix := fs.String("key-prefix", "k:", "background key of rank r is PREFIX<r>")
+	fs.Var(&flashes, "flash", "flash crowd or planted key, `SPEC` (repeatable; syntax above)")
+	planted := fs.String("planted", "", "fixed-rate planted keys at these `MULTIPLES` of --threshold, e.g. 0.5,0.8,1.2,2,10,\nnamed planted:<m>x")
+	plantedApp := fs.String("planted-app", "", "app of the --planted keys (default the first app)")
+	threshold := fs.Float64("threshold", 1000, "hot threshold the run is scored against, events/s: the truth keeps\nbackground keys expected at >= 0.3x it; RATEx in flash specs multiplies it")
+	duration := fs.Duration("duration", time.Minute, "how long to run; 0 runs until interrupted")
+	formName := fs.String("form", "binary", "record form: binary (SDK batches), json (one object per record) or ndjson")
+	lines := fs.Int("lines", 100, "ndjson: objects per record")
+	entries := fs.Int("batch-entries", 1000, "binary: (key, count) entries per record at most")
+	flush := fs.Duration("flush", 100*time.Millisecond, "binary: interval summed into one batch, like the SDK's reporter")
+	tick := fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
+	seed := fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
+	compression := fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
+	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
+	quiet := fs.Bool("quiet", false, "no progress line every second")
+	fs.SetOutput(out)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+
+	form, err := loadgen.ParseForm(*formName)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg := loadgen.Config{
+		Brokers: splitList(*brokers), Topic: *topic, Compression: *compression,
+		Rate: *rate, Keys: *keys, Skew: *skew, KeyPrefix: *prefix, Apps: *apps, App: *app,
+		Duration: *duration, Tick: *tick, Flush: *flush,
+		Form: form, Lines: *lines, BatchEntries: *entries,
+		Threshold: *threshold, Seed: *seed,
+	}
+	if *rate == 0 {
+		cfg.Rate = loadgen.NoBackground
+	}
+	if len(cfg.Brokers) == 0 {
+		return usagef("--brokers: at least one broker")
+	}
+	if *partitions < 1 {
+		return usagef("--partitions must be >= 1")
+	}
+	for _, spec := range flashes {
+		f, err := loadgen.ParseFlash(spec, *threshold)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Flashes = append(cfg.Flashes, f)
+	}
+	if *planted != "" {
+		var ms []float64
+		for _, m := range splitList(*planted) {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(m, "x"), 64)
+			if err != nil || !(v > 0) {
+				return usagef("--planted: %q is not a positive multiple", m)
+			}
+			ms = append(ms, v)
+		}
+		cfg.Flashes = append(cfg.Flashes, loadgen.Planted(*plantedApp, *threshold, ms...)...)
+	}
+	if !*quiet {
+		var prev loadgen.Stats
+		cfg.Progress = func(s loadgen.Stats) {
+			printProgress(out, prev, s)
+			prev = s
+		}
+	}
+
+	if err := cfg.Check(); err != nil {
+		return usageError{err}
+	}
+	n, err := loadgen.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *partitions)
+	if errors.Is(err, loadgen.ErrNoBroker) {
+		return fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *brokers, err)
+	}
+	if err != nil {
+		return err
+	}
+	run := "until interrupted"
+	if cfg.Duration > 0 {
+		run = "for " + cfg.Duration.String()
+	}
+	fmt.Fprintf(out, "hotspot load: %s records to %s (%d partitions) at %s, %s\n",
+		form, cfg.Topic, n, strings.Join(cfg.Brokers, ","), run)
+
+	st, runErr := loadgen.Run(ctx, cfg)
+	if st.Truth == nil { // nothing ran
+		return runErr
+	}
+	printSummary(out, st)
+	if *truthPath != "" {
+		if err := st.Truth.WriteFile(*truthPath); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(out, "truth: %d keys x %d slots of %d ms from %s written to %s\n",
+			len(st.Truth.Keys), st.Truth.Slots, st.Truth.SlotMs,
+			st.Truth.Start().UTC().Format(time.RFC3339Nano), *truthPath)
+	}
+	return runErr
+}
+
+func printProgress(out io.Writer, prev, s loadgen.Stats) {
+	d := (s.Elapsed - prev.Elapsed).Seconds()
+	if d <= 0 {
+		return
+	}
+	per := func(a, b int64) float64 { return float64(a-b) / d }
+	fmt.Fprintf(out, "%7s  events %9.0f/s  records %8.0f/s  entries %9.0f/s  %7.2f MB/s  failed %d  lag %v\n",
+		s.Elapsed.Round(time.Second), per(s.Events, prev.Events), per(s.Records, prev.Records),
+		per(s.Entries, prev.Entries), per(s.Bytes, prev.Bytes)/1e6, s.FailedRecords, s.MaxLag.Round(time.Millisecond))
+}
+
+func printSummary(out io.Writer, s loadgen.Stats) {
+	fmt.Fprintf(out, "done: %v (+%v to drain): %d events (%.0f/s), %d records (%.0f/s), %d entries (%.0f/s), %.1f MB (%.2f MB/s)\n",
+		s.Elapsed, s.Drain.Round(time.Millisecond), s.Events, s.PerSecond(s.Events), s.Records, s.PerSecond(s.Records),
+		s.Entries, s.PerSecond(s.Entries), float64(s.Bytes)/1e6, s.PerSecond(s.Bytes)/1e6)
+	fmt.Fprintf(out, "      failed %d records (%d events); max lag behind schedule %v\n",
+		s.FailedRecords, s.FailedEvents, s.MaxLag.Round(time.Millisecond))
+	if s.MaxLag > time.Second {
+		fmt.Fprintf(out, "warning: the generator fell %v behind its schedule: records left late and in bursts\n", s.MaxLag.Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+func TestDispatch(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{nil, 2, "", "usage: hotspot <command>"},
+		{[]string{"help"}, 0, "load ", ""},
+		{[]string{"nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"load", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
+		{[]string{"load", "--skew", "-1"}, 2, "", "Skew -1 must be > 0"},
+		{[]string{"load", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"load", "--form", "xml"}, 2, "", "unknown record form"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.err) {
+			t.Errorf("hotspot %q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.out, tc.err)
+		}
+	}
+}
+
+// TestLoadEnv checks that flags come from HOTSPOT_* variables and that the
+// command line wins, without a broker: the run stops at the broker check.
+func TestLoadEnv(t *testing.T) {
+	env := map[string]string{"HOTSPOT_SKEW": "-1", "HOTSPOT_BROKERS": "127.0.0.1:1"}
+	getenv := func(k string) string { return env[k] }
+	var out bytes.Buffer
+
+	err := load(t.Context(), nil, getenv, &out)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "Skew") {
+		t.Errorf("HOTSPOT_SKEW=-1: %v, want a usage error about Skew", err)
+	}
+	err = load(t.Context(), []string{"--skew", "0.8"}, getenv, &out)
+	if !errors.Is(err, loadgen.ErrNoBroker) || !strings.Contains(err.Error(), "no broker answers at 127.0.0.1:1: start the stack with `make up`") {
+		t.Errorf("--skew over HOTSPOT_SKEW, HOTSPOT_BROKERS=127.0.0.1:1: %v, want the no-broker error", err)
+	}
+	out.Reset()
+	if err := load(t.Context(), []string{"--help"}, getenv, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "--brokers string   [HOTSPOT_BROKERS]") {
+		t.Errorf("--help: %v, output %q; want flag.ErrHelp and the flags with their variables", err, out.String())
+	}
+}
+
+// TestLoadKafka runs the command against the real Kafka and reads its truth.
+func TestLoadKafka(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	path := filepath.Join(t.TempDir(), "truth.json")
+	var out bytes.Buffer
+	args := []string{"--brokers", addr, "--topic", stacktest.Name(t), "--duration", "1200ms", "--rate", "3000",
+		"--keys", "1000", "--flash", "shop/item:hot@200ms+200ms=2000 other@0s=1.5x", "--planted", "0.5,2",
+		"--threshold", "400", "--form", "ndjson", "--truth", path}
+	if err := load(t.Context(), args, func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("load: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"ndjson records to", "(8 partitions)", "1s  events ", "done: ", "failed 0 records", "written to " + path} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	tr, err := loadgen.ReadTruth(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals := tr.Totals()
+	for ak, want := range map[loadgen.AppKey]uint64{
+		{App: "shop", Key: "item:hot"}:     200 + 1600, // ramp 0.2 s to 2000/s, then 0.8 s at 2000/s
+		{App: "app0", Key: "other"}:        720,        // 600/s for 1.2 s
+		{App: "app0", Key: "planted:0.5x"}: 240,
+		{App: "app0", Key: "planted:2x"}:   960,
+	} {
+		if got := totals[ak]; got != want {
+			t.Errorf("truth total of %v = %d, want %d", ak, got, want)
+		}
+	}
+}

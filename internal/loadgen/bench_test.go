@@ -1,0 +1,52 @@
+package loadgen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkZipf measures one draw over a million keys.
+func BenchmarkZipf(b *testing.B) {
+	for _, s := range []float64{0.8, 1.1} {
+		b.Run(fmt.Sprintf("s=%v", s), func(b *testing.B) {
+			z, err := newZipf(1_000_000, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			b.ReportAllocs()
+			var sum uint64
+			for b.Loop() {
+				sum += z.sample(r)
+			}
+			_ = sum
+		})
+	}
+}
+
+// BenchmarkStep measures the per-tick path (sampling, truth, encoding) at
+// 200,000 events/s: one op is one 10 ms tick of 2,000 events; binary batches
+// are encoded every tenth tick, as at run time.
+func BenchmarkStep(b *testing.B) {
+	for _, form := range []Form{FormBinary, FormNDJSON, FormJSON} {
+		for _, s := range []float64{0.8, 1.1} {
+			b.Run(fmt.Sprintf("%s/s=%v", form, s), func(b *testing.B) {
+				c := testConfig(b, Config{Form: form, Rate: 200_000, Skew: s,
+					Flashes: []Flash{{Key: "item:hot", Rate: 5000}}})
+				g, err := newGenerator(c, time.Now().UnixMilli())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					g.step(i)
+					i++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.ticks*2050), "ns/event") // 2,000 background + 50 planted per tick
+			})
+		}
+	}
+}

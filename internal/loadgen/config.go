@@ -1,0 +1,194 @@
+package loadgen
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// Form is the shape of the Kafka records the generator writes.
+type Form uint8
+
+const (
+	// FormBinary writes the SDK's binary batches (internal/wire), summed per
+	// key over each Flush interval, one or more records per app, as the
+	// hotcache reporter does. It is the default.
+	FormBinary Form = iota
+	// FormJSON writes one JSON object (one access) per record.
+	FormJSON
+	// FormNDJSON writes newline-separated JSON objects, Lines per record, as
+	// a log shipper does.
+	FormNDJSON
+)
+
+// String returns "binary", "json" or "ndjson".
+func (f Form) String() string {
+	switch f {
+	case FormBinary:
+		return "binary"
+	case FormJSON:
+		return "json"
+	case FormNDJSON:
+		return "ndjson"
+	}
+	return "form(" + strconv.Itoa(int(f)) + ")"
+}
+
+// ParseForm parses a Form's String value.
+func ParseForm(s string) (Form, error) {
+	for _, f := range []Form{FormBinary, FormJSON, FormNDJSON} {
+		if s == f.String() {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("loadgen: unknown record form %q (want binary, json or ndjson)", s)
+}
+
+// NoBackground as Config.Rate turns the Zipf background off, leaving only the
+// planted keys.
+const NoBackground = -1
+
+// DefaultTopic is the topic written when Config.Topic is empty.
+const DefaultTopic = "hotspot.access"
+
+// SlotDuration is the resolution of the ground truth.
+const SlotDuration = 100 * time.Millisecond
+
+// Config describes a workload. A zero field means "use the default".
+type Config struct {
+	// Where records go: a kafka-go Writer to Brokers and Topic, unless Sink
+	// is set.
+	Brokers     []string // bootstrap addresses; required unless Sink is set
+	Topic       string   // default "hotspot.access"; must exist (see EnsureTopic)
+	Compression string   // "", "none", "gzip", "snappy", "lz4" or "zstd"; default none
+	MaxInflight int64    // bytes written to Kafka and not yet acknowledged before Write blocks; default 64 MiB
+	Sink        Sink     // if set, receives the records instead of Kafka
+
+	// The Zipf background.
+	Rate      float64 // background events/s; default 50,000; NoBackground for none
+	Keys      uint64  // distinct background keys, ranks 1..Keys; default 1,000,000
+	Skew      float64 // Zipf exponent s > 0 (P(rank k) ∝ k^-s); default 1.1
+	KeyPrefix string  // background key of rank r is KeyPrefix + decimal r; default "k:"
+	Apps      int     // apps "app0".."app<Apps-1>"; rank r belongs to app (r-1) mod Apps; default 1
+	App       string  // the name of the single app when Apps is 1; default "app0"
+
+	// Planted keys (flash crowds and fixed-rate keys).
+	Flashes []Flash
+
+	// Timing.
+	Duration time.Duration // how long to generate; 0 means until ctx is canceled
+	Tick     time.Duration // pacing tick; default 10ms; must divide 100ms
+	Flush    time.Duration // FormBinary: the interval summed into one batch; default 100ms; a multiple of Tick
+
+	// Records.
+	Form         Form // default FormBinary
+	Lines        int  // FormNDJSON: objects per record; default 100
+	BatchEntries int  // FormBinary: (key, count) entries per record at most; default 1000
+
+	// Ground truth.
+	Threshold float64 // the hot threshold the run is scored against, events/s; default 1000
+
+	Seed     uint64       // random seed; 0 picks one (it is recorded in the Truth)
+	Progress func(Stats)  // if set, called about once a second from Run's goroutine; must return quickly
+	Logger   *slog.Logger // nil discards
+}
+
+// TrackFraction is the fraction of Config.Threshold at or above which a
+// background key's expected rate puts it in the Truth.
+const TrackFraction = 0.3
+
+// maxTracked bounds the background ranks kept in the Truth, whatever the
+// threshold (a threshold far below the head rates would otherwise track
+// millions of keys).
+const maxTracked = 100_000
+
+// Check reports whether c is a valid workload, without contacting Kafka.
+func (c Config) Check() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+func (c Config) withDefaults() (Config, error) {
+	c.Topic = cmp.Or(c.Topic, DefaultTopic)
+	c.MaxInflight = cmp.Or(c.MaxInflight, 64<<20)
+	switch {
+	case c.Rate == 0:
+		c.Rate = 50_000
+	case c.Rate == NoBackground:
+		c.Rate = 0
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return c, fmt.Errorf("loadgen: Rate %v must be > 0 (or NoBackground)", c.Rate)
+	}
+	c.Keys = cmp.Or(c.Keys, 1_000_000)
+	c.Skew = cmp.Or(c.Skew, 1.1)
+	c.KeyPrefix = cmp.Or(c.KeyPrefix, "k:")
+	c.Apps = cmp.Or(c.Apps, 1)
+	c.Tick = cmp.Or(c.Tick, 10*time.Millisecond)
+	c.Flush = cmp.Or(c.Flush, 100*time.Millisecond)
+	c.Lines = cmp.Or(c.Lines, 100)
+	c.BatchEntries = cmp.Or(c.BatchEntries, 1000)
+	c.Threshold = cmp.Or(c.Threshold, 1000)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+
+	switch {
+	case c.Sink == nil && len(c.Brokers) == 0:
+		return c, errors.New("loadgen: Brokers is required (or a Sink)")
+	case c.Keys > math.MaxUint32:
+		return c, fmt.Errorf("loadgen: Keys %d is above %d", c.Keys, uint64(math.MaxUint32))
+	case !(c.Skew > 0) || math.IsInf(c.Skew, 0):
+		return c, fmt.Errorf("loadgen: Skew %v must be > 0", c.Skew)
+	case c.Apps < 1:
+		return c, fmt.Errorf("loadgen: Apps %d must be >= 1", c.Apps)
+	case c.App != "" && c.Apps != 1:
+		return c, errors.New("loadgen: App names the single app; leave it empty when Apps > 1")
+	case len(c.App) > wire.DefaultMaxKeyLen:
+		return c, fmt.Errorf("loadgen: App is longer than %d bytes", wire.DefaultMaxKeyLen)
+	case c.Duration < 0:
+		return c, errors.New("loadgen: Duration must be >= 0")
+	case c.Tick <= 0 || SlotDuration%c.Tick != 0 || c.Tick%time.Millisecond != 0:
+		return c, fmt.Errorf("loadgen: Tick %v must be whole milliseconds dividing %v", c.Tick, SlotDuration)
+	case c.Flush <= 0 || c.Flush%c.Tick != 0:
+		return c, fmt.Errorf("loadgen: Flush %v must be a multiple of Tick %v", c.Flush, c.Tick)
+	case c.Form > FormNDJSON:
+		return c, fmt.Errorf("loadgen: unknown %v", c.Form)
+	case c.Lines < 1 || c.BatchEntries < 1:
+		return c, errors.New("loadgen: Lines and BatchEntries must be >= 1")
+	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):
+		return c, fmt.Errorf("loadgen: Threshold %v must be > 0", c.Threshold)
+	case c.MaxInflight < 1<<20:
+		return c, errors.New("loadgen: MaxInflight must be at least 1 MiB")
+	}
+	if _, err := compression(c.Compression); err != nil {
+		return c, err
+	}
+	for i, f := range c.Flashes {
+		if err := f.check(); err != nil {
+			return c, fmt.Errorf("loadgen: flash %d (%s): %w", i, f, err)
+		}
+		if len(f.Key) > wire.DefaultMaxKeyLen || len(f.App) > wire.DefaultMaxKeyLen {
+			return c, fmt.Errorf("loadgen: flash %d: key or app longer than %d bytes", i, wire.DefaultMaxKeyLen)
+		}
+	}
+	if c.Rate == 0 && len(c.Flashes) == 0 {
+		return c, errors.New("loadgen: no background and no planted keys: nothing to send")
+	}
+	return c, nil
+}
+
+// appNames returns the apps' names in order.
+func (c Config) appNames() []string {
+	if c.Apps == 1 {
+		return []string{cmp.Or(c.App, "app0")}
+	}
+	names := make([]string, c.Apps)
+	for i := range names {
+		names[i] = "app" + strconv.Itoa(i)
+	}
+	return names
+}

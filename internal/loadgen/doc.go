@@ -1,0 +1,23 @@
+// Package loadgen generates synthetic access workloads for Hotspot and
+// records their ground truth, for `hotspot load`, `hotspot bench`, the demo
+// and tests.
+//
+// A workload is a Zipf-distributed background over many keys plus planted
+// keys (flash crowds that ramp up to a target rate, or keys at fixed rates),
+// written to Kafka in one of the three record forms the detector reads (one
+// JSON object per record, newline-separated JSON, or the SDK's binary batch).
+// Records are never keyed by cache key, so they spread over all partitions.
+//
+// Invariants:
+//   - Pacing is exact: by the end of tick i, the run has produced
+//     floor(integral of the target rate over [0, (i+1)*Tick]) events of each
+//     source, so fractional remainders carry over and nothing drifts.
+//   - The Truth holds exactly the events handed to the Sink, per key and per
+//     100 ms slot, for every planted key and every background key whose
+//     expected rate is at least TrackFraction of the threshold.
+//   - Generation is deterministic given the Config (including Seed); only
+//     Run reads the clock.
+//
+// The Truth file format and the flash-crowd syntax are documented in
+// docs/loadgen.md.
+package loadgen

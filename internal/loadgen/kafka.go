@@ -1,0 +1,206 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/semaphore"
+)
+
+// ErrNoBroker is returned (wrapped) by EnsureTopic when no broker answers.
+var ErrNoBroker = errors.New("loadgen: no Kafka broker answers")
+
+// kafkaSink writes records with an asynchronous kafka-go Writer, spread
+// round-robin over the topic's partitions (never keyed by cache key). Bytes
+// written and not yet acknowledged are bounded by a semaphore, so a slow
+// broker slows the generator down (Write blocks) instead of queueing without
+// bound; Stats.MaxLag then shows it.
+type kafkaSink struct {
+	w        *kafka.Writer
+	inflight *semaphore.Weighted
+	max      int64
+	msgs     []kafka.Message // reused: kafka-go copies each Message it is given
+	failRecs atomic.Int64
+	failEvts atomic.Int64
+	log      *slog.Logger
+}
+
+func newKafkaSink(c Config) (*kafkaSink, error) {
+	codec, err := compression(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	chunk := 1
+	if c.Form == FormJSON {
+		// A record per event: keep runs of them on one partition so that
+		// kafka-go's per-partition batches fill up.
+		chunk = 32
+	}
+	s := &kafkaSink{inflight: semaphore.NewWeighted(c.MaxInflight), max: c.MaxInflight, log: c.Logger}
+	s.w = &kafka.Writer{
+		Addr:         kafka.TCP(c.Brokers...),
+		Topic:        c.Topic,
+		Balancer:     &kafka.RoundRobin{ChunkSize: chunk},
+		BatchTimeout: 5 * time.Millisecond, // the default (1 s) would delay every record by a second
+		BatchSize:    10_000,               // messages per partition batch; BatchBytes is the real bound
+		BatchBytes:   1 << 20,              // under the broker's default message.max.bytes
+		RequiredAcks: kafka.RequireOne,     // acknowledged: fire-and-forget loses records silently
+		MaxAttempts:  3,
+		WriteTimeout: 10 * time.Second,
+		Compression:  codec,
+		Async:        true,
+		Completion:   s.completed,
+	}
+	return s, nil
+}
+
+func compression(name string) (kafka.Compression, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("loadgen: unknown compression %q (want none, gzip, snappy, lz4 or zstd)", name)
+}
+
+func (s *kafkaSink) weight(m *kafka.Message) int64 { return min(int64(len(m.Value)), s.max) }
+
+// Write hands recs to the Writer, waiting while too many bytes are in flight.
+func (s *kafkaSink) Write(ctx context.Context, recs []Record) error {
+	for len(recs) > 0 {
+		// Take the longest prefix that fits the in-flight budget at once.
+		var w int64
+		s.msgs = s.msgs[:0]
+		for _, r := range recs {
+			m := kafka.Message{Value: r.Value}
+			if r.Events != 1 {
+				m.WriterData = r.Events // read back by completed; nil means 1
+			}
+			if len(s.msgs) > 0 && w+s.weight(&m) > s.max {
+				break
+			}
+			w += s.weight(&m)
+			s.msgs = append(s.msgs, m)
+		}
+		recs = recs[len(s.msgs):]
+		if err := s.inflight.Acquire(ctx, w); err != nil {
+			return fmt.Errorf("loadgen: wait for Kafka: %w", err)
+		}
+		if err := s.w.WriteMessages(ctx, s.msgs...); err != nil {
+			s.inflight.Release(w)
+			return fmt.Errorf("loadgen: write to Kafka: %w", err)
+		}
+	}
+	return nil
+}
+
+// completed is kafka-go's Completion callback, called once per partition
+// batch whatever the outcome.
+func (s *kafkaSink) completed(msgs []kafka.Message, err error) {
+	var w, events int64
+	for i := range msgs {
+		w += s.weight(&msgs[i])
+		if n, ok := msgs[i].WriterData.(int64); ok {
+			events += n
+		} else {
+			events++
+		}
+	}
+	s.inflight.Release(w)
+	if err != nil {
+		if s.failRecs.Add(int64(len(msgs))) == int64(len(msgs)) {
+			s.log.Warn("loadgen: Kafka write failed (further failures are only counted)", "records", len(msgs), "err", err)
+		}
+		s.failEvts.Add(events)
+	}
+}
+
+func (s *kafkaSink) Failed() (records, events int64) { return s.failRecs.Load(), s.failEvts.Load() }
+
+// Close flushes the Writer and waits for every completion.
+func (s *kafkaSink) Close() error {
+	if err := s.w.Close(); err != nil {
+		return fmt.Errorf("loadgen: close Kafka writer: %w", err)
+	}
+	return nil
+}
+
+// EnsureTopic creates topic with the given number of partitions (replication
+// factor 1) unless it exists, then waits until every partition has a leader,
+// so that the first records written are not refused. It leaves an existing
+// topic as it is, whatever its partition count, and reports that count.
+// When no broker answers, the error wraps ErrNoBroker.
+func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
+	if len(brokers) == 0 || topic == "" || partitions < 1 {
+		return 0, errors.New("loadgen: EnsureTopic needs brokers, a topic and partitions >= 1")
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	n, err := leaders(ctx, client, topic)
+	if err != nil {
+		return 0, fmt.Errorf("%w at %s: %w", ErrNoBroker, strings.Join(brokers, ","), err)
+	}
+	if n > 0 {
+		return n, nil
+	}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
+	}}})
+	if err != nil {
+		return 0, fmt.Errorf("loadgen: create topic %s: %w", topic, err)
+	}
+	if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return 0, fmt.Errorf("loadgen: create topic %s: %w", topic, err)
+	}
+	for {
+		n, err := leaders(ctx, client, topic)
+		if err != nil {
+			return 0, fmt.Errorf("loadgen: topic %s: %w", topic, err)
+		}
+		if n > 0 {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("loadgen: topic %s has partitions without a leader: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// leaders returns the topic's partition count when it exists and every
+// partition has a leader, 0 when it does not exist or is not ready yet, and
+// an error only when the cluster cannot be asked.
+func leaders(ctx context.Context, client *kafka.Client, topic string) (int, error) {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic || t.Error != nil || len(t.Partitions) == 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Error != nil || p.Leader.Host == "" {
+				return 0, nil
+			}
+		}
+		return len(t.Partitions), nil
+	}
+	return 0, nil
+}

@@ -1,0 +1,55 @@
+package loadgen
+
+import (
+	"context"
+	"time"
+)
+
+// Record is one record value handed to a Sink.
+type Record struct {
+	Value  []byte // the record value; the generator never touches it again
+	Events int64  // accesses it carries: the sum of its entries' counts
+}
+
+// Sink receives the generator's records. Run calls Write from one goroutine,
+// once per tick that produced records, and Close once at the end.
+type Sink interface {
+	// Write hands records over. It may return before they are delivered,
+	// and may block to apply back-pressure. An error ends the run.
+	Write(ctx context.Context, recs []Record) error
+	// Failed reports the records, and the events they carried, that were
+	// written but whose delivery failed so far. It may be called at any time.
+	Failed() (records, events int64)
+	// Close delivers what is pending and releases the Sink.
+	Close() error
+}
+
+// Stats describes a run. Events, Records, Entries and Bytes count what was
+// handed to the Sink.
+type Stats struct {
+	Elapsed time.Duration // wall-clock time from the run's start to the last tick handed to the Sink
+	Drain   time.Duration // time the Sink took to deliver what was pending and close
+	Events  int64         // accesses
+	Records int64         // Kafka records
+	Entries int64         // JSON objects or binary (key, count) entries
+	Bytes   int64         // bytes of record values
+
+	FailedRecords int64 // records whose delivery failed
+	FailedEvents  int64 // events in those records
+
+	// MaxLag is the furthest the generator fell behind its schedule (a tick
+	// generated this late after its end). Above a few ticks, the machine or
+	// the Sink could not keep up, and records left late.
+	MaxLag time.Duration
+
+	Truth *Truth // the ground truth; set only in Run's result
+}
+
+// PerSecond returns n per second of Elapsed, e.g. s.PerSecond(s.Events) for
+// the achieved event rate.
+func (s Stats) PerSecond(n int64) float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(n) / s.Elapsed.Seconds()
+}

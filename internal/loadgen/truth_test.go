@@ -1,0 +1,117 @@
+package loadgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func truthOf(counts ...[]uint64) *Truth {
+	t := &Truth{Version: TruthVersion, StartMs: 1_000_000, SlotMs: 100, Threshold: 1000}
+	for i, c := range counts {
+		t.Keys = append(t.Keys, TruthKey{App: "a", Key: string(rune('p' + i)), Counts: c})
+		t.Slots = len(c)
+	}
+	return t
+}
+
+func TestCrossings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		counts    []uint64
+		threshold float64
+		window    time.Duration
+		want      int // slot whose end is the crossing; -1 for none
+	}{
+		{"steady at the threshold", []uint64{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100}, 1000, time.Second, 9},
+		{"just below, then at", []uint64{99, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100}, 1000, time.Second, 10},
+		{"never", []uint64{99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99}, 1000, time.Second, -1},
+		{"burst in one slot", []uint64{0, 0, 1000, 0}, 1000, time.Second, 2},
+		{"burst spread over the window edge", []uint64{500, 0, 0, 0, 0, 0, 0, 0, 0, 0, 500, 500}, 1000, time.Second, 11},
+		{"short window", []uint64{50, 100, 50, 100}, 1000, 100 * time.Millisecond, 1},
+		{"window rounds to 2 slots", []uint64{60, 60, 60}, 600, 180 * time.Millisecond, 1},
+		{"tiny window is one slot", []uint64{0, 10}, 100, time.Millisecond, 1},
+		// Slot i holds 10i: the window ending at i holds 100i - 450.
+		{"ramp", []uint64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150}, 1000, time.Second, 15},
+		{"empty", nil, 1, time.Second, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := truthOf(tc.counts)
+			got, ok := tr.Crossings(tc.threshold, tc.window)[AppKey{"a", "p"}]
+			switch {
+			case tc.want < 0 && ok:
+				t.Errorf("crossing at %v, want none", got)
+			case tc.want >= 0 && !ok:
+				t.Errorf("no crossing, want one at the end of slot %d", tc.want)
+			case tc.want >= 0 && !got.Equal(time.UnixMilli(1_000_000+int64(tc.want+1)*100)):
+				t.Errorf("crossing at slot end %d ms, want slot %d (end %d ms)", got.UnixMilli()-1_000_000, tc.want, (tc.want+1)*100)
+			}
+		})
+	}
+}
+
+func TestMaxRate(t *testing.T) {
+	tr := truthOf(
+		[]uint64{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100},
+		[]uint64{0, 0, 1200, 0, 0},
+		[]uint64{0, 0, 0},
+		[]uint64{80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 0, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80},
+	)
+	for _, tc := range []struct {
+		window time.Duration
+		want   map[string]float64
+	}{
+		{time.Second, map[string]float64{"p": 1000, "q": 1200, "r": 0, "s": 800}},
+		{500 * time.Millisecond, map[string]float64{"p": 1000, "q": 2400, "r": 0, "s": 800}},
+		{100 * time.Millisecond, map[string]float64{"p": 1000, "q": 12000, "r": 0, "s": 800}},
+	} {
+		got := tr.MaxRate(tc.window)
+		for k, want := range tc.want {
+			if g := got[AppKey{"a", k}]; g != want {
+				t.Errorf("MaxRate(%v)[%s] = %v, want %v", tc.window, k, g, want)
+			}
+		}
+	}
+	totals := tr.Totals()
+	for k, want := range map[string]uint64{"p": 1100, "q": 1200, "r": 0, "s": 1680} {
+		if got := totals[AppKey{"a", k}]; got != want {
+			t.Errorf("Totals[%s] = %d, want %d", k, got, want)
+		}
+	}
+}
+
+func TestTruthFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "truth.json")
+	tr := truthOf([]uint64{1, 2, 3}, []uint64{0, 0, 7})
+	tr.Workload = Workload{Rate: 5, Keys: 10, Skew: 0.8, KeyPrefix: "k:", Apps: []string{"a"}, Flashes: []string{"a/x@0s=1"}, Form: "json", TickMs: 10, FlushMs: 100, Seed: 9}
+	if err := tr.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadTruth(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.StartMs != tr.StartMs || back.Slots != 3 || len(back.Keys) != 2 || back.Keys[1].Counts[2] != 7 ||
+		back.Workload.Seed != 9 || back.Workload.Flashes[0] != "a/x@0s=1" {
+		t.Errorf("read back %+v, want %+v", back, tr)
+	}
+
+	for _, tc := range []struct{ name, body, want string }{
+		{"version", `{"version":2,"slot_ms":100}`, "version 2"},
+		{"slot", `{"version":1,"slot_ms":0}`, "slot_ms"},
+		{"counts", `{"version":1,"slot_ms":100,"slots":2,"keys":[{"app":"a","key":"k","counts":[1]}]}`, "1 counts, want 2"},
+		{"twice", `{"version":1,"slot_ms":100,"slots":1,"keys":[{"app":"a","key":"k","counts":[1]},{"app":"a","key":"k","counts":[1]}]}`, "twice"},
+		{"json", `{"version":`, "decode"},
+	} {
+		p := filepath.Join(dir, tc.name+".json")
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadTruth(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ReadTruth: %v, want an error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
