@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -90,6 +91,8 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 		Duration: *duration, Tick: *tick, Flush: *flush,
 		Form: form, Lines: *lines, BatchEntries: *entries,
 		Threshold: *threshold, Seed: *seed,
+		// Kafka write failures: the first is logged, all are counted.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if *rate == 0 {
 		cfg.Rate = loadgen.NoBackground

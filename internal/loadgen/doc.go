@@ -15,8 +15,9 @@
 //   - The Truth holds exactly the events handed to the Sink, per key and per
 //     100 ms slot, for every planted key and every background key whose
 //     expected rate is at least TrackFraction of the threshold.
-//   - Generation is deterministic given the Config (including Seed); only
-//     Run reads the clock.
+//   - The events are deterministic given the Config (including Seed): the
+//     same keys in the same ticks (only the order of entries inside a binary
+//     batch varies). Only Run reads the clock.
 //
 // The Truth file format and the flash-crowd syntax are documented in
 // docs/loadgen.md.
