@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,76 +51,123 @@ func runLoad(ctx context.Context, args []string) error {
 	return load(ctx, args, os.Getenv, os.Stdout)
 }
 
+// workload holds the flags that describe a generated workload; hotspot
+// load and hotspot bench share them.
+type workload struct {
+	flashes              flashFlag
+	brokers, topic       *string
+	partitions           *int
+	rate                 *float64
+	keys                 *uint64
+	skew                 *float64
+	apps                 *int
+	app, prefix, planted *string
+	plantedApp           *string
+	threshold            *float64
+	duration             *time.Duration
+	formName             *string
+	lines, entries       *int
+	flush, tick          *time.Duration
+	seed                 *uint64
+	compression          *string
+}
+
+func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
+	w := &workload{}
+	w.brokers = fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
+	w.topic = fs.String("topic", loadgen.DefaultTopic, "topic to write")
+	w.partitions = fs.Int("partitions", 8, "partitions of the topic when it has to be created")
+	w.rate = fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
+	w.keys = fs.Uint64("keys", 1_000_000, "distinct background keys")
+	w.skew = fs.Float64("skew", 1.1, "Zipf exponent s > 0 (P(rank k) ∝ k^-s); 0.8 and 1.1 are typical")
+	w.apps = fs.Int("apps", 1, "background apps app0..appN-1; rank r goes to app (r-1) mod N")
+	w.app = fs.String("app", "", "name of the single app when --apps is 1 (default app0)")
+	w.prefix = fs.String("key-prefix", "k:", "background key of rank r is PREFIX<r>")
+	fs.Var(&w.flashes, "flash", "flash crowd or planted key, `SPEC` (repeatable; syntax above)")
+	w.planted = fs.String("planted", "", "fixed-rate planted keys at these `MULTIPLES` of --threshold, e.g. 0.5,0.8,1.2,2,10,\nnamed planted:<m>x")
+	w.plantedApp = fs.String("planted-app", "", "app of the --planted keys (default the first app)")
+	w.threshold = fs.Float64("threshold", 1000, "hot threshold the run is scored against, events/s: the truth keeps\nbackground keys expected at >= 0.3x it; RATEx in flash specs multiplies it")
+	w.duration = fs.Duration("duration", duration, "how long to run; 0 runs until interrupted")
+	w.formName = fs.String("form", "binary", "record form: binary (SDK batches), json (one object per record) or ndjson")
+	w.lines = fs.Int("lines", 100, "ndjson: objects per record")
+	w.entries = fs.Int("batch-entries", 1000, "binary: (key, count) entries per record at most")
+	w.flush = fs.Duration("flush", 100*time.Millisecond, "binary: interval summed into one batch, like the SDK's reporter")
+	w.tick = fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
+	w.seed = fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
+	w.compression = fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
+	return w
+}
+
+// config checks the flags and returns the generator's Config.
+func (w *workload) config() (loadgen.Config, error) {
+	form, err := loadgen.ParseForm(*w.formName)
+	if err != nil {
+		return loadgen.Config{}, usageError{err}
+	}
+	cfg := loadgen.Config{
+		Brokers: splitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
+		Rate: *w.rate, Keys: *w.keys, Skew: *w.skew, KeyPrefix: *w.prefix, Apps: *w.apps, App: *w.app,
+		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush,
+		Form: form, Lines: *w.lines, BatchEntries: *w.entries,
+		Threshold: *w.threshold, Seed: *w.seed,
+		// Kafka write failures: the first is logged, all are counted.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if *w.rate == 0 {
+		cfg.Rate = loadgen.NoBackground
+	}
+	if len(cfg.Brokers) == 0 {
+		return cfg, usagef("--brokers: at least one broker")
+	}
+	if *w.partitions < 1 {
+		return cfg, usagef("--partitions must be >= 1")
+	}
+	for _, spec := range w.flashes {
+		f, err := loadgen.ParseFlash(spec, *w.threshold)
+		if err != nil {
+			return cfg, usageError{err}
+		}
+		cfg.Flashes = append(cfg.Flashes, f)
+	}
+	if *w.planted != "" {
+		var ms []float64
+		for _, m := range splitList(*w.planted) {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(m, "x"), 64)
+			if err != nil || !(v > 0) {
+				return cfg, usagef("--planted: %q is not a positive multiple", m)
+			}
+			ms = append(ms, v)
+		}
+		cfg.Flashes = append(cfg.Flashes, loadgen.Planted(*w.plantedApp, *w.threshold, ms...)...)
+	}
+	if err := cfg.Check(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// ensureTopic creates the workload's topic if it is missing and returns its
+// partition count, with an error that says what to do when no broker answers.
+func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
+	n, err := loadgen.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *w.partitions)
+	if errors.Is(err, loadgen.ErrNoBroker) {
+		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
+	}
+	return n, err
+}
+
 func load(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags("load", loadHelp)
-	var flashes flashFlag
-	brokers := fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
-	topic := fs.String("topic", loadgen.DefaultTopic, "topic to write")
-	partitions := fs.Int("partitions", 8, "partitions of the topic when it has to be created")
-	rate := fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
-	keys := fs.Uint64("keys", 1_000_000, "distinct background keys")
-	skew := fs.Float64("skew", 1.1, "Zipf exponent s > 0 (P(rank k) ∝ k^-s); 0.8 and 1.1 are typical")
-	apps := fs.Int("apps", 1, "background apps app0..appN-1; rank r goes to app (r-1) mod N")
-	app := fs.String("app", "", "name of the single app when --apps is 1 (default app0)")
-	prefix := fs.String("key-prefix", "k:", "background key of rank r is PREFIX<r>")
-	fs.Var(&flashes, "flash", "flash crowd or planted key, `SPEC` (repeatable; syntax above)")
-	planted := fs.String("planted", "", "fixed-rate planted keys at these `MULTIPLES` of --threshold, e.g. 0.5,0.8,1.2,2,10,\nnamed planted:<m>x")
-	plantedApp := fs.String("planted-app", "", "app of the --planted keys (default the first app)")
-	threshold := fs.Float64("threshold", 1000, "hot threshold the run is scored against, events/s: the truth keeps\nbackground keys expected at >= 0.3x it; RATEx in flash specs multiplies it")
-	duration := fs.Duration("duration", time.Minute, "how long to run; 0 runs until interrupted")
-	formName := fs.String("form", "binary", "record form: binary (SDK batches), json (one object per record) or ndjson")
-	lines := fs.Int("lines", 100, "ndjson: objects per record")
-	entries := fs.Int("batch-entries", 1000, "binary: (key, count) entries per record at most")
-	flush := fs.Duration("flush", 100*time.Millisecond, "binary: interval summed into one batch, like the SDK's reporter")
-	tick := fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
-	seed := fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
-	compression := fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
+	w := addWorkloadFlags(fs, time.Minute)
 	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
 	quiet := fs.Bool("quiet", false, "no progress line every second")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
-
-	form, err := loadgen.ParseForm(*formName)
+	cfg, err := w.config()
 	if err != nil {
-		return usageError{err}
-	}
-	cfg := loadgen.Config{
-		Brokers: splitList(*brokers), Topic: *topic, Compression: *compression,
-		Rate: *rate, Keys: *keys, Skew: *skew, KeyPrefix: *prefix, Apps: *apps, App: *app,
-		Duration: *duration, Tick: *tick, Flush: *flush,
-		Form: form, Lines: *lines, BatchEntries: *entries,
-		Threshold: *threshold, Seed: *seed,
-		// Kafka write failures: the first is logged, all are counted.
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	if *rate == 0 {
-		cfg.Rate = loadgen.NoBackground
-	}
-	if len(cfg.Brokers) == 0 {
-		return usagef("--brokers: at least one broker")
-	}
-	if *partitions < 1 {
-		return usagef("--partitions must be >= 1")
-	}
-	for _, spec := range flashes {
-		f, err := loadgen.ParseFlash(spec, *threshold)
-		if err != nil {
-			return usageError{err}
-		}
-		cfg.Flashes = append(cfg.Flashes, f)
-	}
-	if *planted != "" {
-		var ms []float64
-		for _, m := range splitList(*planted) {
-			v, err := strconv.ParseFloat(strings.TrimSuffix(m, "x"), 64)
-			if err != nil || !(v > 0) {
-				return usagef("--planted: %q is not a positive multiple", m)
-			}
-			ms = append(ms, v)
-		}
-		cfg.Flashes = append(cfg.Flashes, loadgen.Planted(*plantedApp, *threshold, ms...)...)
+		return err
 	}
 	if !*quiet {
 		var prev loadgen.Stats
@@ -128,17 +176,11 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 			prev = s
 		}
 	}
-
-	if err := cfg.Check(); err != nil {
-		return usageError{err}
-	}
-	n, err := loadgen.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *partitions)
-	if errors.Is(err, loadgen.ErrNoBroker) {
-		return fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *brokers, err)
-	}
+	n, err := w.ensureTopic(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	form := cfg.Form
 	run := "until interrupted"
 	if cfg.Duration > 0 {
 		run = "for " + cfg.Duration.String()
