@@ -26,7 +26,7 @@ status:
 # test fail, never skip, when a service is missing.
 test: up browser
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	eval "$$($(STACK) env)" && $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).
 unit:
