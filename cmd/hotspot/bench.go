@@ -84,7 +84,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 		return err
 	}
 	if *w.app == "" && *w.apps == 1 {
-		*w.app = "bench-" + time.Now().UTC().Format("150405")
+		*w.app = "bench-" + time.Now().UTC().Format("150405.000")
 	}
 	if *w.planted == "" && len(w.flashes) == 0 {
 		// The accuracy probe: planted keys spread over every partition

@@ -26,6 +26,7 @@ type config struct {
 	threshold  float64
 	window     time.Duration
 	fromOldest bool
+	pprof      bool
 	logLevel   slog.Level
 }
 
@@ -54,6 +55,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	threshold := str("threshold", "1000", "accesses per second that make a key hot")
 	window := str("window", "1s", "sliding window of the rate")
 	fromOldest := str("from-oldest", "false", "read partitions without a committed offset from the oldest record")
+	pprof := str("pprof", "false", "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	level := str("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
@@ -102,6 +104,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if _, err = fmt.Sscan(*fromOldest, &c.fromOldest); err != nil {
 		return c, fmt.Errorf("--from-oldest: %q is not true or false", *fromOldest)
+	}
+	if _, err = fmt.Sscan(*pprof, &c.pprof); err != nil {
+		return c, fmt.Errorf("--pprof: %q is not true or false", *pprof)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path"
 	"sync/atomic"
 	"time"
@@ -99,6 +100,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	mux.Handle("/", api)
 	if agg != nil {
 		mux.Handle("/internal/v1/", agg.Handler())
+	}
+	if cfg.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
