@@ -119,23 +119,26 @@ func (p *proc) kill() {
 	p.done <- <-p.done
 }
 
-// producer sends JSON access events at fixed rates per key, paced in 10 ms
-// ticks, and keeps the send log of the keys it watches.
+// producer sends access events at fixed rates per key, as JSON records or
+// as SDK binary batches, and keeps the send log of the keys it watches.
 type producer struct {
-	w     *kafka.Writer
-	mu    sync.Mutex
-	sends map[string][]time.Time // watched key -> send times of its events (one per event)
+	w      *kafka.Writer
+	binary bool // one SDK batch per tick instead of a JSON record per event
+	mu     sync.Mutex
+	sends  map[string][]time.Time // watched key -> when each of its events was acknowledged
 }
 
-func newProducer(t *testing.T, brokers, topic string) *producer {
+func newProducer(t *testing.T, brokers, topic string, binary bool) *producer {
 	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
 		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireOne}
 	t.Cleanup(func() { w.Close() })
-	return &producer{w: w, sends: make(map[string][]time.Time)}
+	return &producer{w: w, binary: binary, sends: make(map[string][]time.Time)}
 }
 
 // run sends, until ctx ends, rates[key] events/s of each key (app "shop"),
-// plus background events/s spread uniformly over 20,000 cold keys.
+// plus background events/s spread uniformly over 20,000 cold keys. What is
+// owed follows the clock, not the ticks, so a slow machine gets bursts
+// rather than a lower rate.
 func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float64, background float64) {
 	const tick = 10 * time.Millisecond
 	owed := make(map[string]float64)
@@ -144,34 +147,50 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 	var failing time.Time // since when writes fail
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
 		}
-		var msgs []kafka.Message
 		now := time.Now()
-		add := func(key string) {
-			buf = wire.AppendJSON(buf[:0], wire.Event{App: "shop", Key: key})
-			msgs = append(msgs, kafka.Message{Value: append([]byte(nil), buf...)})
-		}
-		for key, rate := range rates {
-			owed[key] += rate * tick.Seconds()
-			p.mu.Lock()
-			for ; owed[key] >= 1; owed[key]-- {
-				add(key)
-				p.sends[key] = append(p.sends[key], now)
+		dt := now.Sub(last).Seconds()
+		last = now
+		var msgs []kafka.Message
+		var batch []wire.KeyCount
+		add := func(key string, n uint64) {
+			if p.binary {
+				batch = append(batch, wire.KeyCount{Key: key, Count: n})
+				return
 			}
-			p.mu.Unlock()
+			for range n {
+				buf = wire.AppendJSON(buf[:0], wire.Event{App: "shop", Key: key})
+				msgs = append(msgs, kafka.Message{Value: append([]byte(nil), buf...)})
+			}
 		}
-		owed[""] += background * tick.Seconds()
+		sent := make(map[string]int)
+		for key, rate := range rates {
+			owed[key] += rate * dt
+			if n := int(owed[key]); n > 0 {
+				owed[key] -= float64(n)
+				add(key, uint64(n))
+				sent[key] = n
+			}
+		}
+		owed[""] += background * dt
 		for ; owed[""] >= 1; owed[""]-- {
-			add("cold:" + strconv.Itoa(rng.IntN(20000)))
+			add("cold:"+strconv.Itoa(rng.IntN(20000)), 1)
+		}
+		if len(batch) > 0 {
+			msgs = append(msgs, kafka.Message{Value: wire.AppendBatch(nil, "shop", now.UnixMilli(), batch)})
 		}
 		// A new topic's metadata can take a moment to reach the writer;
 		// a write that keeps failing fails the test.
-		if err := p.w.WriteMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
+		if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			if failing.IsZero() {
 				failing = time.Now()
 			}
@@ -182,6 +201,14 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 			continue
 		}
 		failing = time.Time{}
+		acked := time.Now()
+		p.mu.Lock()
+		for key, n := range sent {
+			for range n {
+				p.sends[key] = append(p.sends[key], acked)
+			}
+		}
+		p.mu.Unlock()
 	}
 }
 
@@ -208,7 +235,7 @@ func TestFlashCrowd(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	prod := newProducer(t, c.brokers, c.topic)
+	prod := newProducer(t, c.brokers, c.topic, false)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -278,7 +305,7 @@ func TestKillAndRestart(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	prod := newProducer(t, c.brokers, c.topic)
+	prod := newProducer(t, c.brokers, c.topic, true)
 	wg.Go(func() { prod.run(ctx, t, rates, 1000) })
 
 	all := func() bool { return w.Snapshot().Len("shop") == len(rates) }
@@ -499,7 +526,7 @@ func TestLivePage(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	prod := newProducer(t, c.brokers, c.topic)
+	prod := newProducer(t, c.brokers, c.topic, false)
 	wg.Go(func() { prod.run(ctx, t, map[string]float64{"item:<on-page>": 2000, "item:warm": 300}, 500) })
 	waitFor(t, 20*time.Second, "the key to turn hot", func() bool {
 		_, ok := w.Snapshot().Key("shop", "item:<on-page>")
