@@ -337,10 +337,20 @@ func TestKillAndRestart(t *testing.T) {
 	t.Logf("owners after the kill: %v", count(after))
 
 	procs[0] = c.start(victim.id)
-	waitFor(t, 30*time.Second, "the restarted shard to own keys", func() bool {
-		return ownedBy(c.owners(t), victim.id)
+	// The restarted process first republishes the keys it held (restore),
+	// then joins the ring once its old session has expired; wait until it
+	// has owned keys from the live stream for 3 s in a row.
+	var owning time.Time
+	waitFor(t, 40*time.Second, "the restarted shard to own keys for 3s", func() bool {
+		if !ownedBy(c.owners(t), victim.id) || !c.isMember(t, victim.id, procs[0].addr) {
+			owning = time.Time{}
+			return false
+		}
+		if owning.IsZero() {
+			owning = time.Now()
+		}
+		return time.Since(owning) >= 3*time.Second
 	})
-	time.Sleep(3 * time.Second) // let hold times settle
 	again := c.owners(t)
 	var changed int
 	for k, o := range again {
@@ -392,6 +402,12 @@ func (c *cluster) owners(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// isMember reports whether aggregator id is registered at addr.
+func (c *cluster) isMember(t *testing.T, id, addr string) bool {
+	data, _, err := c.session(t).Conn().Get(c.root + "/members/aggregators/" + id)
+	return err == nil && strings.Contains(string(data), `"addr":"`+addr+`"`)
 }
 
 func ownedBy(owners map[string]string, id string) bool {
