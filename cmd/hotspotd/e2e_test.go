@@ -20,6 +20,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/score"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -568,5 +570,66 @@ func TestLivePage(t *testing.T) {
 	}
 	if !strings.Contains(dom, `class="promoted">promoted<`) {
 		t.Errorf("no promotion in the recent changes; DOM:\n%s", dom)
+	}
+}
+
+// TestAccuracy: Zipf background over a million keys (s = 0.8 and 1.1) with
+// planted keys at 0.5x, 0.8x, 1.2x, 2x and 10x the threshold, spread over
+// every partition: every key at >= 1.2x is reported, none at <= 0.8x ever is
+// (background keys included, scored against the generator's ground truth).
+func TestAccuracy(t *testing.T) {
+	c := newCluster(t, 8)
+	c.start("acc1")
+	c.start("acc2")
+	for _, skew := range []float64{0.8, 1.1} {
+		t.Run(fmt.Sprintf("s=%.1f", skew), func(t *testing.T) {
+			app := fmt.Sprintf("acc-%.1f", skew)
+			var mu sync.Mutex
+			seen := make(map[loadgen.AppKey]time.Time)
+			w, err := hotwatch.New(c.session(t), hotwatch.Config{Root: c.root, App: app, OnChange: func(ch hotwatch.Change) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, k := range ch.Added {
+					if _, ok := seen[loadgen.AppKey{App: ch.App, Key: k.Key}]; !ok {
+						seen[loadgen.AppKey{App: ch.App, Key: k.Key}] = ch.At
+					}
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); w.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			<-w.Ready()
+
+			st, err := loadgen.Run(context.Background(), loadgen.Config{
+				Brokers: []string{c.brokers}, Topic: c.topic, App: app,
+				Rate: 20_000, Keys: 1_000_000, Skew: skew, Duration: 12 * time.Second,
+				Flashes: loadgen.Planted(app, 1000, 0.5, 0.8, 1.2, 2, 10),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.FailedEvents > 0 {
+				t.Fatalf("%d events were not delivered to Kafka", st.FailedEvents)
+			}
+			time.Sleep(2 * time.Second) // the last windows settle
+			mu.Lock()
+			defer mu.Unlock()
+			r := score.Grade(st.Truth, seen, score.Config{Threshold: 1000})
+			t.Logf("recall %.3f (%d of %d), precision %.3f (%d false of %d), delay p50 %v p99 %v, generator lag %v",
+				r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported, r.P50, r.P99, st.MaxLag)
+			if r.MustReport < 3 {
+				t.Fatalf("only %d keys at >= 1.2x in the truth, want the planted 1.2x, 2x and 10x at least", r.MustReport)
+			}
+			if len(r.Missed) > 0 {
+				t.Errorf("keys at >= 1.2x never reported: %v", r.Missed)
+			}
+			if len(r.False) > 0 {
+				t.Errorf("keys at <= 0.8x reported: %v", r.False)
+			}
+		})
 	}
 }
