@@ -2,8 +2,10 @@ package detector
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -277,4 +279,83 @@ func TestMemoryWorstCasePerKey(t *testing.T) {
 	t.Logf("worst case at the cap: %.0f bytes per key (includes %.0f of the test's own key slice)", perKey, own)
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(keys)
+}
+
+// zipfPartition returns n key indexes drawn from a Zipf law of exponent s
+// over distinct keys (s may be below 1, unlike rand.Zipf), keeping only the
+// keys of one partition out of parts (index%parts == 0), as one partition's
+// counter sees them.
+func zipfPartition(n, distinct, parts int, s float64) []int {
+	cdf := make([]float64, distinct)
+	sum := 0.0
+	for i := range cdf {
+		sum += math.Pow(float64(i+1), -s)
+		cdf[i] = sum
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	out := make([]int, 0, n)
+	for len(out) < n {
+		k, _ := slices.BinarySearch(cdf, r.Float64()*sum)
+		if k%parts == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// BenchmarkCounterWorkload measures the counting core on the end-to-end
+// workload of `hotspot bench --rate 2000000`: keys drawn from a Zipf law over
+// 1M keys, of which one partition's counter sees an eighth (~125k keys), at
+// 150k entries per simulated second per partition (2M events/s become about
+// 1.2M entries/s over 8 partitions), with a flush every simulated 100ms.
+// cutoff-7 is the default filter with 8 partitions and one detector.
+func BenchmarkCounterWorkload(b *testing.B) {
+	const n, perMS = 1 << 21, 150
+	for _, bc := range []struct {
+		name   string
+		s      float64
+		cutoff uint64
+	}{{"zipf-0.8/cutoff-7", 0.8, 7}, {"zipf-1.1/cutoff-7", 1.1, 7}, {"zipf-0.8/filter-off", 0.8, 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var arena []byte
+			ends := make([]uint32, n)
+			for i, k := range zipfPartition(n, 1_000_000, 8, bc.s) {
+				arena = strconv.AppendInt(append(arena, "item:"...), int64(k), 10)
+				ends[i] = uint32(len(arena))
+			}
+			app := []byte("shop")
+			c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys/8, DefaultMaxKeyBytes/8)
+			c.cutoff = bc.cutoff
+			var buf []Count
+			now := int64(0)
+			start := uint32(0)
+			step := func(i int) {
+				j := i & (n - 1)
+				if i%perMS == 0 {
+					now += int64(time.Millisecond)
+					c.advance(now)
+					if now%int64(100*time.Millisecond) == 0 {
+						buf = c.flush(buf[:0], false)
+					}
+				}
+				if j == 0 {
+					start = 0
+				}
+				c.add(app, arena[start:ends[j]], 1)
+				start = ends[j]
+			}
+			for i := range n { // warm up: buffers grown, window full
+				step(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			t0, cpu0 := time.Now(), cpuTime()
+			for i := n; b.Loop(); i++ {
+				step(i)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "updates/s")
+			b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds(), "updates/cpu-s")
+			b.ReportMetric(float64(c.len()), "keys")
+		})
+	}
 }
