@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 )
 
@@ -149,8 +150,8 @@ func (w *workload) config() (loadgen.Config, error) {
 // ensureTopic creates the workload's topic if it is missing and returns its
 // partition count, with an error that says what to do when no broker answers.
 func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
-	n, err := loadgen.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *w.partitions)
-	if errors.Is(err, loadgen.ErrNoBroker) {
+	n, err := kafkaio.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *w.partitions)
+	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
 	}
 	return n, err

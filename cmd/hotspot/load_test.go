@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -47,7 +48,7 @@ func TestLoadEnv(t *testing.T) {
 		t.Errorf("HOTSPOT_SKEW=-1: %v, want a usage error about Skew", err)
 	}
 	err = load(t.Context(), []string{"--skew", "0.8"}, getenv, &out)
-	if !errors.Is(err, loadgen.ErrNoBroker) || !strings.Contains(err.Error(), "no broker answers at 127.0.0.1:1: start the stack with `make up`") {
+	if !errors.Is(err, kafkaio.ErrNoBroker) || !strings.Contains(err.Error(), "no broker answers at 127.0.0.1:1: start the stack with `make up`") {
 		t.Errorf("--skew over HOTSPOT_SKEW, HOTSPOT_BROKERS=127.0.0.1:1: %v, want the no-broker error", err)
 	}
 	out.Reset()

@@ -26,6 +26,7 @@ type config struct {
 	threshold  float64
 	window     time.Duration
 	fromOldest bool
+	partitions int
 	pprof      bool
 	logLevel   slog.Level
 }
@@ -55,6 +56,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	threshold := str("threshold", "1000", "accesses per second that make a key hot")
 	window := str("window", "1s", "sliding window of the rate")
 	fromOldest := str("from-oldest", "false", "read partitions without a committed offset from the oldest record")
+	partitions := str("partitions", "8", "partitions of the access topic when the detector has to create it")
 	pprof := str("pprof", "false", "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	level := str("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
@@ -104,6 +106,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if _, err = fmt.Sscan(*fromOldest, &c.fromOldest); err != nil {
 		return c, fmt.Errorf("--from-oldest: %q is not true or false", *fromOldest)
+	}
+	if _, err = fmt.Sscan(*partitions, &c.partitions); err != nil || c.partitions < 1 {
+		return c, fmt.Errorf("--partitions: %q is not a positive integer", *partitions)
 	}
 	if _, err = fmt.Sscan(*pprof, &c.pprof); err != nil {
 		return c, fmt.Errorf("--pprof: %q is not true or false", *pprof)

@@ -22,6 +22,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
@@ -74,6 +75,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	detectorsDir := path.Join(cfg.zkRoot, "members", "detectors")
 	var det *detector.Detector
 	if cfg.detector {
+		// A group formed before its topic exists gets no partitions until
+		// the next rebalance: make sure the topic is there first.
+		n, err := kafkaio.EnsureTopic(ctx, cfg.brokers, cfg.topic, cfg.partitions)
+		switch {
+		case errors.Is(err, kafkaio.ErrNoBroker):
+			return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
+		case err != nil:
+			log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", cfg.topic, "err", err)
+		default:
+			log.Info("access topic", "topic", cfg.topic, "partitions", n)
+		}
 		det, err = detector.New(detector.Config{
 			Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
 			Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,

@@ -65,7 +65,7 @@ type Config struct {
 	// Where records go: a kafka-go Writer to Brokers and Topic, unless Sink
 	// is set.
 	Brokers     []string // bootstrap addresses; required unless Sink is set
-	Topic       string   // default "hotspot.access"; must exist (see EnsureTopic)
+	Topic       string   // default "hotspot.access"; must exist (see kafkaio.EnsureTopic)
 	Compression string   // "", "none", "gzip", "snappy", "lz4" or "zstd"; default none
 	MaxInflight int64    // bytes written to Kafka and not yet acknowledged before Write blocks; default 64 MiB
 	Sink        Sink     // if set, receives the records instead of Kafka

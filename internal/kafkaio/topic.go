@@ -1,0 +1,81 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// ErrNoBroker is returned (wrapped) by EnsureTopic when no broker answers.
+var ErrNoBroker = errors.New("kafkaio: no Kafka broker answers")
+
+// EnsureTopic creates topic with the given number of partitions (replication
+// factor 1) unless it exists, then waits until every partition has a leader,
+// so that the first records written are not refused. It leaves an existing
+// topic as it is, whatever its partition count, and reports that count.
+// When no broker answers, the error wraps ErrNoBroker.
+func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
+	if len(brokers) == 0 || topic == "" || partitions < 1 {
+		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic and partitions >= 1")
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	n, err := leaders(ctx, client, topic)
+	if err != nil {
+		return 0, fmt.Errorf("%w at %s: %w", ErrNoBroker, strings.Join(brokers, ","), err)
+	}
+	if n > 0 {
+		return n, nil
+	}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
+	}}})
+	if err != nil {
+		return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+	}
+	if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+	}
+	for {
+		n, err := leaders(ctx, client, topic)
+		if err != nil {
+			return 0, fmt.Errorf("kafkaio: topic %s: %w", topic, err)
+		}
+		if n > 0 {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("kafkaio: topic %s has partitions without a leader: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// leaders returns the topic's partition count when it exists and every
+// partition has a leader, 0 when it does not exist or is not ready yet, and
+// an error only when the cluster cannot be asked.
+func leaders(ctx context.Context, client *kafka.Client, topic string) (int, error) {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic || t.Error != nil || len(t.Partitions) == 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Error != nil || p.Leader.Host == "" {
+				return 0, nil
+			}
+		}
+		return len(t.Partitions), nil
+	}
+	return 0, nil
+}
