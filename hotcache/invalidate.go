@@ -66,6 +66,9 @@ func (c *Client) invalidate(ctx context.Context, key string) error {
 		return nil
 	}
 	err := c.delAndPublish(ctx, key)
+	// Again: a reload started by the first drop may have read Redis before
+	// the DEL. (The instance also receives its own broadcast.)
+	c.dropLocal(key)
 	c.spawn(func() {
 		t := time.NewTimer(c.o.doubleDelete)
 		defer t.Stop()
