@@ -112,7 +112,7 @@ type Client struct {
 
 	table *countTable
 	sink  sink
-	zk    *zkFollower // nil without ZooKeeper
+	zk    atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
 
 	loadq  chan *hotEntry
 	closed atomic.Bool
@@ -126,8 +126,9 @@ type Client struct {
 // ZooKeeper, Redis, Kafka and the Loader is required, but without ZooKeeper
 // nothing is ever hot and without Kafka Hotspot never hears of this app's
 // accesses) and returns once the hot set has been read once, or after 2 s,
-// or when ctx ends (the hot set then arrives in the background). ctx bounds
-// only New; the Client runs until Close.
+// or when ctx ends; the hot set then arrives in the background, and so does
+// the ZooKeeper session if ZooKeeper did not answer. ctx bounds only New; the
+// Client runs until Close.
 func New(ctx context.Context, opts ...Option) (*Client, error) {
 	o := defaults()
 	for _, opt := range opts {
@@ -186,18 +187,17 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		c.spawn(c.subscribe)
 	}
 	if len(o.zkServers) > 0 {
-		c.zk, err = startZK(ctx, c)
-		if err != nil {
-			c.Close()
-			return nil, err
+		start := time.Now()
+		c.startZK(ctx, 2*time.Second)
+		if z := c.zk.Load(); z != nil {
+			wait, cancel := context.WithTimeout(ctx, max(2*time.Second-time.Since(start), 0))
+			select {
+			case <-z.w.Ready():
+			case <-wait.Done():
+				c.log.Warn("hotcache: hot set not read yet; it will arrive in the background")
+			}
+			cancel()
 		}
-		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
-		select {
-		case <-c.zk.ready():
-		case <-wait.Done():
-			c.log.Warn("hotcache: hot set not read yet; it will arrive in the background")
-		}
-		cancel()
 	}
 	return c, nil
 }
@@ -475,11 +475,12 @@ func (c *Client) IsHot(key string) bool {
 
 // Hot returns the app's current hot keys, by rate, descending.
 func (c *Client) Hot() []HotKey {
-	if c.zk == nil {
+	z := c.zk.Load()
+	if z == nil {
 		return nil
 	}
 	t := c.hot.Load()
-	keys := c.zk.w.Snapshot().App(c.o.app)
+	keys := z.w.Snapshot().App(c.o.app)
 	out := make([]HotKey, 0, len(keys))
 	for _, k := range keys {
 		h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned"}
@@ -506,8 +507,8 @@ func (c *Client) Close() error {
 	c.bgMu.Unlock()
 	c.wg.Wait()
 	var errs []error
-	if c.zk != nil {
-		c.zk.close()
+	if z := c.zk.Load(); z != nil {
+		z.s.Close()
 	}
 	if c.sink != nil {
 		errs = append(errs, c.sink.close())

@@ -141,6 +141,7 @@ type reporter struct {
 	m        *metrics
 	entries  []wire.KeyCount
 	recBytes int
+	last     time.Time // start of the interval being counted
 }
 
 // run flushes every interval, and early when the table fills, until ctx ends;
@@ -161,7 +162,12 @@ func (r *reporter) run(ctx context.Context) {
 }
 
 func (r *reporter) flush(ctx context.Context) {
-	start := time.Now().Add(-r.every).UnixMilli()
+	now := time.Now()
+	if r.last.IsZero() {
+		r.last = now.Add(-r.every)
+	}
+	start := r.last.UnixMilli()
+	r.last = now
 	r.entries, r.recBytes = r.entries[:0], 0
 	add := func(key string, n uint64) {
 		r.entries = append(r.entries, wire.KeyCount{Key: key, Count: n})

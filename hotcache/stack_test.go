@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"slices"
@@ -546,4 +547,62 @@ func TestMetricsRegistered(t *testing.T) {
 			t.Errorf("metric %s not registered (have %v)", want, names)
 		}
 	}
+}
+
+// cutProxy forwards TCP connections to target, or refuses them while cut.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	cut    atomic.Bool
+}
+
+func newCutProxy(t *testing.T, target string, cut bool) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	p.cut.Store(cut)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if p.cut.Load() {
+				c.Close()
+				continue
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// TestZooKeeperLate starts a Client while ZooKeeper is unreachable: New must
+// not hang, reads work (nothing is hot), and once ZooKeeper answers the hot
+// set arrives.
+func TestZooKeeperLate(t *testing.T) {
+	zkAddr := stacktest.ZK(t)
+	hs := newHotSet(t, zkAddr)
+	hs.set("k")
+	px := newCutProxy(t, zkAddr, true)
+	start := time.Now()
+	c := newClient(t, WithApp(hs.app), WithZooKeeper([]string{px.ln.Addr().String()}, hs.root),
+		WithLoader(newSource("k", "v")))
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("New with ZooKeeper unreachable took %v, want about 2s", took)
+	}
+	if got := get(t, c, "k"); got != "v" || c.IsHot("k") {
+		t.Fatalf("Get without ZooKeeper = %q, hot %v; want v, not hot", got, c.IsHot("k"))
+	}
+	px.cut.Store(false)
+	waitFor(t, "the hot set once ZooKeeper answers", func() bool { return c.IsHot("k") })
 }
