@@ -247,6 +247,7 @@ func TestCollectDeletesDeadShardsAfterTwiceTTL(t *testing.T) {
 	defer leaveZombie()
 	go p.Join(zombieCtx, hotset.Member{ID: "zombie", Addr: "127.0.0.1:1"})
 	old := time.Now().Add(-time.Hour).UnixMilli()
+	written := time.Now() // no later than the dead nodes' Updated
 	for _, sh := range []*hotset.Shard{
 		{App: "app", Shard: "zombie", Updated: old, TTL: ttl.Milliseconds(), Keys: []hotset.Key{{Key: "z"}}},
 		{App: "app", Shard: "dead", Updated: time.Now().UnixMilli(), TTL: ttl.Milliseconds(), Keys: []hotset.Key{{Key: "d"}}},
@@ -256,7 +257,6 @@ func TestCollectDeletesDeadShardsAfterTwiceTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	written := time.Now()
 
 	a, err := aggregator.New(aggregator.Config{ID: "a-live", Addr: "127.0.0.1:7003",
 		TTL: ttl, Renew: 150 * time.Millisecond, GCInterval: 100 * time.Millisecond}, p)

@@ -20,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
@@ -47,7 +48,9 @@ func newCluster(t *testing.T, partitions int) *cluster {
 	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	createTopic(t, c.brokers, c.topic, partitions)
+	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -457,39 +460,6 @@ func (c *cluster) watch(t *testing.T) *hotwatch.Watcher {
 	go func() { defer close(done); w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return w
-}
-
-func createTopic(t *testing.T, brokers, topic string, partitions int) {
-	t.Helper()
-	conn, err := kafka.Dial("tcp", brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	waitFor(t, 20*time.Second, "every partition of "+topic+" to have a leader", func() bool {
-		parts, err := conn.ReadPartitions(topic)
-		if err != nil || len(parts) != partitions {
-			return false
-		}
-		for _, p := range parts {
-			if p.Leader.ID < 0 {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 func freeAddr(t *testing.T) string {

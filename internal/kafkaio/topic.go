@@ -14,8 +14,8 @@ import (
 var ErrNoBroker = errors.New("kafkaio: no Kafka broker answers")
 
 // EnsureTopic creates topic with the given number of partitions (replication
-// factor 1) unless it exists, then waits until every partition has a leader,
-// so that the first records written are not refused. It leaves an existing
+// factor 1) unless it exists, then waits until every partition has a leader
+// that serves it, so that the first records written are not refused. It leaves an existing
 // topic as it is, whatever its partition count, and reports that count.
 // When no broker answers, the error wraps ErrNoBroker.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
@@ -30,32 +30,54 @@ func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions
 	if err != nil {
 		return 0, fmt.Errorf("%w at %s: %w", ErrNoBroker, strings.Join(brokers, ","), err)
 	}
-	if n > 0 {
-		return n, nil
-	}
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
-	}}})
-	if err != nil {
-		return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
-	}
-	if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+	if n == 0 {
+		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+			Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
+		}}})
+		if err != nil {
+			return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+		}
+		if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+		}
 	}
 	for {
 		n, err := leaders(ctx, client, topic)
 		if err != nil {
 			return 0, fmt.Errorf("kafkaio: topic %s: %w", topic, err)
 		}
-		if n > 0 {
+		// Metadata names a leader before the leader serves the partition:
+		// writes right after creation fail with "not leader" or "unknown
+		// topic or partition" for a moment, so wait until every partition
+		// answers an offsets request too.
+		if n > 0 && serving(ctx, client, topic, n) {
 			return n, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("kafkaio: topic %s has partitions without a leader: %w", topic, ctx.Err())
+			return 0, fmt.Errorf("kafkaio: topic %s has partitions that are not served yet: %w", topic, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// serving reports whether every partition of topic answers a ListOffsets
+// request without an error.
+func serving(ctx context.Context, client *kafka.Client, topic string, partitions int) bool {
+	req := make([]kafka.OffsetRequest, partitions)
+	for p := range req {
+		req[p] = kafka.LastOffsetOf(p)
+	}
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: req}})
+	if err != nil || len(res.Topics[topic]) != partitions {
+		return false
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // leaders returns the topic's partition count when it exists and every

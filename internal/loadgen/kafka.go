@@ -47,7 +47,7 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		BatchSize:    10_000,               // messages per partition batch; BatchBytes is the real bound
 		BatchBytes:   1 << 20,              // under the broker's default message.max.bytes
 		RequiredAcks: kafka.RequireOne,     // acknowledged: fire-and-forget loses records silently
-		MaxAttempts:  3,
+		MaxAttempts:  10,                   // kafka-go backs off 100 ms to 1 s between attempts
 		WriteTimeout: 10 * time.Second,
 		Compression:  codec,
 		Async:        true,
