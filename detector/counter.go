@@ -2,6 +2,7 @@ package detector
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 )
 
@@ -34,7 +35,8 @@ type counter struct {
 	seq      int64 // number of the open bucket (time / bucketNS)
 	started  bool
 
-	index   map[string]uint32 // composite key -> entries index
+	index   index // composite key -> entries index
+	hseed   maphash.Seed
 	entries []entry
 	free    []uint32 // unused entries indexes
 	fwd     []uint32 // entries with fwd > 0, in the order they got it
@@ -62,6 +64,7 @@ type counterStats struct {
 
 type entry struct {
 	key    string // uvarint(len(app)) + app + key; "" when unused
+	hash   uint64 // maphash of key, computed once per access
 	window uint64 // sum of the live buckets' counts (each clamped to 2^32-1)
 	pend   uint64 // accesses of the open bucket not yet decided on
 	fwd    uint64 // accesses decided to be forwarded at the next flush
@@ -83,7 +86,7 @@ func newCounter(bucketNS int64, nBuckets, maxKeys, maxBytes int) *counter {
 	c := &counter{
 		bucketNS:  bucketNS,
 		nb:        nBuckets + 1,
-		index:     make(map[string]uint32),
+		hseed:     maphash.MakeSeed(),
 		maxKeys:   maxKeys,
 		softKeys:  maxKeys - maxKeys/8,
 		maxBytes:  maxBytes,
@@ -181,9 +184,10 @@ func (c *counter) add(app, key []byte, n uint64) {
 	c.kbuf = append(c.kbuf, app...)
 	c.kbuf = append(c.kbuf, key...)
 	var seed uint64
-	idx, ok := c.index[string(c.kbuf)]
+	h := maphash.Bytes(c.hseed, c.kbuf)
+	idx, ok := c.index.find(c.entries, c.kbuf, h)
 	if !ok {
-		if idx, seed, ok = c.insert(c.kbuf, n); !ok {
+		if idx, seed, ok = c.insert(c.kbuf, h, n); !ok {
 			c.stats.capDropped++
 			return
 		}
@@ -204,9 +208,9 @@ func (c *counter) add(app, key []byte, n uint64) {
 // sketch, which then holds the key's accesses while it stays outside; a key
 // let in carries the sketch's estimate of its earlier accesses as a seed
 // (counted in its window, never forwarded).
-func (c *counter) insert(k []byte, n uint64) (idx uint32, seed uint64, ok bool) {
+func (c *counter) insert(k []byte, h, n uint64) (idx uint32, seed uint64, ok bool) {
 	if c.live < c.softKeys && c.keyBytes+len(k) <= c.softBytes {
-		return c.newEntry(k), 0, true
+		return c.newEntry(k, h), 0, true
 	}
 	if c.sk == nil {
 		c.sk = newSketch(c.maxKeys)
@@ -220,10 +224,10 @@ func (c *counter) insert(k []byte, n uint64) (idx uint32, seed uint64, ok bool) 
 		return 0, 0, false
 	}
 	c.stats.admitted++
-	return c.newEntry(k), est - min(est, n), true
+	return c.newEntry(k, h), est - min(est, n), true
 }
 
-func (c *counter) newEntry(k []byte) uint32 {
+func (c *counter) newEntry(k []byte, h uint64) uint32 {
 	var idx uint32
 	if n := len(c.free); n > 0 {
 		idx = c.free[n-1]
@@ -234,8 +238,8 @@ func (c *counter) newEntry(k []byte) uint32 {
 	}
 	s := string(k)
 	// seq one behind the open bucket: the first add appends a touch.
-	c.entries[idx] = entry{key: s, seq: uint32(c.seq) - 1}
-	c.index[s] = idx
+	c.entries[idx] = entry{key: s, hash: h, seq: uint32(c.seq) - 1}
+	c.index.insert(h, idx, c.entries)
 	c.keyBytes += len(s)
 	c.live++
 	return idx
@@ -243,7 +247,7 @@ func (c *counter) newEntry(k []byte) uint32 {
 
 func (c *counter) remove(idx uint32) {
 	e := &c.entries[idx]
-	delete(c.index, e.key)
+	c.index.remove(e.hash, idx)
 	c.keyBytes -= len(e.key)
 	*e = entry{}
 	c.free = append(c.free, idx)

@@ -57,7 +57,7 @@ func TestCounterExpiresKeysAfterWindow(t *testing.T) {
 			t.Fatalf("keys at bucket %d: got %d, want %d", tc.bucket, got, tc.want)
 		}
 	}
-	if got := len(c.index); got != 0 {
+	if got := c.index.len(); got != 0 {
 		t.Fatalf("index after expiry: got %d entries, want 0", got)
 	}
 	// A key that keeps arriving stays.
