@@ -172,7 +172,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
 	}
 	c.rdb, c.ownRedis = newRedis(o)
-	if len(o.brokers) > 0 {
+	switch {
+	case o.sink != nil:
+		c.sink = o.sink
+	case len(o.brokers) > 0:
 		c.sink = newKafkaSink(o.brokers, o.topic, c.m, c.log)
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())

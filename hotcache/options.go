@@ -51,6 +51,8 @@ type options struct {
 	// served from L1, with the time the ZooKeeper event arrived and how long
 	// the value load took. Tests use it to measure promotion delays.
 	onPromoted func(key string, event time.Time, load time.Duration)
+	// sink, if set, replaces the Kafka sink (tests and benchmarks).
+	sink sink
 }
 
 func defaults() options {

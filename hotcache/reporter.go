@@ -107,18 +107,24 @@ func (t *countTable) poke() {
 }
 
 // drain calls fn with every (key, count) counted since the last drain and
-// empties the table. Only the flusher calls it.
+// empties the table. It swaps every stripe's map first and reads them after,
+// so that encoding the first stripes does not keep the last ones filling up.
+// Only the flusher calls it.
 func (t *countTable) drain(fn func(key string, n uint64)) {
+	var old [countStripes]map[string]uint64
 	for i := range t.stripes {
 		s := &t.stripes[i]
 		s.mu.Lock()
-		m := s.m
+		old[i] = s.m
 		s.m, s.spare = s.spare, nil
 		s.mu.Unlock()
+	}
+	for i, m := range old {
 		for k, n := range m {
 			fn(k, n)
 		}
 		clear(m)
+		s := &t.stripes[i]
 		s.mu.Lock()
 		s.spare = m
 		s.mu.Unlock()

@@ -39,9 +39,7 @@ func (s *memSink) close() error { return nil }
 func TestReporterSumsHotAndCold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := &memSink{counts: map[string]uint64{}, apps: map[string]bool{}}
-		c := newClient(t, WithLoader(newSource("hot", "1", "cold", "2")))
-		c.sink = sink // the reporter reads it through rep below
-		rep := &reporter{app: "shop", every: 100 * time.Millisecond, table: c.table, hot: c.drainHot, sink: sink, m: c.m}
+		c := newClient(t, WithLoader(newSource("hot", "1", "cold", "2")), withSink(sink))
 		promote(t, c, "hot")
 		for range 1000 {
 			get(t, c, "hot")
@@ -49,7 +47,10 @@ func TestReporterSumsHotAndCold(t *testing.T) {
 		for range 10 {
 			get(t, c, "cold")
 		}
-		rep.flush(context.Background())
+		time.Sleep(100 * time.Millisecond) // one report interval
+		synctest.Wait()
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
 		if got := sink.counts; got["hot"] != 1000 || got["cold"] != 10 || !sink.apps["shop"] {
 			t.Errorf("reported %v for apps %v, want hot:1000 cold:10 for shop", got, sink.apps)
 		}
@@ -91,10 +92,13 @@ func TestCountTableBounded(t *testing.T) {
 func TestReporterDropsWhenKafkaFails(t *testing.T) {
 	sink := &memSink{counts: map[string]uint64{}, apps: map[string]bool{}, fail: errBacklog}
 	c := newClient(t)
-	rep := &reporter{app: "shop", every: time.Second, table: c.table, hot: c.drainHot, sink: sink, m: c.m}
-	c.table.add("k", 5)
+	// A reporter of its own over a table of its own: the Client's reporter
+	// must be the only one draining c.table.
+	tab := newCountTable(1024)
+	rep := &reporter{app: "shop", every: time.Second, table: tab, hot: func(func(string, uint64)) {}, sink: sink, m: c.m}
+	tab.add("k", 5)
 	rep.flush(context.Background())
-	c.table.add("k", 1)
+	tab.add("k", 1)
 	rep.flush(context.Background())
 	if got := testCounter(t, c.m.reportDropped.WithLabelValues("kafka")); got != 6 {
 		t.Errorf("dropped = %v, want 6", got)
