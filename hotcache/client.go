@@ -140,6 +140,17 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.redisClient != nil && len(o.redisAddrs) > 0 {
 		return nil, errors.New("hotcache: WithRedis and WithRedisClient are exclusive")
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"WithRedisTTL", o.redisTTL}, {"WithTimeout", o.opTimeout}, {"WithNotFoundTTL", o.notFoundTTL}} {
+		if d.v <= 0 {
+			return nil, fmt.Errorf("hotcache: %s: %v must be > 0", d.name, d.v)
+		}
+	}
+	if o.doubleDelete < 0 {
+		return nil, fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
+	}
 	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
@@ -420,8 +431,8 @@ func (c *Client) remember(key string, v *value) {
 // Loader.
 func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, notFound bool, err error) {
 	redisOK := false
+	var redisErr error
 	if c.rdb != nil {
-		var redisErr error
 		if c.br.allow() {
 			data, err := c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
 			switch {
@@ -444,6 +455,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 		}
 	}
 	if c.o.loader == nil {
+		if redisErr != nil {
+			return nil, false, redisErr
+		}
 		return nil, true, nil // Redis is the only store: a miss there is a miss
 	}
 	if !c.loadLim.Allow() {

@@ -295,6 +295,8 @@ func TestNewRejects(t *testing.T) {
 		opts []Option
 	}{
 		{"no app", nil},
+		{"zero not-found TTL", []Option{WithApp("a"), WithNotFoundTTL(0)}},
+		{"negative Redis TTL", []Option{WithApp("a"), WithRedisTTL(-time.Second)}},
 		{"two Redis", []Option{WithApp("a"), WithRedis("127.0.0.1:1"), WithRedisClient(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))}},
 	}
 	for _, tt := range tests {
