@@ -23,6 +23,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/score"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -367,17 +368,11 @@ func (d *driver) run(ctx context.Context, start time.Time) {
 	}
 }
 
-// crossing is when the key's trailing one-second read count first reached n.
+// crossing is when key's trailing one-second read count first reached n.
 func (d *driver) crossing(key string, n int) (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := d.flashSent[key]
-	for i := n - 1; i < len(s); i++ {
-		if s[i].Sub(s[i-n+1]) < time.Second {
-			return s[i], true
-		}
-	}
-	return time.Time{}, false
+	return score.FirstCrossing(d.flashSent[key], n, time.Second)
 }
 
 // sample is one second of the apps' and Redis's counters.

@@ -221,13 +221,7 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 func (p *producer) crossing(key string, n int) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.sends[key]
-	for i := n - 1; i < len(s); i++ {
-		if s[i].Sub(s[i-n+1]) < time.Second {
-			return s[i], true
-		}
-	}
-	return time.Time{}, false
+	return score.FirstCrossing(p.sends[key], n, time.Second)
 }
 
 // TestFlashCrowd: a key that jumps from 0 to 3000/s amid background traffic

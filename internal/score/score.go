@@ -97,3 +97,16 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
+
+// FirstCrossing returns the first of the sorted event times at which n
+// events had happened within one window (that event's time), and false if
+// that never happened. It turns a send log into a threshold crossing:
+// n = threshold * window.
+func FirstCrossing(times []time.Time, n int, window time.Duration) (time.Time, bool) {
+	for i := n - 1; i < len(times) && n > 0; i++ {
+		if times[i].Sub(times[i-n+1]) < window {
+			return times[i], true
+		}
+	}
+	return time.Time{}, false
+}

@@ -64,3 +64,31 @@ func TestPercentile(t *testing.T) {
 		t.Error("Percentile of nothing is not 0")
 	}
 }
+
+func TestFirstCrossing(t *testing.T) {
+	base := time.UnixMilli(0)
+	at := func(ms ...int) []time.Time {
+		var ts []time.Time
+		for _, m := range ms {
+			ts = append(ts, base.Add(time.Duration(m)*time.Millisecond))
+		}
+		return ts
+	}
+	tests := []struct {
+		times []time.Time
+		n     int
+		want  int // ms, -1 for never
+	}{
+		{at(0, 500, 999), 3, 999},
+		{at(0, 500, 1000, 1400), 3, 1400}, // 0..1000 is not within one second
+		{at(0, 600, 1200, 1800), 3, -1},
+		{at(0), 2, -1},
+		{nil, 1, -1},
+	}
+	for _, tt := range tests {
+		got, ok := FirstCrossing(tt.times, tt.n, time.Second)
+		if (tt.want < 0) != !ok || (ok && got.Sub(base) != time.Duration(tt.want)*time.Millisecond) {
+			t.Errorf("FirstCrossing(%v, %d) = %v, %v; want %dms", tt.times, tt.n, got.Sub(base), ok, tt.want)
+		}
+	}
+}
