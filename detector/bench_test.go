@@ -108,7 +108,7 @@ func BenchmarkDecodeAndCount(b *testing.B) {
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 	c.cutoff = 13
 	dec := wire.Decoder{}
-	add := func(e *wire.Entry) { c.add(e.App, e.Key, e.Count) }
+	add := func(e *wire.Entry) { c.queue(e.App, e.Key, e.Count) } // as the worker does
 	var buf []Count
 	now := int64(0)
 	step := func(i int) {
@@ -341,7 +341,7 @@ func BenchmarkCounterWorkload(b *testing.B) {
 				if j == 0 {
 					start = 0
 				}
-				c.add(app, arena[start:ends[j]], 1)
+				c.queue(app, arena[start:ends[j]], 1) // as the worker does
 				start = ends[j]
 			}
 			for i := range n { // warm up: buffers grown, window full

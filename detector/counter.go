@@ -51,6 +51,8 @@ type counter struct {
 	skStart             int64 // bucket at which the sketch's current generation began
 
 	kbuf []byte
+	q    accessQueue // accesses queued for drain
+	sink uint64      // keeps drain's cache-warming loads from being optimized away
 
 	stats counterStats
 }
@@ -71,6 +73,16 @@ type entry struct {
 	cur    uint32 // the open bucket's count (saturating; includes an admission seed)
 	seq    uint32 // low bits of the bucket in which the key was last touched
 	slot   uint32 // the key's position in that bucket's touch list
+}
+
+// accessQueue holds queued accesses: composite keys back to back, and per
+// access the end of its key, its count and (during drain) its hash.
+type accessQueue struct {
+	keys []byte
+	ends []uint32
+	ns   []uint64
+	hs   []uint64
+	cand []uint32 // entries that drain warms
 }
 
 type touch struct {
@@ -109,6 +121,7 @@ func (c *counter) takeStats() counterStats {
 // advance moves the counter's clock to now (Unix nanoseconds), closing and
 // expiring buckets on the way. A clock that goes back is ignored.
 func (c *counter) advance(now int64) {
+	c.drain()
 	s := now / c.bucketNS
 	if !c.started {
 		c.started, c.seq = true, s
@@ -183,11 +196,81 @@ func (c *counter) add(app, key []byte, n uint64) {
 	c.kbuf = binary.AppendUvarint(c.kbuf[:0], uint64(len(app)))
 	c.kbuf = append(c.kbuf, app...)
 	c.kbuf = append(c.kbuf, key...)
+	c.addKey(c.kbuf, maphash.Bytes(c.hseed, c.kbuf), n)
+}
+
+// queueLen is how many queued accesses drain counts at once: enough
+// independent cache misses to overlap, few enough that their slots,
+// entries and keys stay in the L1 cache until they are counted.
+const queueLen = 64
+
+// queue is add, deferred until the next drain (at the latest the next
+// advance or flush, or when queueLen accesses are waiting): the caller's
+// app and key may be reused once queue returns.
+func (c *counter) queue(app, key []byte, n uint64) {
+	q := &c.q
+	q.keys = binary.AppendUvarint(q.keys, uint64(len(app)))
+	q.keys = append(q.keys, app...)
+	q.keys = append(q.keys, key...)
+	q.ends = append(q.ends, uint32(len(q.keys)))
+	q.ns = append(q.ns, n)
+	if len(q.ends) == queueLen {
+		c.drain()
+	}
+}
+
+// drain counts the queued accesses. Looking up one key is a chain of
+// dependent cache misses (slot, entry, key bytes) that the CPU cannot
+// overlap; so drain first walks the queue touching every key's home slot,
+// then every candidate entry, then every candidate key, each pass's misses
+// independent of one another, and only then counts, mostly from cache.
+// The touches only warm the cache: counting does its own lookups.
+func (c *counter) drain() {
+	q := &c.q
+	if len(q.ends) == 0 {
+		return
+	}
+	q.hs = q.hs[:0]
+	var sink uint64
+	start := uint32(0)
+	for _, end := range q.ends {
+		h := maphash.Bytes(c.hseed, q.keys[start:end])
+		q.hs = append(q.hs, h)
+		if c.index.slots != nil {
+			sink += c.index.slots[uint32(h>>32)&c.index.mask]
+		}
+		start = end
+	}
+	if c.index.slots != nil {
+		q.cand = q.cand[:0]
+		for _, h := range q.hs {
+			if s := c.index.slots[uint32(h>>32)&c.index.mask]; s != 0 && uint32(s>>32) == uint32(h>>32) {
+				e := &c.entries[uint32(s)-1]
+				sink += uint64(len(e.key))
+				q.cand = append(q.cand, uint32(s)-1)
+			}
+		}
+		for _, idx := range q.cand {
+			if k := c.entries[idx].key; k != "" {
+				sink += uint64(k[len(k)-1])
+			}
+		}
+	}
+	c.sink = sink
+	start = 0
+	for i, end := range q.ends {
+		c.addKey(q.keys[start:end], q.hs[i], q.ns[i])
+		start = end
+	}
+	q.keys, q.ends, q.ns = q.keys[:0], q.ends[:0], q.ns[:0]
+}
+
+// addKey counts n accesses of the composite key k, whose hash is h.
+func (c *counter) addKey(k []byte, h, n uint64) {
 	var seed uint64
-	h := maphash.Bytes(c.hseed, c.kbuf)
-	idx, ok := c.index.find(c.entries, c.kbuf, h)
+	idx, ok := c.index.find(c.entries, k, h)
 	if !ok {
-		if idx, seed, ok = c.insert(c.kbuf, h, n); !ok {
+		if idx, seed, ok = c.insert(k, h, n); !ok {
 			c.stats.capDropped++
 			return
 		}
@@ -261,6 +344,7 @@ func (c *counter) remove(idx uint32) {
 // would be the same. With final set, the open bucket's remaining keys are
 // decided now too (the counter is being dropped).
 func (c *counter) flush(dst []Count, final bool) []Count {
+	c.drain()
 	for _, t := range c.ring[c.open] {
 		e := &c.entries[t.idx]
 		if final {

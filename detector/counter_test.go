@@ -382,3 +382,76 @@ func TestSketchNeverUnderestimates(t *testing.T) {
 		t.Fatalf("after two rotations: estimate %d, want 1", est)
 	}
 }
+
+// TestCounterQueueMatchesAdd feeds the same accesses to one counter through
+// add and to another through queue (drained by advance, flush, or a full
+// queue): every flush must forward the same counts and the filter drop the
+// same accesses, since queued accesses belong to the bucket open when they
+// were queued.
+func TestCounterQueueMatchesAdd(t *testing.T) {
+	direct := newCounter(tBucket, 10, 2000, 1<<20)
+	queued := newCounter(tBucket, 10, 2000, 1<<20)
+	for _, c := range []*counter{direct, queued} {
+		c.cutoff = 5
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	now := int64(0)
+	var gotBuf, wantBuf []Count
+	for step := range 20_000 {
+		if step%97 == 0 {
+			now += int64(rng.IntN(3)) * tBucket / 2
+			direct.advance(now)
+			queued.advance(now)
+		}
+		app := []byte(fmt.Sprintf("app%d", rng.IntN(3)))
+		key := []byte(fmt.Sprintf("k%d", int(rng.ExpFloat64()*300)))
+		n := uint64(1 + rng.IntN(3))
+		direct.add(app, key, n)
+		queued.queue(app, key, n)
+		if step%251 == 0 {
+			final := step%5000 == 0
+			want := sums(direct, final)
+			got := sums(queued, final)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("step %d: queued forwarded %v, direct %v", step, got, want)
+			}
+			if g, w := queued.takeStats(), direct.takeStats(); g != w {
+				t.Fatalf("step %d: queued stats %+v, direct %+v", step, g, w)
+			}
+			if queued.len() != direct.len() {
+				t.Fatalf("step %d: queued tracks %d keys, direct %d", step, queued.len(), direct.len())
+			}
+		}
+	}
+	gotBuf, wantBuf = queued.flush(gotBuf, false), direct.flush(wantBuf, false)
+	if len(gotBuf) != len(wantBuf) {
+		t.Fatalf("last flush: %d counts queued, %d direct", len(gotBuf), len(wantBuf))
+	}
+}
+
+func TestCounterQueueSteadyStateAllocs(t *testing.T) {
+	c := newCounter(tBucket, 10, 1<<16, 1<<24)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "item:%d", i)
+	}
+	app := []byte("shop")
+	now := int64(0)
+	buf := make([]Count, 0, 2000)
+	step := func() {
+		now += int64(time.Millisecond)
+		c.advance(now)
+		for _, k := range keys {
+			c.queue(app, k, 1)
+		}
+		if now%int64(100*time.Millisecond) == 0 {
+			buf = c.flush(buf[:0], false)
+		}
+	}
+	for range 3000 {
+		step()
+	}
+	if got := testing.AllocsPerRun(500, step); got != 0 {
+		t.Fatalf("steady state: %v allocations per step of %d queued updates, want 0", got, len(keys))
+	}
+}

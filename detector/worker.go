@@ -62,7 +62,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
 	w.add = func(e *wire.Entry) {
 		w.entries++
-		w.c.add(e.App, e.Key, e.Count)
+		w.c.queue(e.App, e.Key, e.Count)
 	}
 	return w
 }
