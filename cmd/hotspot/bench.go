@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -20,7 +21,8 @@ const benchHelp = `
 Runs a workload against a running cluster and reports what it achieved:
 throughput (wall, and per CPU-second of the hotspotd processes), detection
 delay from each key's true threshold crossing (the generator's send log) to
-its publication in ZooKeeper, precision and recall against the ground truth,
+its publication in ZooKeeper and to its value in the L1 of an app (a hotcache
+client embedded in this command), precision and recall against the ground truth,
 and the hotspotd processes' resident memory.
 
 It takes the workload flags of hotspot load (see hotspot load --help for the
@@ -69,6 +71,13 @@ type benchResult struct {
 	DelayP95   float64  `json:"delay_p95_ms"`
 	DelayP99   float64  `json:"delay_p99_ms"`
 	DelayMax   float64  `json:"delay_max_ms"`
+
+	// Crossing to the value served from the L1 of an app (a hotcache
+	// client in this process, loading from a constant loader).
+	L1Keys     int     `json:"l1_keys"`
+	L1DelayP50 float64 `json:"l1_delay_p50_ms"`
+	L1DelayP95 float64 `json:"l1_delay_p95_ms"`
+	L1DelayP99 float64 `json:"l1_delay_p99_ms"`
 }
 
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -137,6 +146,36 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	defer wg.Wait()
 	wg.Go(func() { watcher.Run(watchCtx) })
 	<-watcher.Ready()
+
+	// An app of the workload's app, as an SDK user would embed it: it
+	// watches the hot set and loads each promoted key into its L1 (from a
+	// constant loader: the load itself is not what is measured).
+	app, err := hotcache.New(ctx, hotcache.WithApp(*w.app), hotcache.WithZooKeeper(servers, *root),
+		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
+	if err != nil {
+		return fmt.Errorf("hotcache client: %w", err)
+	}
+	defer app.Close()
+	inL1 := make(map[loadgen.AppKey]time.Time)
+	wg.Go(func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case now := <-t.C:
+				mu.Lock()
+				for _, k := range app.Hot() {
+					ak := loadgen.AppKey{App: *w.app, Key: k.Key}
+					if _, ok := inL1[ak]; !ok && k.Loaded {
+						inL1[ak] = now
+					}
+				}
+				mu.Unlock()
+			}
+		}
+	})
 
 	// Resident memory, sampled every second.
 	var maxRSS float64
@@ -209,6 +248,9 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 		r.RecordsPerCPU = r.DetRecords / r.HotspotdCPU
 	}
 	r.EntriesPerSecond = r.DetEntries / (st.Elapsed + *settle).Seconds()
+	l1 := score.Grade(st.Truth, inL1, score.Config{Threshold: cfg.Threshold})
+	r.L1Keys = l1.Found
+	r.L1DelayP50, r.L1DelayP95, r.L1DelayP99 = ms(l1.P50), ms(l1.P95), ms(l1.P99)
 	for _, k := range rep.Missed {
 		r.Missed = append(r.Missed, k.App+"/"+k.Key)
 	}
@@ -243,6 +285,8 @@ func printBench(out io.Writer, r benchResult) {
 		r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported)
 	fmt.Fprintf(out, "delay         crossing -> ZooKeeper: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (%d keys)\n",
 		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found)
+	fmt.Fprintf(out, "              crossing -> an app's L1: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms (%d keys)\n",
+		r.L1DelayP50, r.L1DelayP95, r.L1DelayP99, r.L1Keys)
 	if len(r.Missed) > 0 {
 		fmt.Fprintf(out, "missed        %v\n", r.Missed)
 	}
