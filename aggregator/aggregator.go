@@ -177,7 +177,7 @@ func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 func (a *Aggregator) Add(app, key string, n uint64) {
 	now := time.Now()
 	a.t.mu.Lock()
-	hot := a.t.add([]byte(app), []byte(key), n, now)
+	hot := a.t.add([]byte(app), []byte(key), n, now, 1)
 	a.t.heard(now)
 	a.t.mu.Unlock()
 	if hot {

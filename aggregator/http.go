@@ -69,11 +69,19 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 // nothing (wire.DecodePartials validates the whole body before the first
 // callback), so the detector can retry without double counting.
 func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
+	// The counts are spread over the event time the batch covers: a
+	// detector catching up on a backlog sends several flushes' worth at
+	// once, and counting them all as received now would overstate the rate.
+	h, err := wire.ReadPartialHeader(body)
+	if err != nil {
+		return 0, fmt.Errorf("aggregator: partials: %w", err)
+	}
+	span := a.t.spanBuckets(time.Duration(h.Span) * time.Millisecond)
 	n, hot := 0, false
 	a.t.mu.Lock()
-	_, _, err := wire.DecodePartials(body, func(app, key []byte, count uint64) {
+	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
 		n++
-		if a.t.add(app, key, count, now) {
+		if a.t.add(app, key, count, now, span) {
 			hot = true
 		}
 	})

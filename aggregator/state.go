@@ -115,6 +115,12 @@ func newTable(p params, m *metrics) *table {
 
 func (t *table) bucket(now time.Time) int64 { return now.UnixNano() / t.p.bucketNs }
 
+// spanBuckets is how many buckets a batch covering span of event time
+// spreads over: the nearest whole number, at least 1.
+func (t *table) spanBuckets(span time.Duration) int64 {
+	return max(1, (int64(span)+t.p.bucketNs/2)/t.p.bucketNs)
+}
+
 func (t *table) bucketStart(b int64) time.Time { return time.Unix(0, b*t.p.bucketNs) }
 
 func (t *table) app(name []byte) *appState {
@@ -126,9 +132,10 @@ func (t *table) app(name []byte) *appState {
 	return as
 }
 
-// add counts n accesses of (app, key) received at now and reports whether
-// the key turned hot. The caller holds t.mu.
-func (t *table) add(app, key []byte, n uint64, now time.Time) bool {
+// add counts n accesses of (app, key) received at now, which happened over
+// the last span buckets (see window.addSpan), and reports whether the key
+// turned hot. The caller holds t.mu.
+func (t *table) add(app, key []byte, n uint64, now time.Time, span int64) bool {
 	b := t.bucket(now)
 	as := t.app(app)
 	e := as.keys[string(key)]
@@ -142,7 +149,7 @@ func (t *table) add(app, key []byte, n uint64, now time.Time) bool {
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
-	e.win.add(b, n)
+	e.win.addSpan(b, span, n)
 	sum := float64(e.win.sum)
 	switch {
 	case !e.hot && sum >= t.p.hotSum:

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"fmt"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"slices"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func testTable(t *testing.T, mod func(*Config)) (*table, Config) {
 func (tb *table) addS(app, key string, n uint64, now time.Time) bool {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	return tb.add([]byte(app), []byte(key), n, now)
+	return tb.add([]byte(app), []byte(key), n, now, 1)
 }
 
 func TestWindow(t *testing.T) {
@@ -367,5 +368,66 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	if len(tb.entries) != c.MaxKeys {
 		b.Fatalf("tracked %d keys, want %d", len(tb.entries), c.MaxKeys)
+	}
+}
+
+func TestWindowAddSpan(t *testing.T) {
+	tests := []struct {
+		name        string
+		span        int64
+		n           uint64
+		wantBuckets []uint64 // newest first
+		wantCounted uint64
+	}{
+		{"one bucket", 1, 7, []uint64{7, 0, 0, 0}, 7},
+		{"span 0 is one bucket", 0, 7, []uint64{7, 0, 0, 0}, 7},
+		{"spread evenly, remainder newest", 3, 10, []uint64{4, 3, 3, 0}, 10},
+		{"whole window", 4, 8, []uint64{2, 2, 2, 2}, 8},
+		{"older than the window is left out", 8, 16, []uint64{2, 2, 2, 2}, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWindow(4, 100)
+			counted := w.addSpan(110, tt.span, tt.n)
+			var got []uint64
+			for i := int64(0); i < 4; i++ {
+				got = append(got, w.b[(w.last-i)%4])
+			}
+			if counted != tt.wantCounted || w.sum != tt.wantCounted || !slices.Equal(got, tt.wantBuckets) {
+				t.Errorf("addSpan(span %d, %d): buckets %v sum %d counted %d; want %v, %d",
+					tt.span, tt.n, got, w.sum, counted, tt.wantBuckets, tt.wantCounted)
+			}
+		})
+	}
+}
+
+// TestCatchUpBatchIsSpread: a key at a steady 800/s; its detector stalls
+// for 400 ms, then sends those 400 ms (320 accesses) in one batch and goes
+// on with a batch of 80 every 100 ms. Counted as received at once, the
+// catch-up batch stays in the window for a full second beside the next
+// second's counts and the key reads as 1040/s; spread over the 400 ms of
+// event time it covers, it reads as 800/s.
+func TestCatchUpBatchIsSpread(t *testing.T) {
+	for _, tt := range []struct {
+		spanMs  int64
+		wantHot bool
+	}{{0, true}, {100, true}, {400, false}} {
+		a := mustNew(t, Config{}, &fakePub{})
+		start := time.Unix(1_700_000_000, 0)
+		apply := func(at time.Duration, n uint64, span int64) {
+			body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", Span: span,
+				Groups: []wire.PartialGroup{{App: "app", Entries: []wire.KeyCount{{Key: "k", Count: n}}}}})
+			if _, err := a.apply(body, start.Add(at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apply(400*time.Millisecond, 320, tt.spanMs)
+		for at := 500 * time.Millisecond; at <= 1300*time.Millisecond; at += 100 * time.Millisecond {
+			apply(at, 80, 100)
+		}
+		st, _ := a.t.key("app", "k", start.Add(1300*time.Millisecond))
+		if st.Hot != tt.wantHot {
+			t.Errorf("catch-up batch with span %dms: hot %v at rate %v, want hot %v", tt.spanMs, st.Hot, st.Rate, tt.wantHot)
+		}
 	}
 }

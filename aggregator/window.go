@@ -43,3 +43,29 @@ func (w *window) add(now int64, n uint64) {
 	w.b[w.last%int64(len(w.b))] += n
 	w.sum += n
 }
+
+// addSpan counts n accesses that happened over the span newest buckets
+// ending at now: an equal share in each (the remainder in the newest), and
+// nothing for the part of the span older than the window, since those
+// accesses are outside the window already. A span below 1 means 1. It
+// reports how many of the n accesses it counted.
+func (w *window) addSpan(now int64, span int64, n uint64) uint64 {
+	if span <= 1 {
+		w.add(now, n)
+		return n
+	}
+	w.advance(now)
+	size := int64(len(w.b))
+	share, rem := n/uint64(span), n%uint64(span)
+	var counted uint64
+	for i := int64(0); i < min(span, size); i++ {
+		c := share
+		if i == 0 {
+			c += rem
+		}
+		w.b[(w.last-i)%size] += c
+		counted += c
+	}
+	w.sum += counted
+	return counted
+}

@@ -53,6 +53,11 @@ func appendEntries(dst []byte, entries []KeyCount) []byte {
 
 // checkVersion checks the magic and version bytes at the start of b.
 func checkVersion(b []byte, magic byte, what string) fail {
+	return checkVersionOf(b, magic, batchVersion, what)
+}
+
+// checkVersionOf checks that b starts with magic and version.
+func checkVersionOf(b []byte, magic, version byte, what string) fail {
 	if len(b) == 0 {
 		return fail{ReasonEmpty, 0, "empty " + what}
 	}
@@ -62,7 +67,7 @@ func checkVersion(b []byte, magic byte, what string) fail {
 	if len(b) < 2 {
 		return fail{ReasonTruncated, 1, "no version byte"}
 	}
-	if b[1] != batchVersion {
+	if b[1] != version {
 		return fail{ReasonUnknownVersion, 1, what + " version " + itoa(uint64(b[1])) + " is not known"}
 	}
 	return fail{}

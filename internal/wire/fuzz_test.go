@@ -255,6 +255,7 @@ func FuzzDecodePartials(f *testing.F) {
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{}))
 	f.Add([]byte{0xa6, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00})
 	f.Add([]byte{0xa6, 0x02})
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, Span: 400, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{"k", 3}}}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		type group struct {
 			app     string
@@ -262,7 +263,7 @@ func FuzzDecodePartials(f *testing.F) {
 		}
 		var groups []group
 		var flat []partial
-		src, at, err := wire.DecodePartials(in, func(app, key []byte, c uint64) {
+		h, err := wire.DecodePartials(in, func(app, key []byte, c uint64) {
 			if len(key) == 0 || c == 0 {
 				t.Fatalf("DecodePartials(%q) delivered key %q count %d", in, key, c)
 			}
@@ -275,21 +276,21 @@ func FuzzDecodePartials(f *testing.F) {
 		})
 		if err != nil {
 			reasonOf(t, err)
-			if flat != nil || src != "" || at != 0 {
+			if flat != nil || h != (wire.PartialHeader{}) {
 				t.Fatalf("DecodePartials(%q) failed with %v after delivering %+v", in, err, flat)
 			}
 			return
 		}
-		b := &wire.PartialBatch{Source: src, At: at}
+		b := &wire.PartialBatch{Source: h.Source, At: h.At, Span: h.Span}
 		for _, g := range groups {
 			b.Groups = append(b.Groups, wire.PartialGroup{App: g.app, Entries: g.entries})
 		}
 		var again []partial
-		src2, at2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c uint64) {
+		h2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c uint64) {
 			again = append(again, partial{string(app), string(key), c})
 		})
-		if err != nil || src2 != src || at2 != at || !reflect.DeepEqual(again, flat) {
-			t.Fatalf("re-encoded partials decode to %q %d %+v %v; want %q %d %+v", src2, at2, again, err, src, at, flat)
+		if err != nil || h2 != h || !reflect.DeepEqual(again, flat) {
+			t.Fatalf("re-encoded partials decode to %+v %+v %v; want %+v %+v", h2, again, err, h, flat)
 		}
 	})
 }

@@ -7,6 +7,10 @@ import "encoding/binary"
 // neither format can be mistaken for the other.
 const partialMagic = 0xA6
 
+// partialVersion is the version of the partial-count batch that
+// AppendPartials writes. Version 1 had no Span; DecodePartials reads both.
+const partialVersion = 2
+
 // minGroupSize is the smallest encoded group: an empty app and no entries.
 const minGroupSize = 2
 
@@ -15,7 +19,18 @@ const minGroupSize = 2
 type PartialBatch struct {
 	Source string // sender id (the detector's member id)
 	At     int64  // flush time, Unix milliseconds
+	// Span is how much event time the counts cover, in milliseconds: about
+	// one flush interval normally, more when the detector caught up on a
+	// backlog. 0 means unknown (treated as one flush).
+	Span   int64
 	Groups []PartialGroup
+}
+
+// PartialHeader is the header of a decoded partial-count batch.
+type PartialHeader struct {
+	Source string
+	At     int64 // Unix milliseconds
+	Span   int64 // milliseconds; 0 in version 1 batches
 }
 
 // PartialGroup holds one app's (key, count) entries of a PartialBatch.
@@ -28,7 +43,7 @@ type PartialGroup struct {
 // and returns the extended slice. Entries with a count of 0 or an empty key
 // are left out, and so are groups left with no entries; key length is not
 // limited (the detector's Decoder already enforced its MaxKeyLen). A
-// negative At is written as 0. The layout is documented
+// negative At or Span is written as 0. The layout is documented
 // in docs/wire.md.
 func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	groups := 0
@@ -37,10 +52,11 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 			groups++
 		}
 	}
-	dst = append(dst, partialMagic, batchVersion)
+	dst = append(dst, partialMagic, partialVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Source)))
 	dst = append(dst, b.Source...)
 	dst = binary.AppendUvarint(dst, uint64(max(b.At, 0)))
+	dst = binary.AppendUvarint(dst, uint64(max(b.Span, 0)))
 	dst = binary.AppendUvarint(dst, uint64(groups))
 	for _, g := range b.Groups {
 		n := countPartials(g.Entries)
@@ -78,11 +94,11 @@ func countPartials(entries []KeyCount) int {
 // called. app and key alias body. Keys are 1 or more bytes and counts >= 1;
 // lengths are bounded only by the body, so callers should limit its size
 // (http.MaxBytesReader). The same key may appear more than once: the counts
-// add up. err is nil or an *Error.
-func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (source string, at int64, err error) {
-	src, at, groups, start, f := checkPartials(body)
+// add up. err is nil or an *Error. Versions 1 and 2 are read.
+func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (PartialHeader, error) {
+	src, h, groups, start, f := checkPartials(body)
 	if f.r != 0 {
-		return "", 0, f.err(1)
+		return PartialHeader{}, f.err(1)
 	}
 	i := start
 	for ; groups > 0; groups-- {
@@ -98,19 +114,25 @@ func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (source
 			fn(app, key, c)
 		}
 	}
-	return string(src), at, nil
+	h.Source = string(src)
+	return h, nil
 }
 
-func checkPartials(b []byte) (src []byte, at int64, groups, start int, f fail) {
-	if f = checkVersion(b, partialMagic, "partial-count batch"); f.r != 0 {
-		return
+// ReadPartialHeader reads only the header of a partial-count batch, so that a
+// receiver can act on it before DecodePartials delivers the entries. It does
+// not validate the rest of the body.
+func ReadPartialHeader(body []byte) (PartialHeader, error) {
+	src, h, _, f := partialHeader(body)
+	if f.r != 0 {
+		return PartialHeader{}, f.err(1)
 	}
-	var l, i int
-	if l, i, f = readLen(b, 2, "source"); f.r != 0 {
-		return
-	}
-	src = b[i : i+l]
-	if at, i, f = readTime(b, i+l); f.r != 0 {
+	h.Source = string(src)
+	return h, nil
+}
+
+func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f fail) {
+	var i, l int
+	if src, h, i, f = partialHeader(b); f.r != 0 {
 		return
 	}
 	if groups, i, f = readCount(b, i, minGroupSize, "group"); f.r != 0 {
@@ -131,6 +153,30 @@ func checkPartials(b []byte) (src []byte, at int64, groups, start int, f fail) {
 	}
 	if i != len(b) {
 		f = fail{ReasonTrailingData, i, "bytes after the last group"}
+	}
+	return
+}
+
+// partialHeader reads the magic, version, source, time and (version 2) span
+// of a partial-count batch and returns the index after them.
+func partialHeader(b []byte) (src []byte, h PartialHeader, i int, f fail) {
+	version := byte(partialVersion)
+	if len(b) >= 2 && b[0] == partialMagic && b[1] == 1 {
+		version = 1
+	}
+	if f = checkVersionOf(b, partialMagic, version, "partial-count batch"); f.r != 0 {
+		return
+	}
+	var l int
+	if l, i, f = readLen(b, 2, "source"); f.r != 0 {
+		return
+	}
+	src = b[i : i+l]
+	if h.At, i, f = readTime(b, i+l); f.r != 0 {
+		return
+	}
+	if version >= 2 {
+		h.Span, i, f = readTime(b, i)
 	}
 	return
 }

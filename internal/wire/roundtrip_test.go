@@ -78,32 +78,40 @@ type partial struct {
 	Count    uint64
 }
 
-func decodePartials(t *testing.T, body []byte) (string, int64, []partial, error) {
+func decodePartials(t *testing.T, body []byte) (wire.PartialHeader, []partial, error) {
 	t.Helper()
 	var got []partial
-	src, at, err := wire.DecodePartials(body, func(app, key []byte, c uint64) {
+	h, err := wire.DecodePartials(body, func(app, key []byte, c uint64) {
 		got = append(got, partial{string(app), string(key), c})
 	})
-	return src, at, got, err
+	return h, got, err
 }
 
 func TestPartialsRoundTrip(t *testing.T) {
 	long := strings.Repeat("L", 5000) // partials do not limit key length
-	b := &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Groups: []wire.PartialGroup{
+	b := &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Span: 300, Groups: []wire.PartialGroup{
 		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
 		{App: "empty-after-filter", Entries: []wire.KeyCount{{"", 5}, {"x", 0}}},
 		{App: "", Entries: nil},
 		{App: "ads", Entries: []wire.KeyCount{{"banner", 99}, {long, 1}}},
 	}}
 	body := wire.AppendPartials(nil, b)
-	src, at, got, err := decodePartials(t, body)
+	h, got, err := decodePartials(t, body)
 	want := []partial{{"shop", "item:42", 1234}, {"shop", "cart:7", 1}, {"ads", "banner", 99}, {"ads", long, 1}}
-	if err != nil || src != "detector-1" || at != 1700000000500 || !reflect.DeepEqual(got, want) {
-		t.Errorf("round trip: %q %d %+v %v\nwant %q %d %+v nil", src, at, got, err, "detector-1", int64(1700000000500), want)
+	wantH := wire.PartialHeader{Source: "detector-1", At: 1700000000500, Span: 300}
+	if err != nil || h != wantH || !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip: %+v %+v %v\nwant %+v %+v nil", h, got, err, wantH, want)
 	}
-	src, at, got, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{At: -1}))
-	if err != nil || src != "" || at != 0 || got != nil {
-		t.Errorf("empty batch: %q %d %+v %v, want \"\" 0 [] nil", src, at, got, err)
+	h, got, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{At: -1, Span: -5}))
+	if err != nil || h != (wire.PartialHeader{}) || got != nil {
+		t.Errorf("empty batch: %+v %+v %v, want zero header, no entries, nil", h, got, err)
+	}
+	// Version 1 (no span) still decodes: magic, version 1, source "d", at 7,
+	// one group "a" with one entry ("k", 2).
+	v1 := []byte{0xa6, 0x01, 0x01, 'd', 0x07, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
+	h, got, err = decodePartials(t, v1)
+	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2}}) {
+		t.Errorf("version 1 batch: %+v %+v %v", h, got, err)
 	}
 }
 
@@ -117,7 +125,9 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"empty", "", wire.ReasonEmpty, 0},
 		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
 		{"json", "7b7d", wire.ReasonBadMagic, 0},
-		{"unknown version", "a6 02 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a6 03 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"v2 without span", "a6 02 00 00", wire.ReasonTruncated, 4},
+		{"v2 span out of range", "a6 02 00 00 ffffffffffffffffff01 00", wire.ReasonBadValue, 4},
 		{"no version", "a6", wire.ReasonTruncated, 1},
 		{"source overruns", "a6 01 03 6162", wire.ReasonTruncated, 2},
 		{"no time", "a6 01 01 61", wire.ReasonTruncated, 4},
@@ -134,13 +144,13 @@ func TestDecodePartialsReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, at, got, err := decodePartials(t, hx(t, tt.in))
+			h, got, err := decodePartials(t, hx(t, tt.in))
 			r, we := reasonOf(t, err)
 			if r != tt.want || we.Offset != tt.off {
 				t.Fatalf("DecodePartials(%s) = %v, want %v at byte %d", tt.in, err, tt.want, tt.off)
 			}
-			if got != nil || src != "" || at != 0 {
-				t.Errorf("on error: delivered %+v, source %q, at %d; want nothing", got, src, at)
+			if got != nil || h != (wire.PartialHeader{}) {
+				t.Errorf("on error: delivered %+v, header %+v; want nothing", got, h)
 			}
 		})
 	}
@@ -169,7 +179,7 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 	pfn := func(app, key []byte, c uint64) { n++ }
 	// One allocation: the returned source string.
-	if a := testing.AllocsPerRun(50, func() { _, _, _ = wire.DecodePartials(partials, pfn) }); a > 1 {
+	if a := testing.AllocsPerRun(50, func() { _, _ = wire.DecodePartials(partials, pfn) }); a > 1 {
 		t.Errorf("DecodePartials: %v allocs per run, want <= 1", a)
 	}
 }
