@@ -192,14 +192,14 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	var sources []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		src, _, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
+		h, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
 			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n})
 		})
 		if err != nil || r.URL.Path != shardclient.PartialsPath {
 			w.WriteHeader(400)
 			return
 		}
-		sources = append(sources, src)
+		sources = append(sources, h.Source)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
