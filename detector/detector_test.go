@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"slices"
 	"strings"
 	"testing"
@@ -350,4 +351,58 @@ func TestNewChecksConfig(t *testing.T) {
 	if _, err := New(Config{Brokers: []string{"x:1"}}, nil); err == nil {
 		t.Errorf("nil sink: New succeeded, want an error")
 	}
+}
+
+// TestSpanFollowsEventTime: the span handed to the Sink is how far the
+// newest event time of all partitions advanced in the round: a flush
+// interval for a live stream, even when a partition gets a record only now
+// and then; the whole stretch when the detector catches up on a backlog.
+func TestSpanFollowsEventTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0, 1)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		defer stop()
+		rec := func(key string) []byte {
+			return wire.AppendJSON(nil, wire.Event{Key: key, TS: time.Now().UnixMilli()})
+		}
+		round := func() {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		for i := range 6 { // live: partition 0 every round, partition 1 every third
+			topic.append(0, rec("a"))
+			if i%3 == 0 {
+				topic.append(1, rec("b"))
+			}
+			round()
+		}
+		// The reader stalls for 500 ms, then reads it all at once.
+		var backlog0, backlog1 [][]byte
+		for range 5 {
+			backlog0 = append(backlog0, rec("a"))
+			backlog1 = append(backlog1, rec("b"))
+			round()
+		}
+		topic.append(0, backlog0...)
+		topic.append(1, backlog1...)
+		round()
+
+		sink.mu.Lock()
+		spans := slices.Clone(sink.spans)
+		sink.mu.Unlock()
+		if len(spans) != 7 {
+			t.Fatalf("%d sends with counts, want 7 (6 live rounds, 1 catch-up)", len(spans))
+		}
+		for i, sp := range spans[1:6] {
+			if sp != 100*time.Millisecond {
+				t.Errorf("live round %d: span %v, want 100ms", i+2, sp)
+			}
+		}
+		if got := spans[6]; got != 500*time.Millisecond {
+			t.Errorf("catch-up round: span %v, want 500ms", got)
+		}
+	})
 }

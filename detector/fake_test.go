@@ -188,13 +188,14 @@ type fakeSink struct {
 	mu    sync.Mutex
 	sums  map[string]uint64 // "app/key" -> N
 	calls [][]Count
-	empty int // liveness rounds (no counts)
+	spans []time.Duration // span of each recorded call
+	empty int             // liveness rounds (no counts)
 	fail  func(call int) error
 }
 
 func newFakeSink(t *fakeTopic) *fakeSink { return &fakeSink{topic: t, sums: map[string]uint64{}} }
 
-func (s *fakeSink) Send(_ context.Context, _ time.Time, counts []Count) error {
+func (s *fakeSink) Send(_ context.Context, _ time.Time, span time.Duration, counts []Count) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(counts) == 0 {
@@ -202,6 +203,7 @@ func (s *fakeSink) Send(_ context.Context, _ time.Time, counts []Count) error {
 		return nil
 	}
 	s.calls = append(s.calls, slices.Clone(counts))
+	s.spans = append(s.spans, span)
 	if s.fail != nil {
 		if err := s.fail(len(s.calls)); err != nil {
 			s.topic.event("send-failed")

@@ -19,6 +19,8 @@ type flusher struct {
 	nextID   uint64
 
 	merged    []Count
+	span      time.Duration  // event time the merged counts cover (see Sink)
+	newest    int64          // newest event time of all partitions so far, Unix ms
 	index     map[appKey]int // merged index by key
 	offsets   map[int]int64  // partition -> next offset to read, as of the last round
 	committed map[int]int64  // partition -> last offset committed
@@ -100,6 +102,7 @@ func (f *flusher) collect(id uint64) {
 	f.merged = f.merged[:0]
 	clear(f.index)
 	keys := 0
+	var newest int64
 	for range f.workers {
 		p := <-f.partials
 		if p.round != id {
@@ -107,6 +110,7 @@ func (f *flusher) collect(id uint64) {
 			panic(fmt.Sprintf("detector: partition %d answered round %d during round %d", p.partition, p.round, id))
 		}
 		keys += p.keys
+		newest = max(newest, p.newest)
 		if p.offset >= 0 {
 			f.offsets[p.partition] = p.offset
 		}
@@ -125,6 +129,16 @@ func (f *flusher) collect(id uint64) {
 		}
 	}
 	f.d.m.keys.Set(float64(keys))
+	// The round's counts cover as much event time as the newest event time
+	// of all partitions advanced during it: a flush interval for a live
+	// stream, more when the detector caught up on a backlog. (Per partition
+	// it would jump whenever a sparse partition gets its next record.) The
+	// offsets between producers' clocks cancel out in the difference.
+	f.span = 0
+	if f.newest > 0 && newest > f.newest {
+		f.span = time.Duration(newest-f.newest) * time.Millisecond
+	}
+	f.newest = max(f.newest, newest)
 }
 
 // send hands the merged counts to the Sink, retrying with backoff for up to
@@ -136,7 +150,7 @@ func (f *flusher) send(runCtx context.Context, at time.Time) error {
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := f.d.sink.Send(ctx, at, f.merged)
+		err := f.d.sink.Send(ctx, at, f.span, f.merged)
 		if err == nil {
 			f.d.m.flushSecs.Observe(time.Since(at).Seconds())
 			f.d.m.flushKeys.Observe(float64(len(f.merged)))

@@ -46,5 +46,5 @@ func (c kafkaClaim) Close() error   { return c.r.Close() }
 
 func (c kafkaClaim) Fetch(ctx context.Context) (Record, error) {
 	r, err := c.r.Fetch(ctx)
-	return Record{Value: r.Value, Offset: r.Offset, HighWaterMark: r.HighWaterMark}, err
+	return Record{Value: r.Value, Offset: r.Offset, HighWaterMark: r.HighWaterMark, Time: r.Time}, err
 }

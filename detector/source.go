@@ -20,8 +20,14 @@ type Count struct {
 // up to Config.SendTimeout and never commits past them. counts is reused
 // after Send returns: keep the Count values (their strings are immutable),
 // not the slice. Send is called from one goroutine at a time.
+//
+// span is how much event time the counts cover: about one flush interval
+// normally, more when the detector caught up on a backlog (the time the
+// events carry advanced faster than the clock), 0 when it is unknown. The
+// aggregator spreads the counts over it rather than counting a catch-up
+// burst as if it had all happened at once.
 type Sink interface {
-	Send(ctx context.Context, at time.Time, counts []Count) error
+	Send(ctx context.Context, at time.Time, span time.Duration, counts []Count) error
 }
 
 // Source is membership in the consumer group on the access topic. The
@@ -61,5 +67,6 @@ type Claim interface {
 type Record struct {
 	Value         []byte // valid until the next Fetch
 	Offset        int64
-	HighWaterMark int64 // the offset the partition's next record will get, as of the fetch; 0 if unknown
+	HighWaterMark int64     // the offset the partition's next record will get, as of the fetch; 0 if unknown
+	Time          time.Time // the record's timestamp; zero if unknown
 }

@@ -29,6 +29,7 @@ type partial struct {
 	counts    []Count // the worker's buffer: valid until it answers the next round
 	offset    int64   // next offset to read; -1 if no record was counted yet
 	keys      int     // keys in the worker's counter
+	newest    int64   // newest event time counted so far, Unix ms (0: none yet)
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -46,6 +47,11 @@ type worker struct {
 
 	offset, hwm int64
 	entries     uint64 // entries of the record being decoded
+
+	// Event time, in Unix ms: recMs is the time of the record being decoded
+	// (the default of entries without their own), newest the latest entry
+	// time seen, never ahead of the clock.
+	recMs, newest int64
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
@@ -63,6 +69,11 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w.add = func(e *wire.Entry) {
 		w.entries++
 		w.c.queue(e.App, e.Key, e.Count)
+		ts := e.TS
+		if ts <= 0 {
+			ts = w.recMs
+		}
+		w.newest = max(w.newest, ts)
 	}
 	return w
 }
@@ -112,8 +123,13 @@ func (w *worker) run(gctx context.Context) {
 }
 
 func (w *worker) consume(rec Record) {
-	w.c.advance(time.Now().UnixNano())
+	now := time.Now()
+	w.c.advance(now.UnixNano())
 	w.entries = 0
+	w.recMs = now.UnixMilli()
+	if !rec.Time.IsZero() {
+		w.recMs = rec.Time.UnixMilli()
+	}
 	err := w.dec.Decode(rec.Value, w.add)
 	w.d.m.records.Inc()
 	w.d.m.entries.Add(float64(w.entries))
@@ -139,5 +155,7 @@ func (w *worker) answer(id uint64, final bool) {
 	if w.offset >= 0 && w.hwm > 0 {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
-	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len()}
+	// An entry time ahead of this clock counts as now.
+	w.newest = min(w.newest, time.Now().UnixMilli())
+	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(), newest: w.newest}
 }

@@ -133,8 +133,9 @@ func (c *Client) Close() {
 // counts go to the key's next node on the ring, the one that takes the key
 // over when the dead member leaves; Send retries so until every count was
 // accepted. It returns nil only when every count was accepted (2xx);
-// otherwise an error naming each failed owner. counts is not kept.
-func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count) error {
+// otherwise an error naming each failed owner. counts is not kept. Each
+// batch carries at and span (see detector.Sink).
+func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, counts []detector.Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ring := c.table.Ring() // one view for the whole flush
@@ -169,7 +170,7 @@ func (c *Client) Send(ctx context.Context, at time.Time, counts []detector.Count
 	}
 	var errs []error
 	for {
-		failed := c.postAll(ctx)
+		failed := c.postAll(ctx, at, span)
 		if len(failed) == 0 {
 			break
 		}
@@ -233,11 +234,12 @@ type failure struct {
 
 // postAll posts every used owner's batch in parallel and returns the owners
 // that failed, their batches intact; the others' batches are released.
-func (c *Client) postAll(ctx context.Context) []failure {
+func (c *Client) postAll(ctx context.Context, at time.Time, span time.Duration) []failure {
 	var used []*owner
 	for id, o := range c.owners {
 		if o.used {
 			o.idle = 0
+			o.batch.At, o.batch.Span = at.UnixMilli(), span.Milliseconds()
 			o.body = wire.AppendPartials(o.body[:0], &o.batch)
 			used = append(used, o)
 		} else if o.idle++; o.idle > 100 {
