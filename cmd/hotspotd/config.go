@@ -27,6 +27,7 @@ type config struct {
 	window     time.Duration
 	fromOldest bool
 	partitions int
+	adminToken string
 	pprof      bool
 	logLevel   slog.Level
 }
@@ -58,6 +59,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fromOldest := str("from-oldest", "false", "read partitions without a committed offset from the oldest record")
 	partitions := str("partitions", "8", "partitions of the access topic when the detector has to create it")
 	pprof := str("pprof", "false", "serve Go's profiler at /debug/pprof/ on the HTTP address")
+	adminToken := str("admin-token", "", "bearer token that authorizes pin and block changes (empty: refused)")
 	level := str("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
@@ -73,7 +75,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	c := config{
 		brokers: splitList(*brokers), topic: *topic, group: *group,
 		zk: splitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
-		advertise: *advertise, id: *id,
+		advertise: *advertise, id: *id, adminToken: *adminToken,
 	}
 	for _, r := range splitList(*roles) {
 		switch r {

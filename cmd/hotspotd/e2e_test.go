@@ -70,7 +70,8 @@ func (c *cluster) start(id string) *proc {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(c.bin, "--brokers", c.brokers, "--zk", c.zk, "--topic", c.topic,
-		"--group", c.group, "--zk-root", c.root, "--http-addr", addr, "--id", id, "--from-oldest=true")
+		"--group", c.group, "--zk-root", c.root, "--http-addr", addr, "--id", id, "--from-oldest=true",
+		"--admin-token", "e2e-secret")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -285,6 +286,37 @@ func TestFlashCrowd(t *testing.T) {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, got.HotKeys[0].Since); err != nil {
 		t.Errorf("since %q is not RFC 3339: %v", got.HotKeys[0].Since, err)
+	}
+
+	// Operators: block the flash key, pin a quiet one.
+	admin(t, "PUT", "http://"+p1.addr+"/v1/blocks/item:flash?app=shop")
+	admin(t, "PUT", "http://"+p1.addr+"/v1/pins/item:quiet?app=shop")
+	waitFor(t, 10*time.Second, "the block and the pin in ZooKeeper", func() bool {
+		_, flash := w.Snapshot().Key("shop", "item:flash")
+		quiet, pinned := w.Snapshot().Key("shop", "item:quiet")
+		return !flash && pinned && quiet.Source == "pinned"
+	})
+	getJSON(t, "http://"+p1.addr+"/v1/hotkeys?app=shop", &got)
+	if len(got.HotKeys) != 1 || got.HotKeys[0].Key != "item:quiet" || got.HotKeys[0].Source != "pinned" {
+		t.Fatalf("/v1/hotkeys after the block and the pin = %+v, want item:quiet (pinned) alone", got)
+	}
+}
+
+// admin sends an authorized admin call and requires 204.
+func admin(t *testing.T, method, url string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer e2e-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s %s: %s, want 204", method, url, resp.Status)
 	}
 }
 

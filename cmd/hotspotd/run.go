@@ -23,6 +23,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
@@ -103,6 +104,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
 		Events: events, Threshold: cfg.threshold,
+		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
 	if err != nil {

@@ -100,6 +100,24 @@ func DecodeMember(b []byte) (Member, error) {
 	return m, nil
 }
 
+// Operator nodes sit in an app's folder beside the shards' nodes. Their
+// names can never be an escaped shard id (Escape never leaves a "%" that
+// does not start a valid escape), so readers and the garbage collector tell
+// them apart by name. Both hold a Shard whose TTL is PinTTL.
+const (
+	PinsNode   = "%pins"   // keys an operator pinned hot (Source "pinned")
+	BlocksNode = "%blocks" // keys an operator blocked from ever being hot
+)
+
+// PinTTL is the TTL of the operator nodes: they hold until changed.
+const PinTTL = int64(100 * 365 * 24 * time.Hour / time.Millisecond)
+
+// PinsPath is the node of app's pinned keys.
+func PinsPath(root, app string) string { return path.Join(AppDir(root, app), PinsNode) }
+
+// BlocksPath is the node of app's blocked keys.
+func BlocksPath(root, app string) string { return path.Join(AppDir(root, app), BlocksNode) }
+
 // MembersDir is the folder of aggregator membership nodes.
 func MembersDir(root string) string { return path.Join(root, "members", "aggregators") }
 

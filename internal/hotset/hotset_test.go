@@ -82,3 +82,14 @@ func TestEncodeTooLarge(t *testing.T) {
 		t.Fatalf("Encode of a huge shard: err = %v, want ErrTooLarge", err)
 	}
 }
+
+func TestOperatorNodesAreNoShardName(t *testing.T) {
+	for _, n := range []string{PinsNode, BlocksNode} {
+		if _, err := Unescape(n); err == nil {
+			t.Errorf("Unescape(%q) succeeded: an escaped shard id could take the operator node's name", n)
+		}
+	}
+	if got := PinsPath("/hotspot", "a/b"); got != "/hotspot/hot/a%2Fb/%pins" {
+		t.Errorf("PinsPath = %q", got)
+	}
+}

@@ -15,16 +15,38 @@ type shardState struct {
 	expiry time.Time    // local time after which keys stop counting; zero when keys is nil
 }
 
-// appState is the set of shard nodes of one app.
+// appState is the set of shard nodes of one app. The operators' pins node
+// is one of them (its keys carry Source "pinned"); the blocks node is kept
+// apart: its keys are never hot.
 type appState struct {
-	shards map[string]*shardState // by escaped shard node name
+	shards    map[string]*shardState // by escaped shard node name
+	blocks    map[string]bool
+	blocksRaw []byte
 }
 
 // update applies a full read of app's shard nodes received at at (local
 // clock) and reports whether anything that counts changed.
 func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logger, m *metrics) bool {
 	changed := false
+	if data := nodes[hotset.BlocksNode]; !bytes.Equal(data, a.blocksRaw) {
+		a.blocksRaw, a.blocks = bytes.Clone(data), nil
+		if data != nil {
+			if sh, err := hotset.Decode(data); err != nil {
+				m.invalid.Inc()
+				log.Warn("hotwatch: ignoring the blocks node", "err", err)
+			} else {
+				a.blocks = make(map[string]bool, len(sh.Keys))
+				for _, k := range sh.Keys {
+					a.blocks[k.Key] = true
+				}
+			}
+		}
+		changed = true
+	}
 	for name, data := range nodes {
+		if name == hotset.BlocksNode {
+			continue
+		}
 		old := a.shards[name]
 		if old != nil && bytes.Equal(old.raw, data) {
 			continue // unchanged: its TTL keeps running from when it was last seen changed
@@ -86,11 +108,15 @@ func (a *appState) nextExpiry() time.Time {
 }
 
 // merged returns app's keys merged over its live shards: the highest rate,
-// the earliest since, and "pinned" if any shard pins the key.
+// the earliest since, and "pinned" if any shard pins the key. A blocked key
+// is left out, pinned or not.
 func (a *appState) merged() map[string]hotset.Key {
 	out := map[string]hotset.Key{}
 	for _, st := range a.shards {
 		for _, k := range st.keys {
+			if a.blocks[k.Key] {
+				continue
+			}
 			cur, ok := out[k.Key]
 			if !ok {
 				out[k.Key] = k

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
 )
@@ -46,7 +49,12 @@ type Config struct {
 	// Threshold is the cluster's hot-key rate, shown by the page
 	// (/v1/config); 0 leaves it out.
 	Threshold float64
-	Client    *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
+	// Lists keeps the operators' pins and blocks; nil: the routes answer 501.
+	Lists Lists
+	// AdminToken guards the writes of pins and blocks (Authorization:
+	// Bearer TOKEN); "" refuses every write.
+	AdminToken string
+	Client     *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
@@ -64,6 +72,8 @@ type api struct {
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
+//	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
+//	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
 //	GET /v1/config              the threshold, for the page
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
@@ -84,6 +94,11 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
 	mux.HandleFunc("GET /v1/events", a.events)
+	for _, kind := range []string{"pins", "blocks"} {
+		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
+		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
+		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
+	}
 	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
 	})
@@ -261,6 +276,81 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		events = a.cfg.Events.Recent(q.Get("app"), n)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+}
+
+// Lists keeps the operators' pins and blocks (internal/pinstore); kind is
+// "pins" or "blocks".
+type Lists interface {
+	List(ctx context.Context, kind, app string) ([]string, error)
+	Add(ctx context.Context, kind, app, key string) error
+	Remove(ctx context.Context, kind, app, key string) error
+}
+
+func (a *api) listKeys(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		app, err := appParam(r.URL.Query())
+		if err != nil {
+			badRequest(w, err)
+			return
+		}
+		if a.cfg.Lists == nil {
+			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			return
+		}
+		keys, err := a.cfg.Lists.List(r.Context(), kind, app)
+		if err != nil {
+			a.log.Error("reading "+kind, "app", app, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
+	}
+}
+
+// admin adds (put) or removes key from app's pins or blocks.
+func (a *api) admin(kind string, put bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch auth := r.Header.Get("Authorization"); {
+		case a.cfg.AdminToken == "":
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
+			return
+		case !strings.HasPrefix(auth, "Bearer ") ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+			return
+		}
+		key := r.PathValue("key")
+		if err := checkKey(key); err != nil {
+			badRequest(w, err)
+			return
+		}
+		app, err := appParam(r.URL.Query())
+		if err != nil {
+			badRequest(w, err)
+			return
+		}
+		if a.cfg.Lists == nil {
+			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			return
+		}
+		op := a.cfg.Lists.Remove
+		if put {
+			op = a.cfg.Lists.Add
+		}
+		if err := op(r.Context(), kind, app, key); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, pinstore.ErrTooMany) {
+				status = http.StatusConflict
+			} else {
+				a.log.Error("changing "+kind, "app", app, "key", key, "err", err)
+			}
+			writeJSON(w, status, map[string]string{"error": err.Error()})
+			return
+		}
+		a.log.Info("operator changed "+kind, "app", app, "key", key, "added", put)
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
