@@ -184,12 +184,7 @@ func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
 }
 
 func (a *api) key(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if err := checkKey(key); err != nil {
-		badRequest(w, err)
-		return
-	}
-	app, err := appParam(r.URL.Query())
+	app, key, err := appAndKey(r)
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -320,12 +315,7 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
 			return
 		}
-		key := r.PathValue("key")
-		if err := checkKey(key); err != nil {
-			badRequest(w, err)
-			return
-		}
-		app, err := appParam(r.URL.Query())
+		app, key, err := appAndKey(r)
 		if err != nil {
 			badRequest(w, err)
 			return
@@ -409,11 +399,14 @@ func appParam(q url.Values) (string, error) {
 	return app, nil
 }
 
-func checkKey(key string) error {
+// appAndKey reads the {key} path value and the app parameter.
+func appAndKey(r *http.Request) (app, key string, err error) {
+	key = r.PathValue("key")
 	if key == "" || len(key) > wire.DefaultMaxKeyLen {
-		return fmt.Errorf("key must be 1 to %d bytes", wire.DefaultMaxKeyLen)
+		return "", "", fmt.Errorf("key must be 1 to %d bytes", wire.DefaultMaxKeyLen)
 	}
-	return nil
+	app, err = appParam(r.URL.Query())
+	return app, key, err
 }
 
 func source(k hotset.Key) string { return cmp.Or(k.Source, "detected") }
