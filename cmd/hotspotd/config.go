@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -59,7 +60,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fromOldest := str("from-oldest", "false", "read partitions without a committed offset from the oldest record")
 	partitions := str("partitions", "8", "partitions of the access topic when the detector has to create it")
 	pprof := str("pprof", "false", "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	adminToken := str("admin-token", "", "bearer token that authorizes pin and block changes (empty: refused)")
+	// Not through str: a default taken from the environment would print
+	// the secret in --help.
+	adminToken := fs.String("admin-token", "", "bearer token that authorizes pin and block changes; empty refuses them (env HOTSPOT_ADMIN_TOKEN)")
 	level := str("log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
@@ -75,7 +78,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	c := config{
 		brokers: splitList(*brokers), topic: *topic, group: *group,
 		zk: splitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
-		advertise: *advertise, id: *id, adminToken: *adminToken,
+		advertise: *advertise, id: *id, adminToken: cmp.Or(*adminToken, getenv("HOTSPOT_ADMIN_TOKEN")),
 	}
 	for _, r := range splitList(*roles) {
 		switch r {

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(config) bool
+		wantErr string
+	}{
+		{"defaults", nil, nil, func(c config) bool {
+			return c.detector && c.aggregator && c.threshold == 1000 && c.window == time.Second &&
+				c.topic == "hotspot.access" && c.zkRoot == "/hotspot" && c.adminToken == ""
+		}, ""},
+		{"environment", nil, map[string]string{"HOTSPOT_ROLES": "aggregator", "HOTSPOT_THRESHOLD": "500", "HOTSPOT_ADMIN_TOKEN": "t0k"},
+			func(c config) bool { return !c.detector && c.aggregator && c.threshold == 500 && c.adminToken == "t0k" }, ""},
+		{"flag beats environment", []string{"--threshold", "2000", "--admin-token", "flag"},
+			map[string]string{"HOTSPOT_THRESHOLD": "500", "HOTSPOT_ADMIN_TOKEN": "env"},
+			func(c config) bool { return c.threshold == 2000 && c.adminToken == "flag" }, ""},
+		{"advertise defaults to the listen address", []string{"--http-addr", "127.0.0.1:9000"}, nil,
+			func(c config) bool { return c.advertise == "127.0.0.1:9000" && strings.HasSuffix(c.id, "-9000") }, ""},
+		{"unknown role", []string{"--roles", "both"}, nil, nil, `unknown role "both"`},
+		{"no role", []string{"--roles", ","}, nil, nil, "at least one of"},
+		{"window not in 100ms steps", []string{"--window", "250ms"}, nil, nil, "multiple of 100ms"},
+		{"threshold not positive", []string{"--threshold", "0"}, nil, nil, "not a positive number"},
+		{"relative root", []string{"--zk-root", "hotspot"}, nil, nil, "absolute znode path"},
+		{"stray argument", []string{"detector"}, nil, nil, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		c, err := parseConfig(tt.args, env(tt.env))
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.wantErr)
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: err = %v", tt.name, err)
+		case tt.check != nil && !tt.check(c):
+			t.Errorf("%s: got %+v", tt.name, c)
+		}
+	}
+}
