@@ -42,7 +42,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
 
 demo: up build
-	@$(BIN)/hotspot demo
+	@eval "$$($(STACK) env)" && $(BIN)/hotspot demo --brokers $$HOTSPOT_KAFKA --zk $$HOTSPOT_ZK --redis $$HOTSPOT_REDIS
 
 lint:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt would change:"; echo "$$fmt"; exit 1; fi
