@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,50 +11,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
-// createKafkaTopic creates a topic on the controller and deletes it at cleanup.
+// createKafkaTopic creates a topic, waits until every partition is served, and
+// deletes it at cleanup.
 func createKafkaTopic(t *testing.T, addr, name string, partitions int) {
 	t.Helper()
-	conn, err := kafka.Dial("tcp", addr)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatalf("controller: %v", err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatalf("dial controller: %v", err)
-	}
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}); err != nil {
-		cc.Close()
-		t.Fatalf("create topic %s: %v", name, err)
+	if _, err := kafkaio.EnsureTopic(t.Context(), []string{addr}, name, partitions); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cc.DeleteTopics(name)
-		cc.Close()
+		client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{name}})
 	})
-	// A group that joins before the topic's metadata is out gets no
-	// partitions (partition watching is off), so wait for every leader.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ps, err := conn.ReadPartitions(name)
-		ready := err == nil && len(ps) == partitions
-		for _, p := range ps {
-			ready = ready && p.Leader.Host != ""
-		}
-		if ready {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s has no leaders after 20s: %v, %v", name, ps, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // produceCorpus writes each partition's records to that partition, retrying
