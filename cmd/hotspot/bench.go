@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -106,7 +107,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if err != nil {
 		return err
 	}
-	servers, hotspotds := splitList(*zkServers), splitList(*addrs)
+	servers, hotspotds := envflag.SplitList(*zkServers), envflag.SplitList(*addrs)
 	if len(servers) == 0 || len(hotspotds) == 0 {
 		return usagef("--zk and --hotspotd need at least one address each")
 	}

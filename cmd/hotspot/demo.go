@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -98,7 +99,7 @@ func demo(ctx context.Context, args []string, getenv func(string) string, out io
 	// earlier run (offsets, hot sets, Redis values) colours this one.
 	run := time.Now().UTC().Format("20060102-150405")
 	root, topic, group, app := "/hotspot-demo-"+run, "hotspot.demo-"+run, "hotspot-demo-"+run, "shop"
-	bk, zks := splitList(*brokers), splitList(*zkServers)
+	bk, zks := envflag.SplitList(*brokers), envflag.SplitList(*zkServers)
 	if _, err := kafkaio.EnsureTopic(ctx, bk, topic, 8); err != nil {
 		return fmt.Errorf("no broker answers at %s (%w): start the stack with `make up`", *brokers, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 )
@@ -106,7 +107,7 @@ func (w *workload) config() (loadgen.Config, error) {
 		return loadgen.Config{}, usageError{err}
 	}
 	cfg := loadgen.Config{
-		Brokers: splitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
+		Brokers: envflag.SplitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
 		Rate: *w.rate, Keys: *w.keys, Skew: *w.skew, KeyPrefix: *w.prefix, Apps: *w.apps, App: *w.app,
 		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush,
 		Form: form, Lines: *w.lines, BatchEntries: *w.entries,
@@ -132,7 +133,7 @@ func (w *workload) config() (loadgen.Config, error) {
 	}
 	if *w.planted != "" {
 		var ms []float64
-		for _, m := range splitList(*w.planted) {
+		for _, m := range envflag.SplitList(*w.planted) {
 			v, err := strconv.ParseFloat(strings.TrimSuffix(m, "x"), 64)
 			if err != nil || !(v > 0) {
 				return cfg, usagef("--planted: %q is not a positive multiple", m)

@@ -18,6 +18,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 )
 
 // command is one subcommand. run parses its own flags from args (use
@@ -143,33 +145,11 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (flags only)", fs.Arg(0))
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		v := getenv(envName(f.Name))
-		if given[f.Name] || v == "" || envErr != nil {
-			return
-		}
-		if err := f.Value.Set(v); err != nil {
-			envErr = usagef("%s=%q: %v", envName(f.Name), v, err)
-		}
-	})
-	return envErr
+	if err := envflag.Apply(fs, "HOTSPOT", envflag.NonEmpty(getenv)); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // envName returns the environment variable of flag name.
-func envName(name string) string {
-	return "HOTSPOT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
-
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func envName(name string) string { return envflag.Name("HOTSPOT", name) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -31,7 +32,7 @@ func watch(ctx context.Context, args []string, getenv func(string) string, out i
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
-	servers := splitList(*zkServers)
+	servers := envflag.SplitList(*zkServers)
 	if len(servers) == 0 {
 		return usagef("--zk: at least one ZooKeeper server")
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/hotset"
 )
 
@@ -33,37 +33,27 @@ type config struct {
 	logLevel   slog.Level
 }
 
-// parseConfig reads flags, each defaulting to its HOTSPOT_* environment
-// variable, then to the built-in default.
+// parseConfig reads flags, each of which its HOTSPOT_* environment variable
+// sets when the command line does not (an empty variable counts as unset).
 func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("hotspotd", flag.ContinueOnError)
-	env := func(name, def string) string {
-		if v := getenv("HOTSPOT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); v != "" {
-			return v
-		}
-		return def
-	}
-	str := func(name, def, usage string) *string {
-		return fs.String(name, env(name, def), usage+" (env HOTSPOT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))+")")
-	}
-	brokers := str("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
-	topic := str("topic", "hotspot.access", "access-event topic")
-	group := str("group", "hotspot-detector", "detector consumer group")
-	zkServers := str("zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
-	zkRoot := str("zk-root", hotset.DefaultRoot, "ZooKeeper root of everything Hotspot keeps")
-	httpAddr := str("http-addr", "127.0.0.1:7070", "HTTP listen address (API, metrics, internal aggregator API)")
-	advertise := str("advertise-addr", "", "host:port other hotspotd processes reach this one at (default: --http-addr)")
-	id := str("id", "", "aggregator shard id, stable across restarts (default: host name and HTTP port)")
-	roles := str("roles", "detector,aggregator", "roles to run: detector, aggregator or both")
-	threshold := str("threshold", "1000", "accesses per second that make a key hot")
-	window := str("window", "1s", "sliding window of the rate")
-	fromOldest := str("from-oldest", "false", "read partitions without a committed offset from the oldest record")
-	partitions := str("partitions", "8", "partitions of the access topic when the detector has to create it")
-	pprof := str("pprof", "false", "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	// Not through str: a default taken from the environment would print
-	// the secret in --help.
-	adminToken := fs.String("admin-token", "", "bearer token that authorizes pin and block changes; empty refuses them (env HOTSPOT_ADMIN_TOKEN)")
-	level := str("log-level", "info", "log level: debug, info, warn, error")
+	env := func(name, usage string) string { return usage + " (env " + envflag.Name("HOTSPOT", name) + ")" }
+	brokers := fs.String("brokers", "127.0.0.1:19092", env("brokers", "Kafka bootstrap brokers, comma-separated"))
+	topic := fs.String("topic", "hotspot.access", env("topic", "access-event topic"))
+	group := fs.String("group", "hotspot-detector", env("group", "detector consumer group"))
+	zkServers := fs.String("zk", "127.0.0.1:12181", env("zk", "ZooKeeper servers, comma-separated"))
+	zkRoot := fs.String("zk-root", hotset.DefaultRoot, env("zk-root", "ZooKeeper root of everything Hotspot keeps"))
+	httpAddr := fs.String("http-addr", "127.0.0.1:7070", env("http-addr", "HTTP listen address (API, metrics, internal aggregator API)"))
+	advertise := fs.String("advertise-addr", "", env("advertise-addr", "host:port other hotspotd processes reach this one at (default: --http-addr)"))
+	id := fs.String("id", "", env("id", "aggregator shard id, stable across restarts (default: host name and HTTP port)"))
+	roles := fs.String("roles", "detector,aggregator", env("roles", "roles to run: detector, aggregator or both"))
+	threshold := fs.Float64("threshold", 1000, env("threshold", "accesses per second that make a key hot"))
+	window := fs.Duration("window", time.Second, env("window", "sliding window of the rate, a multiple of 100ms"))
+	fromOldest := fs.Bool("from-oldest", false, env("from-oldest", "read partitions without a committed offset from the oldest record"))
+	partitions := fs.Int("partitions", 8, env("partitions", "partitions of the access topic when the detector has to create it"))
+	pprof := fs.Bool("pprof", false, env("pprof", "serve Go's profiler at /debug/pprof/ on the HTTP address"))
+	adminToken := fs.String("admin-token", "", env("admin-token", "bearer token that authorizes pin and block changes; empty refuses them"))
+	level := fs.String("log-level", "info", env("log-level", "log level: debug, info, warn, error"))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
 		fs.PrintDefaults()
@@ -74,13 +64,17 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
+	if err := envflag.Apply(fs, "HOTSPOT", envflag.NonEmpty(getenv)); err != nil {
+		return config{}, err
+	}
 
 	c := config{
-		brokers: splitList(*brokers), topic: *topic, group: *group,
-		zk: splitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
-		advertise: *advertise, id: *id, adminToken: cmp.Or(*adminToken, getenv("HOTSPOT_ADMIN_TOKEN")),
+		brokers: envflag.SplitList(*brokers), topic: *topic, group: *group,
+		zk: envflag.SplitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
+		advertise: *advertise, id: *id, adminToken: *adminToken,
+		threshold: *threshold, window: *window, fromOldest: *fromOldest, partitions: *partitions, pprof: *pprof,
 	}
-	for _, r := range splitList(*roles) {
+	for _, r := range envflag.SplitList(*roles) {
 		switch r {
 		case "detector":
 			c.detector = true
@@ -102,21 +96,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if !strings.HasPrefix(c.zkRoot, "/") || (len(c.zkRoot) > 1 && strings.HasSuffix(c.zkRoot, "/")) {
 		return c, fmt.Errorf("--zk-root: %q must be an absolute znode path without a trailing slash", c.zkRoot)
 	}
-	var err error
-	if _, err = fmt.Sscan(*threshold, &c.threshold); err != nil || c.threshold <= 0 {
-		return c, fmt.Errorf("--threshold: %q is not a positive number", *threshold)
+	if !(c.threshold > 0) {
+		return c, fmt.Errorf("--threshold: %v is not a positive number", c.threshold)
 	}
-	if c.window, err = time.ParseDuration(*window); err != nil || c.window < 100*time.Millisecond || c.window%(100*time.Millisecond) != 0 {
-		return c, fmt.Errorf("--window: %q must be a duration, a multiple of 100ms", *window)
+	if c.window < 100*time.Millisecond || c.window%(100*time.Millisecond) != 0 {
+		return c, fmt.Errorf("--window: %v must be a multiple of 100ms", c.window)
 	}
-	if _, err = fmt.Sscan(*fromOldest, &c.fromOldest); err != nil {
-		return c, fmt.Errorf("--from-oldest: %q is not true or false", *fromOldest)
-	}
-	if _, err = fmt.Sscan(*partitions, &c.partitions); err != nil || c.partitions < 1 {
-		return c, fmt.Errorf("--partitions: %q is not a positive integer", *partitions)
-	}
-	if _, err = fmt.Sscan(*pprof, &c.pprof); err != nil {
-		return c, fmt.Errorf("--pprof: %q is not true or false", *pprof)
+	if c.partitions < 1 {
+		return c, fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)
@@ -137,14 +124,4 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		c.id = h + "-" + port
 	}
 	return c, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
