@@ -21,7 +21,8 @@ const (
 
 // Handler serves the shard's internal API, for hotspotd's mux:
 //
-//	POST PartialsPath  body: wire partial-count batch -> 204; 400 {"error":...} on a bad
+//	POST PartialsPath  body: wire partial-count batch (Content-Type
+//	                   application/octet-stream, else 415) -> 204; 400 {"error":...} on a bad
 //	                   body (nothing counted); 413 over MaxBodyBytes
 //	GET  TopPath       ?app=APP&n=N (default 10, at most TopK) -> 200 {"app":..,"keys":[KeyState..]}
 //	GET  KeyPath       ?app=APP&key=KEY -> 200 KeyState; 404 when not tracked here
@@ -36,6 +37,10 @@ func (a *Aggregator) Handler() http.Handler {
 }
 
 func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
+	if !checkPartialsType(w, r) {
+		a.m.rejected.WithLabelValues("content_type").Inc()
+		return
+	}
 	bp, _ := a.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -76,7 +81,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("aggregator: partials: %w", err)
 	}
-	span := a.t.spanBuckets(time.Duration(h.Span) * time.Millisecond)
+	span := a.t.spanBuckets(clampSpan(h.Span))
 	n, hot := 0, false
 	a.t.mu.Lock()
 	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {

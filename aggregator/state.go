@@ -69,6 +69,8 @@ type params struct {
 	maxStall time.Duration
 	window   time.Duration
 	maxKeys  int
+	maxApps  int
+	maxHot   int
 	topK     int
 }
 
@@ -85,6 +87,8 @@ func newParams(c Config) params {
 		maxStall: c.MaxStall,
 		window:   c.Window,
 		maxKeys:  c.MaxKeys,
+		maxApps:  c.MaxApps,
+		maxHot:   c.MaxHotPerApp,
 		topK:     c.TopK,
 	}
 }
@@ -137,22 +141,30 @@ func (t *table) app(name []byte) *appState {
 // turned hot. The caller holds t.mu.
 func (t *table) add(app, key []byte, n uint64, now time.Time, span int64) bool {
 	b := t.bucket(now)
-	as := t.app(app)
-	e := as.keys[string(key)]
+	var e *entry
+	if as := t.apps[string(app)]; as != nil {
+		e = as.keys[string(key)]
+	}
 	if e == nil {
+		// Room is made before anything is allocated for the newcomer.
+		if !t.admitApp(app) {
+			return false
+		}
 		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, n) {
 			t.m.evicted.WithLabelValues("refused").Inc()
 			return false
 		}
+		as := t.app(app)
 		e = &entry{app: as, key: string(key), idx: len(t.entries), win: newWindow(t.p.buckets, b)}
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
+	as := e.app
 	e.win.addSpan(b, span, n)
 	sum := float64(e.win.sum)
 	switch {
-	case !e.hot && sum >= t.p.hotSum:
+	case !e.hot && sum >= t.p.hotSum && t.makeHotRoom(e):
 		// Promotion is decided at receipt, not at the next sweep: the rate
 		// only rises when counts arrive, so this is the earliest moment.
 		e.hot, e.since, e.below = true, now, time.Time{}
@@ -344,6 +356,9 @@ func (t *table) key(app, key string, now time.Time) (KeyState, bool) {
 func (t *table) restore(s *hotset.Shard, now time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.admitApp([]byte(s.App)) {
+		return 0
+	}
 	as := t.app([]byte(s.App))
 	as.written = true
 	as.lastWrite = time.UnixMilli(s.Updated)
@@ -353,7 +368,7 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		if k.Source != "" && k.Source != "detected" {
 			continue
 		}
-		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys {
+		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys || len(as.hot) >= t.p.maxHot {
 			continue
 		}
 		e := &entry{

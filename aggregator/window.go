@@ -37,9 +37,12 @@ func (w *window) advance(now int64) {
 	w.last = now
 }
 
-// add counts n accesses in bucket now (after sliding to it).
+// add counts n accesses in bucket now (after sliding to it). The window
+// saturates: sum never exceeds MaxUint64 (the excess is dropped), so no
+// bucket does either and the invariant holds.
 func (w *window) add(now int64, n uint64) {
 	w.advance(now)
+	n = satAdd(w.sum, n) - w.sum
 	w.b[w.last%int64(len(w.b))] += n
 	w.sum += n
 }
@@ -63,6 +66,7 @@ func (w *window) addSpan(now int64, span int64, n uint64) uint64 {
 		if i == 0 {
 			c += rem
 		}
+		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[(w.last-i)%size] += c
 		counted += c
 	}
