@@ -31,6 +31,10 @@ type config struct {
 	adminToken string
 	pprof      bool
 	logLevel   slog.Level
+	sec        security
+	// rebound is the --http-addr given when an open cluster (no secret)
+	// was moved to loopback; "" otherwise.
+	rebound string
 }
 
 // parseConfig reads flags, each of which its HOTSPOT_* environment variable
@@ -54,6 +58,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	pprof := fs.Bool("pprof", false, env("pprof", "serve Go's profiler at /debug/pprof/ on the HTTP address"))
 	adminToken := fs.String("admin-token", "", env("admin-token", "bearer token that authorizes pin and block changes; empty refuses them"))
 	level := fs.String("log-level", "info", env("log-level", "log level: debug, info, warn, error"))
+	secFlags := addSecurityFlags(fs, env)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
 		fs.PrintDefaults()
@@ -73,6 +78,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		zk: envflag.SplitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
 		advertise: *advertise, id: *id, adminToken: *adminToken,
 		threshold: *threshold, window: *window, fromOldest: *fromOldest, partitions: *partitions, pprof: *pprof,
+	}
+	var err error
+	if c.sec, c.adminToken, err = secFlags.resolve(getenv, c.adminToken); err != nil {
+		return c, err
+	}
+	if c.sec.clusterSecret == nil {
+		if addr, moved := openCluster(c.httpAddr); moved {
+			c.rebound, c.httpAddr = c.httpAddr, addr
+		}
 	}
 	for _, r := range envflag.SplitList(*roles) {
 		switch r {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"path"
 	"sync/atomic"
 	"time"
@@ -46,7 +46,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer sess.Close()
 
-	sink, err := shardclient.New(shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: reg})
+	internal, verifier, err := clusterSecurity(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	sink, err := shardclient.New(shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, Transport: internal, Logger: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -103,7 +107,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
-		Events: events, Threshold: cfg.threshold,
+		Events: events, Threshold: cfg.threshold, Client: &http.Client{Transport: internal, Timeout: 2 * time.Second},
 		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
@@ -113,19 +117,22 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	if agg != nil {
-		mux.Handle("/internal/v1/", agg.Handler())
+		mux.Handle("/internal/v1/", verifier(agg.Handler()))
 	}
 	if cfg.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", pprofHandler(cfg.adminToken, log))
+	}
+	srv := newServer(mux)
+	if srv.TLSConfig, err = cfg.sec.serverTLS(); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return fmt.Errorf("--http-addr: %w", err)
 	}
-	srv := newServer(mux)
+	if srv.TLSConfig != nil {
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("hotspotd serving", "http", ln.Addr().String(), "id", cfg.id,
