@@ -36,7 +36,9 @@ func TestSecurityConfig(t *testing.T) {
 		{"open cluster keeps loopback", []string{"--http-addr", "127.0.0.1:7071"}, nil,
 			func(c config) bool { return c.httpAddr == "127.0.0.1:7071" && c.rebound == "" }, ""},
 		{"secret from a file binds anywhere", []string{"--http-addr", "0.0.0.0:7071", "--cluster-secret-file", secretFile}, nil,
-			func(c config) bool { return string(c.sec.clusterSecret) == "0123456789abcdef0123" && c.httpAddr == "0.0.0.0:7071" }, ""},
+			func(c config) bool {
+				return string(c.sec.clusterSecret) == "0123456789abcdef0123" && c.httpAddr == "0.0.0.0:7071"
+			}, ""},
 		{"secret from the environment", nil, map[string]string{"HOTSPOT_CLUSTER_SECRET": "env-secret-0123456789"},
 			func(c config) bool { return string(c.sec.clusterSecret) == "env-secret-0123456789" }, ""},
 		{"secret file from the environment", nil, map[string]string{"HOTSPOT_CLUSTER_SECRET_FILE": secretFile},

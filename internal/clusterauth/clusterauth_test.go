@@ -94,8 +94,12 @@ func TestCheck(t *testing.T) {
 			h.Set(HeaderSignature, h.Get(HeaderSignature)[:20])
 			return "POST", "/p", body, now
 		}, reasonMissing},
-		{"too old", func(h http.Header) (string, string, []byte, time.Time) { return "POST", "/p", body, now.Add(6 * time.Second) }, reasonSkew},
-		{"from the future", func(h http.Header) (string, string, []byte, time.Time) { return "POST", "/p", body, now.Add(-6 * time.Second) }, reasonSkew},
+		{"too old", func(h http.Header) (string, string, []byte, time.Time) {
+			return "POST", "/p", body, now.Add(6 * time.Second)
+		}, reasonSkew},
+		{"from the future", func(h http.Header) (string, string, []byte, time.Time) {
+			return "POST", "/p", body, now.Add(-6 * time.Second)
+		}, reasonSkew},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
