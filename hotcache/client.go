@@ -151,6 +151,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.doubleDelete < 0 {
 		return nil, fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
 	}
+	kafkaTransport, err := o.sec.kafkaTransport()
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
@@ -173,7 +177,6 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.bloom != nil {
 		c.bloom = &bloomFilter{f: o.bloom}
 	}
-	var err error
 	c.recent, err = ristretto.NewCache(&ristretto.Config[string, *value]{
 		NumCounters: max(o.fallbackBytes/100, 1000), // ~10 counters per entry of ~1 KB
 		MaxCost:     o.fallbackBytes,
@@ -187,7 +190,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	case o.sink != nil:
 		c.sink = o.sink
 	case len(o.brokers) > 0:
-		c.sink = newKafkaSink(o.brokers, o.topic, c.m, c.log)
+		ks := newKafkaSink(o.brokers, o.topic, c.m, c.log)
+		if kafkaTransport != nil {
+			ks.w.Transport = kafkaTransport
+		}
+		c.sink = ks
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 
@@ -224,6 +231,7 @@ func newRedis(o options) (redis.UniversalClient, bool) {
 		return redis.NewClient(&redis.Options{
 			Addr: o.redisAddrs[0], DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
+			Username: o.sec.redisUser, Password: o.sec.redisPassword, TLSConfig: o.sec.redisTLS,
 		}), true
 	case len(o.redisAddrs) > 1:
 		addrs := make(map[string]string, len(o.redisAddrs))
@@ -236,6 +244,7 @@ func newRedis(o options) (redis.UniversalClient, bool) {
 			NewConsistentHash: func(shards []string) redis.ConsistentHash { return newHash(shards) },
 			DialTimeout:       o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
 			PoolTimeout: o.opTimeout, MaxRetries: -1,
+			Username: o.sec.redisUser, Password: o.sec.redisPassword, TLSConfig: o.sec.redisTLS,
 		}), true
 	}
 	return nil, false

@@ -92,7 +92,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 			if err := zkgroup.EnsurePath(conn, path.Dir(node)); err != nil {
 				return struct{}{}, err
 			}
-			if _, err := conn.Create(node, data, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
+			if _, err := conn.Create(node, data, 0, zkgroup.NodeACL(conn)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
 				return struct{}{}, err
 			}
 		}

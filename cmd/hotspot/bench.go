@@ -84,6 +84,7 @@ type benchResult struct {
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags("bench", benchHelp)
 	w := addWorkloadFlags(fs, 30*time.Second)
+	w.getenv = getenv
 	addrs := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of every hotspotd, comma-separated (for CPU, memory and counts)")
 	zkServers := fs.String("zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
 	root := fs.String("zk-root", hotset.DefaultRoot, "ZooKeeper root of Hotspot")
@@ -120,7 +121,12 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 
 	// Follow the published hot set, recording when each key first appeared.
 	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{})
+	zkAuth, err := zkgroup.DigestFromEnv(getenv, "HOTSPOT_ZK_DIGEST")
+	if err != nil {
+		cancel()
+		return usageError{err}
+	}
+	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{Auth: zkAuth})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("no ZooKeeper session with %v: %w", servers, err)
@@ -152,6 +158,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	// watches the hot set and loads each promoted key into its L1 (from a
 	// constant loader: the load itself is not what is measured).
 	app, err := hotcache.New(ctx, hotcache.WithApp(*w.app), hotcache.WithZooKeeper(servers, *root),
+		hotcache.WithZooKeeperAuth(zkAuth.User, zkAuth.Password),
 		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
 	if err != nil {
 		return fmt.Errorf("hotcache client: %w", err)

@@ -39,7 +39,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, cfg.zk, zkgroup.Config{Logger: log, Registerer: reg})
+	sess, err := zkgroup.Connect(connectCtx, cfg.zk, cfg.sec.zkConfig(zkgroup.Config{Logger: log, Registerer: reg}))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("no ZooKeeper session with %v (is ZooKeeper running? `make up` starts one): %w", cfg.zk, err)
@@ -82,7 +82,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if cfg.detector {
 		// A group formed before its topic exists gets no partitions until
 		// the next rebalance: make sure the topic is there first.
-		n, err := kafkaio.EnsureTopic(ctx, cfg.brokers, cfg.topic, cfg.partitions)
+		n, err := kafkaio.EnsureTopicWith(ctx, cfg.sec.kafka, cfg.brokers, cfg.topic, cfg.partitions)
 		switch {
 		case errors.Is(err, kafkaio.ErrNoBroker):
 			return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
@@ -93,7 +93,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		det, err = detector.New(detector.Config{
 			Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
-			Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,
+			Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
 			// The broker's minimum: a dead detector's partitions wait this
 			// long for a new owner.
 			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,

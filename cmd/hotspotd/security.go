@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
 // security is hotspotd's part of the trust boundary (docs/security.md): the
@@ -26,13 +28,17 @@ type security struct {
 	clusterSecret []byte // "" runs an open cluster bound to loopback
 	tlsCert       string // PEM files; both or neither
 	tlsKey        string
-	tlsCA         string // PEM CA bundle that verifies other hotspotds; "" means the system roots
+	tlsCA         string            // PEM CA bundle that verifies other hotspotds; "" means the system roots
+	zkAuth        zkgroup.Digest    // HOTSPOT_ZK_DIGEST[_FILE]; zero: no auth, open nodes
+	zkReaders     []zkgroup.Digest  // HOTSPOT_ZK_READERS: app identities that may read; empty: anyone may read
+	kafka         *kafkaio.Security // nil: plaintext, no SASL
 }
 
 // securityFlags registers the security flags on fs; resolve reads them once
 // fs is parsed and the environment applied.
 type securityFlags struct {
 	secretFile, adminTokenFile, tlsCert, tlsKey, tlsCA *string
+	kafka                                              *kafkaio.SecurityFlags
 }
 
 func addSecurityFlags(fs *flag.FlagSet, env func(name, usage string) string) securityFlags {
@@ -45,6 +51,7 @@ func addSecurityFlags(fs *flag.FlagSet, env func(name, usage string) string) sec
 		tlsCert: fs.String("tls-cert", "", env("tls-cert", "PEM certificate chain: serve HTTPS (with --tls-key), and call other hotspotd over HTTPS")),
 		tlsKey:  fs.String("tls-key", "", env("tls-key", "PEM private key of --tls-cert")),
 		tlsCA:   fs.String("tls-ca", "", env("tls-ca", "PEM CA bundle that verifies other hotspotd's certificates (default: the system roots)")),
+		kafka:   kafkaio.AddSecurityFlags(fs, env),
 	}
 }
 
@@ -95,6 +102,26 @@ func (f securityFlags) resolve(getenv func(string) string, adminToken string) (s
 		return s, "", errors.New("--tls-cert and --tls-key go together")
 	}
 	s.tlsCert, s.tlsKey, s.tlsCA = *f.tlsCert, *f.tlsKey, *f.tlsCA
+	var err error
+	if s.zkAuth, err = zkgroup.DigestFromEnv(getenv, "HOTSPOT_ZK_DIGEST"); err != nil {
+		return s, "", err
+	}
+	for _, r := range strings.Split(getenv("HOTSPOT_ZK_READERS"), ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		d, err := zkgroup.ParseDigest(r)
+		if err != nil {
+			return s, "", fmt.Errorf("HOTSPOT_ZK_READERS: %w", err)
+		}
+		s.zkReaders = append(s.zkReaders, d)
+	}
+	if s.kafka, err = f.kafka.Resolve(getenv); err != nil {
+		return s, "", err
+	}
+	if len(s.zkReaders) > 0 && s.zkAuth.IsZero() {
+		return s, "", errors.New("HOTSPOT_ZK_READERS needs HOTSPOT_ZK_DIGEST: readers are only enforced on nodes hotspotd owns")
+	}
 	return s, adminToken, nil
 }
 
@@ -237,4 +264,12 @@ func clusterSecurity(cfg config, log *slog.Logger, reg prometheus.Registerer) (h
 		return nil, nil, err
 	}
 	return internalTransport(signer, clientTLS), v.Wrap, nil
+}
+
+// zkConfig is hotspotd's ZooKeeper identity and the ACL of every node it
+// creates: its own identity writes, the app identities (or anyone) read.
+func (s security) zkConfig(c zkgroup.Config) zkgroup.Config {
+	c.Auth = s.zkAuth
+	c.ACL = zkgroup.ACL{Writer: s.zkAuth, Readers: s.zkReaders}
+	return c
 }

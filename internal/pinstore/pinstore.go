@@ -114,7 +114,7 @@ func (st *Store) modify(ctx context.Context, kind, app string, fn func([]string)
 			var data []byte
 			if data, err = encode(kind, app, keys, since); err == nil {
 				if err = zkgroup.EnsurePath(conn, path.Dir(p)); err == nil {
-					_, err = conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
+					_, err = conn.Create(p, data, 0, zkgroup.NodeACL(conn))
 				}
 			}
 		default:

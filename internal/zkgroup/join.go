@@ -81,12 +81,12 @@ func Join(ctx context.Context, s *Session, dir, id string, data []byte) error {
 // watch then fires when that changes.
 func (s *Session) hold(dir, p string, data []byte) (fired <-chan zk.Event, owner int64, err error) {
 	conn := s.conn
-	_, err = conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err = conn.Create(p, data, zk.FlagEphemeral, NodeACL(conn))
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = EnsurePath(conn, dir); err != nil {
 			return nil, 0, err
 		}
-		_, err = conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		_, err = conn.Create(p, data, zk.FlagEphemeral, NodeACL(conn))
 	}
 	// ErrNodeExists may be our own node: a create whose reply was lost to
 	// a disconnect, or an earlier round of this loop. The owner check

@@ -9,7 +9,7 @@ import (
 )
 
 // EnsurePath creates path and its missing parents as persistent nodes with
-// no data and an open ACL. Nodes that already exist (made by anyone, at any
+// no data and the ACL of conn's Session (NodeACL). Nodes that already exist (made by anyone, at any
 // moment) are fine. It makes one call when path exists already.
 func EnsurePath(conn *zk.Conn, path string) error {
 	if err := checkPath(path); err != nil {
@@ -27,7 +27,7 @@ func EnsurePath(conn *zk.Conn, path string) error {
 		if i < len(path) && path[i] != '/' {
 			continue
 		}
-		_, err := conn.Create(path[:i], nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(path[:i], nil, 0, NodeACL(conn))
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zkgroup: ensure %s: create %s: %w", path, path[:i], err)
 		}

@@ -24,6 +24,12 @@ var ErrSessionClosed = errors.New("zkgroup: session closed")
 type Config struct {
 	SessionTimeout time.Duration         // requested session timeout; 0 means 6s (the server may clamp it)
 	Dialer         zk.Dialer             // opens TCP connections; nil means net.DialTimeout
+	// Auth is the digest identity the session authenticates as (re-sent on
+	// every reconnect); zero means none.
+	Auth Digest
+	// ACL is what every node created through this session carries; the
+	// zero ACL leaves nodes open (see ACL).
+	ACL ACL
 	Logger         *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
 	Registerer     prometheus.Registerer // nil: not exported; register one Session per Registerer
 }
@@ -95,8 +101,17 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 		return nil, fmt.Errorf("zkgroup: connect %v: %w", servers, err)
 	}
 	s.conn = conn
+	acls.Store(conn, cfg.ACL.list())
 	select {
 	case <-s.hasSession:
+		if !cfg.Auth.IsZero() {
+			// go-zookeeper keeps the credentials and re-sends them
+			// after every reconnect, before any other request.
+			if err := conn.AddAuth("digest", []byte(cfg.Auth.User+":"+cfg.Auth.Password)); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("zkgroup: digest auth as %q: %w", cfg.Auth.User, err)
+			}
+		}
 		s.log.Info("zookeeper session established", "servers", servers, "session", fmt.Sprintf("%#x", conn.SessionID()))
 		return s, nil
 	case <-ctx.Done():
@@ -160,6 +175,7 @@ func (s *Session) Close() {
 	s.once.Do(func() {
 		close(s.closed)
 		s.conn.Close()
+		acls.Delete(s.conn)
 		s.m.connected.Set(0)
 	})
 }
