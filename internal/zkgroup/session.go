@@ -22,16 +22,16 @@ var ErrSessionClosed = errors.New("zkgroup: session closed")
 
 // Config tunes a Session. A zero field means the default.
 type Config struct {
-	SessionTimeout time.Duration         // requested session timeout; 0 means 6s (the server may clamp it)
-	Dialer         zk.Dialer             // opens TCP connections; nil means net.DialTimeout
+	SessionTimeout time.Duration // requested session timeout; 0 means 6s (the server may clamp it)
+	Dialer         zk.Dialer     // opens TCP connections; nil means net.DialTimeout
 	// Auth is the digest identity the session authenticates as (re-sent on
 	// every reconnect); zero means none.
 	Auth Digest
 	// ACL is what every node created through this session carries; the
 	// zero ACL leaves nodes open (see ACL).
-	ACL ACL
-	Logger         *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
-	Registerer     prometheus.Registerer // nil: not exported; register one Session per Registerer
+	ACL        ACL
+	Logger     *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
+	Registerer prometheus.Registerer // nil: not exported; register one Session per Registerer
 }
 
 // Session is a ZooKeeper client connection and the state of its session.
