@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# stack.sh up|down|status|env: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# stack.sh up|down|status|env [--secure]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh).
 #
 # On a fresh machine `up` installs what is missing (Debian's zookeeper and
 # redis-server packages; Apache Kafka and its dependencies from Maven Central)
@@ -216,11 +217,25 @@ status() {
 	return $rc
 }
 
+# --secure: the secured stack instead (secure.sh; docs/security.md).
+if [[ ${2:-} == --secure ]]; then
+	. "$here/secure.sh"
+	case ${1:-} in
+	up) secure_up ;;
+	down) secure_down ;;
+	status) secure_status ;;
+	env) secure_env ;;
+	purge) secure_down; rm -rf "$sstate" ;;
+	*) echo "usage: $0 up|down|status|env|purge [--secure]" >&2; exit 2 ;;
+	esac
+	exit
+fi
+
 case ${1:-} in
 up) up ;;
 down) down ;;
 status) status ;;
 env) print_env ;;
 purge) down; rm -rf "$state/kafka" "$state/zookeeper" "$state/redis" ;;
-*) echo "usage: $0 up|down|status|env|purge" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|env|purge [--secure]" >&2; exit 2 ;;
 esac
