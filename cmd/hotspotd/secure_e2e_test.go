@@ -48,9 +48,8 @@ func needSecureStack(t *testing.T) *secureStack {
 		t.Skip("end-to-end test; -short skips it")
 	}
 	if os.Getenv("HOTSPOT_SECURE") != "1" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("HOTSPOT_SECURE is not 1: run under `eval \"$(deployments/local/stack.sh env --secure)\"` (make test does)")
-		}
+		// make test runs it a second time, in the secured stack's
+		// environment; the plain run skips it even under CI.
 		t.Skip("needs the secured stack: eval \"$(deployments/local/stack.sh env --secure)\"")
 	}
 	s := &secureStack{
