@@ -45,7 +45,6 @@ secure_credentials() {
 	[[ -f $s_creds ]] && return
 	mkdir -p "$sstate"
 	chmod 700 "$sstate"
-	local pw
 	pw() { openssl rand -hex 16; }
 	umask 077
 	cat >"$s_creds" <<EOF
