@@ -25,7 +25,7 @@ import (
 // cluster secret that signs hotspotd-to-hotspotd calls, the admin token, and
 // TLS for the HTTP server and the internal clients.
 type security struct {
-	clusterSecret []byte // "" runs an open cluster bound to loopback
+	clusterSecret []byte // nil runs an open cluster bound to loopback
 	tlsCert       string // PEM files; both or neither
 	tlsKey        string
 	tlsCA         string            // PEM CA bundle that verifies other hotspotds; "" means the system roots
