@@ -25,8 +25,9 @@ import (
 // cluster secret that signs hotspotd-to-hotspotd calls, the admin token, and
 // TLS for the HTTP server and the internal clients.
 type security struct {
-	clusterSecret []byte // nil runs an open cluster bound to loopback
-	tlsCert       string // PEM files; both or neither
+	clusterSecret []byte   // nil runs an open cluster bound to loopback
+	olderSecrets  [][]byte // still accepted (rotation): the secret file's later lines
+	tlsCert       string   // PEM files; both or neither
 	tlsKey        string
 	tlsCA         string            // PEM CA bundle that verifies other hotspotds; "" means the system roots
 	zkAuth        zkgroup.Digest    // HOTSPOT_ZK_DIGEST[_FILE]; zero: no auth, open nodes
@@ -44,8 +45,8 @@ type securityFlags struct {
 func addSecurityFlags(fs *flag.FlagSet, env func(name, usage string) string) securityFlags {
 	return securityFlags{
 		secretFile: fs.String("cluster-secret-file", "", env("cluster-secret-file",
-			"file holding the cluster secret (at least 16 bytes) that signs every hotspotd-to-hotspotd call; "+
-				"HOTSPOT_CLUSTER_SECRET may hold the secret itself. Without one the cluster is open and hotspotd binds loopback only")),
+			"file holding the cluster secret (at least 16 bytes) that signs every hotspotd-to-hotspotd call, on its first line; "+
+				"later lines are older secrets still accepted during a rotation. HOTSPOT_CLUSTER_SECRET may hold the secret itself. Without one the cluster is open and hotspotd binds loopback only")),
 		adminTokenFile: fs.String("admin-token-file", "", env("admin-token-file",
 			"file holding the admin token (instead of --admin-token, so it never shows in ps)")),
 		tlsCert: fs.String("tls-cert", "", env("tls-cert", "PEM certificate chain: serve HTTPS (with --tls-key), and call other hotspotd over HTTPS")),
@@ -81,12 +82,22 @@ func (f securityFlags) resolve(getenv func(string) string, adminToken string) (s
 		if err != nil {
 			return s, "", err
 		}
-		s.clusterSecret = b
+		// The first line signs; later lines are older secrets that are
+		// still accepted while a rotation rolls through the cluster.
+		lines := strings.Split(string(b), "\n")
+		s.clusterSecret = []byte(strings.TrimRight(lines[0], "\r"))
+		for _, l := range lines[1:] {
+			if l = strings.TrimRight(l, "\r"); l != "" {
+				s.olderSecrets = append(s.olderSecrets, []byte(l))
+			}
+		}
 	case envSecret != "":
 		s.clusterSecret = []byte(envSecret)
 	}
-	if s.clusterSecret != nil && len(s.clusterSecret) < clusterauth.MinSecretLen {
-		return s, "", fmt.Errorf("cluster secret: %d bytes, want at least %d", len(s.clusterSecret), clusterauth.MinSecretLen)
+	for _, secret := range append([][]byte{s.clusterSecret}, s.olderSecrets...) {
+		if s.clusterSecret != nil && len(secret) < clusterauth.MinSecretLen {
+			return s, "", fmt.Errorf("cluster secret: %d bytes, want at least %d", len(secret), clusterauth.MinSecretLen)
+		}
 	}
 	if *f.adminTokenFile != "" {
 		if adminToken != "" {
@@ -259,7 +270,7 @@ func clusterSecurity(cfg config, log *slog.Logger, reg prometheus.Registerer) (h
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := clusterauth.NewVerifier(cfg.sec.clusterSecret, clusterauth.Config{Logger: log, Registerer: reg})
+	v, err := clusterauth.NewVerifier(cfg.sec.clusterSecret, clusterauth.Config{Logger: log, Registerer: reg}, cfg.sec.olderSecrets...)
 	if err != nil {
 		return nil, nil, err
 	}

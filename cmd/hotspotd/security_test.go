@@ -20,6 +20,8 @@ func TestSecurityConfig(t *testing.T) {
 	secretFile := file("secret", "0123456789abcdef0123\n")
 	shortFile := file("short", "short\n")
 	tokenFile := file("token", "adm1n-t0ken\n")
+	rotating := file("rotating", "new-secret-0123456789\nold-secret-0123456789\n")
+	rotatingShort := file("rotating-short", "new-secret-0123456789\nold\n")
 	emptyFile := file("empty", "\n")
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	tests := []struct {
@@ -46,6 +48,12 @@ func TestSecurityConfig(t *testing.T) {
 		{"both secrets", []string{"--cluster-secret-file", secretFile}, map[string]string{"HOTSPOT_CLUSTER_SECRET": "env-secret-0123456789"},
 			nil, "give one of them"},
 		{"short secret", []string{"--cluster-secret-file", shortFile}, nil, nil, "at least 16"},
+		{"rotation: new secret first, old still accepted", []string{"--cluster-secret-file", rotating}, nil,
+			func(c config) bool {
+				return string(c.sec.clusterSecret) == "new-secret-0123456789" && len(c.sec.olderSecrets) == 1 &&
+					string(c.sec.olderSecrets[0]) == "old-secret-0123456789"
+			}, ""},
+		{"rotation: short older secret", []string{"--cluster-secret-file", rotatingShort}, nil, nil, "at least 16"},
 		{"missing secret file", []string{"--cluster-secret-file", filepath.Join(dir, "nope")}, nil, nil, "--cluster-secret-file"},
 		{"empty secret file", []string{"--cluster-secret-file", emptyFile}, nil, nil, "is empty"},
 		{"admin token from a file", []string{"--admin-token-file", tokenFile}, nil,

@@ -243,6 +243,37 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// During a rotation a Verifier given the old secret as well accepts both;
+// one without it refuses the old.
+func TestRotation(t *testing.T) {
+	oldS, _ := NewSigner([]byte("old-cluster-secret-0123"), "det-1")
+	newS, _ := NewSigner([]byte("new-cluster-secret-0123"), "det-2")
+	both, err := NewVerifier([]byte("new-cluster-secret-0123"), Config{}, []byte("old-cluster-secret-0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, _ := NewVerifier([]byte("new-cluster-secret-0123"), Config{})
+	now := time.Now()
+	for _, c := range []struct {
+		name string
+		s    *Signer
+		v    *Verifier
+		want string
+	}{
+		{"new secret, both accepted", newS, both, ""},
+		{"old secret, both accepted", oldS, both, ""},
+		{"new secret, new only", newS, only, ""},
+		{"old secret, new only", oldS, only, reasonSignature},
+	} {
+		if got := reason(c.v.Check("GET", "/t", sum(nil), signed(c.s, "GET", "/t", nil), now)); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+	if _, err := NewVerifier([]byte("new-cluster-secret-0123"), Config{}, []byte("short")); !errors.Is(err, ErrShortSecret) {
+		t.Errorf("short older secret: %v, want ErrShortSecret", err)
+	}
+}
+
 func TestShortSecret(t *testing.T) {
 	if _, err := NewSigner([]byte("short"), "x"); !errors.Is(err, ErrShortSecret) {
 		t.Errorf("NewSigner(short) = %v, want ErrShortSecret", err)

@@ -32,10 +32,10 @@ type Config struct {
 
 // Verifier checks signed requests. It is safe for concurrent use.
 type Verifier struct {
-	secret []byte
-	cfg    Config
-	now    func() time.Time
-	m      *prometheus.CounterVec
+	secrets [][]byte // any of them verifies (rotation: old and new)
+	cfg     Config
+	now     func() time.Time
+	m       *prometheus.CounterVec
 
 	mu      sync.Mutex // guards sources
 	sources map[string]*window
@@ -63,10 +63,17 @@ const (
 	reasonTooLarge  = "too_large" // body over MaxBody
 )
 
-// NewVerifier returns a Verifier for the cluster secret.
-func NewVerifier(secret []byte, cfg Config) (*Verifier, error) {
-	if len(secret) < MinSecretLen {
-		return nil, ErrShortSecret
+// NewVerifier returns a Verifier that accepts requests signed with the
+// cluster secret or, during a rotation, with any of the older secrets given.
+func NewVerifier(secret []byte, cfg Config, older ...[]byte) (*Verifier, error) {
+	secrets := [][]byte{append([]byte(nil), secret...)}
+	for _, o := range older {
+		secrets = append(secrets, append([]byte(nil), o...))
+	}
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			return nil, ErrShortSecret
+		}
 	}
 	cfg.MaxSkew = cmp.Or(cfg.MaxSkew, 30*time.Second)
 	cfg.MaxBody = cmp.Or(cfg.MaxBody, 1<<20)
@@ -76,7 +83,7 @@ func NewVerifier(secret []byte, cfg Config) (*Verifier, error) {
 		return nil, errors.New("clusterauth: MaxSkew, MaxBody and MaxSources must be >= 0")
 	}
 	v := &Verifier{
-		secret:  append([]byte(nil), secret...),
+		secrets: secrets,
 		cfg:     cfg,
 		now:     time.Now,
 		sources: make(map[string]*window),
@@ -115,8 +122,12 @@ func (v *Verifier) Check(method, target string, bodySum []byte, h http.Header, n
 	}
 	// The signature first: nothing below may be driven by an unsigned
 	// request (the replay table in particular).
-	want := message(hmac.New(sha256.New, v.secret), method, target, bodySum, t, source, seq)
-	if !hmac.Equal(got, want) {
+	ok := false
+	for _, secret := range v.secrets { // every one, so the time does not tell which matched
+		want := message(hmac.New(sha256.New, secret), method, target, bodySum, t, source, seq)
+		ok = hmac.Equal(got, want) || ok
+	}
+	if !ok {
 		return &Error{reasonSignature, "signature does not match"}
 	}
 	// t >= 0 keeps both differences from overflowing.
