@@ -10,8 +10,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
+
+// KeyState is one key's state at this shard, as its internal API answers it.
+type KeyState = api.KeyState
 
 var (
 	errNilPublisher = errors.New("aggregator: nil Publisher")

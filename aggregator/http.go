@@ -9,29 +9,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
-// Paths served by Handler.
-const (
-	PartialsPath = "/internal/v1/partials" // POST: a wire partial-count batch; 204 when counted
-	TopPath      = "/internal/v1/top"      // GET ?app=&n=: this shard's busiest keys
-	KeyPath      = "/internal/v1/key"      // GET ?app=&key=: one key's state at this shard
-)
-
-// Handler serves the shard's internal API, for hotspotd's mux:
-//
-//	POST PartialsPath  body: wire partial-count batch -> 204; 400 {"error":...} on a bad
-//	                   body (nothing counted); 413 over MaxBodyBytes
-//	GET  TopPath       ?app=APP&n=N (default 10, at most TopK) -> 200 {"app":..,"keys":[KeyState..]}
-//	GET  KeyPath       ?app=APP&key=KEY -> 200 KeyState; 404 when not tracked here
-//
-// app defaults to "default" as in the access-event contract.
+// Handler serves the shard's internal API (the paths and answers of package
+// aggregator/api), for hotspotd's mux. The app parameter defaults to
+// wire.DefaultApp, as in the access-event contract.
 func (a *Aggregator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PartialsPath, a.servePartials)
-	mux.HandleFunc("GET "+TopPath, a.serveTop)
-	mux.HandleFunc("GET "+KeyPath, a.serveKey)
+	mux.HandleFunc("POST "+api.PartialsPath, a.servePartials)
+	mux.HandleFunc("GET "+api.TopPath, a.serveTop)
+	mux.HandleFunc("GET "+api.KeyPath, a.serveKey)
 	return mux
 }
 
@@ -110,11 +99,7 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	writeJSON(w, http.StatusOK, struct {
-		App   string     `json:"app"`
-		Shard string     `json:"shard"`
-		Keys  []KeyState `json:"keys"`
-	}{app, a.cfg.ID, a.Top(app, n)})
+	writeJSON(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +119,7 @@ func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 
 func appParam(s string) string {
 	if s == "" {
-		return "default"
+		return wire.DefaultApp
 	}
 	return s
 }

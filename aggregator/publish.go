@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Publisher stores the published hot set and the aggregator's membership.

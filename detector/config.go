@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
@@ -16,8 +17,8 @@ import (
 // Config configures a Detector. A zero field means the default shown.
 type Config struct {
 	Brokers []string // Kafka bootstrap addresses; required unless Source is set
-	Topic   string   // "hotspot.access"
-	Group   string   // consumer group, "hotspot-detector"
+	Topic   string   // "" means hotset.DefaultTopic
+	Group   string   // consumer group; "" means hotset.DefaultGroup
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
 	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
@@ -73,8 +74,6 @@ type Config struct {
 
 // Defaults not expressed inline.
 const (
-	DefaultTopic       = "hotspot.access"
-	DefaultGroup       = "hotspot-detector"
 	DefaultMaxKeys     = 1 << 19
 	DefaultMaxKeyBytes = 32 << 20
 	DefaultAlpha       = 0.05
@@ -82,8 +81,8 @@ const (
 )
 
 func (cfg Config) withDefaults() (Config, error) {
-	cfg.Topic = cmp.Or(cfg.Topic, DefaultTopic)
-	cfg.Group = cmp.Or(cfg.Group, DefaultGroup)
+	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
+	cfg.Group = cmp.Or(cfg.Group, hotset.DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)

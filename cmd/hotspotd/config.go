@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
 )
 
 type config struct {
@@ -39,8 +39,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("hotspotd", flag.ContinueOnError)
 	env := func(name, usage string) string { return usage + " (env " + envflag.Name("HOTSPOT", name) + ")" }
 	brokers := fs.String("brokers", "127.0.0.1:19092", env("brokers", "Kafka bootstrap brokers, comma-separated"))
-	topic := fs.String("topic", "hotspot.access", env("topic", "access-event topic"))
-	group := fs.String("group", "hotspot-detector", env("group", "detector consumer group"))
+	topic := fs.String("topic", hotset.DefaultTopic, env("topic", "access-event topic"))
+	group := fs.String("group", hotset.DefaultGroup, env("group", "detector consumer group"))
 	zkServers := fs.String("zk", "127.0.0.1:12181", env("zk", "ZooKeeper servers, comma-separated"))
 	zkRoot := fs.String("zk-root", hotset.DefaultRoot, env("zk-root", "ZooKeeper root of everything Hotspot keeps"))
 	httpAddr := fs.String("http-addr", "127.0.0.1:7070", env("http-addr", "HTTP listen address (API, metrics, internal aggregator API)"))

@@ -17,18 +17,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
-	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 )
 
-var _ detector.Sink = (*shardclient.Client)(nil)
+var _ detector.Sink = (*api.Client)(nil)
 
 // run serves until ctx is canceled, then shuts down in dependency order: the
 // detector stops and hands its last counts to the aggregators (which are
@@ -46,7 +46,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer sess.Close()
 
-	sink, err := shardclient.New(shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: reg})
+	sink, err := api.New(api.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -101,8 +101,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	}
 
-	api, err := httpapi.New(httpapi.Config{
-		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
+	publicAPI, err := httpapi.New(httpapi.Config{
+		HotSet: watcher.Snapshot, Aggregators: sink, Gatherer: reg, Logger: log,
 		Events: events, Threshold: cfg.threshold,
 		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
@@ -111,7 +111,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", api)
+	mux.Handle("/", publicAPI)
 	if agg != nil {
 		mux.Handle("/internal/v1/", agg.Handler())
 	}
@@ -153,10 +153,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if det != nil {
 		member := hotset.EncodeMember(hotset.Member{ID: cfg.id, Addr: cfg.advertise})
 		goRole(func(ctx context.Context) error {
-			return zkgroup.Join(ctx, sess, detectorsDir, hotset.Escape(cfg.id), member)
+			return sess.Join(ctx, detectorsDir, hotset.Escape(cfg.id), member)
 		})
 		goRole(func(ctx context.Context) error {
-			return zkgroup.Watch(ctx, sess, detectorsDir, func(m map[string][]byte) { detectors.Store(int64(len(m))) })
+			return sess.Watch(ctx, detectorsDir, func(m map[string][]byte) { detectors.Store(int64(len(m))) })
 		})
 	}
 
@@ -193,7 +193,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	return errors.Join(detErr, bgErr, srvErr)
 }
 
-func ready(w *hotwatch.Watcher, sink *shardclient.Client, detector bool) error {
+func ready(w *hotwatch.Watcher, sink *api.Client, detector bool) error {
 	select {
 	case <-w.Ready():
 	default:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 )
 
@@ -32,11 +33,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool)) (config, 
 	env := func(name, usage string) string { return usage + " (env " + envflag.Name("ITEMAPP", name) + ")" }
 	app := fs.String("app", "itemapp", env("app", "app name under which accesses are reported and the hot set is read"))
 	zk := fs.String("zk", "127.0.0.1:12181", env("zk", "ZooKeeper servers, comma-separated; empty: nothing is ever hot"))
-	zkRoot := fs.String("zk-root", "/hotspot", env("zk-root", "ZooKeeper root of Hotspot's nodes"))
+	zkRoot := fs.String("zk-root", hotset.DefaultRoot, env("zk-root", "ZooKeeper root of Hotspot's nodes"))
 	redis := fs.String("redis", "127.0.0.1:16379", env("redis", "Redis servers, comma-separated (several: sharded by Hotspot's ring); empty: no L2"))
 	prefix := fs.String("redis-prefix", "", env("redis-prefix", "prefix of the Redis keys"))
 	brokers := fs.String("brokers", "127.0.0.1:19092", env("brokers", "Kafka brokers for access reports, comma-separated; empty: no reports"))
-	topic := fs.String("topic", "hotspot.access", env("topic", "access-event topic"))
+	topic := fs.String("topic", hotset.DefaultTopic, env("topic", "access-event topic"))
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", env("http-addr", "HTTP listen address"))
 	latency := fs.Duration("source-latency", 5*time.Millisecond, env("source-latency", "latency of every read of the simulated source"))
 	items := fs.Int("items", 1_000_000, env("items", "ids 0..items-1 exist in the source; others are 404"))

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Snapshot is the hot set at one moment. It is immutable: the Watcher

@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"embed"
@@ -23,18 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
-	"github.com/hotspot-dev/hotspot/router"
-)
-
-// Internal aggregator paths (aggregator.TopPath and KeyPath; repeated so the
-// API needs no aggregator in this process).
-const (
-	topPath = "/internal/v1/top"
-	keyPath = "/internal/v1/key"
 )
 
 // MaxTopN is the largest n accepted by /v1/top.
@@ -42,10 +32,10 @@ const MaxTopN = 1000
 
 // Config wires the API to the process's views of the cluster.
 type Config struct {
-	HotSet  func() *hotwatch.Snapshot // the published hot set; required
-	Members func() []router.Node      // the aggregator members; required
-	Ready   func() error              // nil when the process serves its roles; nil func means always ready
-	Events  *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
+	HotSet      func() *hotwatch.Snapshot // the published hot set; required
+	Aggregators Aggregators               // the aggregator shards (an *api.Client); required
+	Ready       func() error              // nil when the process serves its roles; nil func means always ready
+	Events      *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
 	// Threshold is the cluster's hot-key rate, shown by the page
 	// (/v1/config); 0 leaves it out.
 	Threshold float64
@@ -54,16 +44,21 @@ type Config struct {
 	// AdminToken guards the writes of pins and blocks (Authorization:
 	// Bearer TOKEN); "" refuses every write.
 	AdminToken string
-	Client     *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
 }
 
-type api struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
+// Aggregators answers for every aggregator shard (api.Client, whose
+// errors name the shards that did not answer).
+type Aggregators interface {
+	Top(ctx context.Context, app string, n int) ([]api.KeyState, error)
+	Key(ctx context.Context, app, key string) (api.KeyState, bool, error)
+}
+
+type server struct {
+	cfg Config
+	log *slog.Logger
 }
 
 // New returns the API's handler. Routes (docs/api.md):
@@ -78,16 +73,10 @@ type api struct {
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
 func New(cfg Config) (http.Handler, error) {
-	if cfg.HotSet == nil || cfg.Members == nil {
-		return nil, errors.New("httpapi: HotSet and Members are required")
+	if cfg.HotSet == nil || cfg.Aggregators == nil {
+		return nil, errors.New("httpapi: HotSet and Aggregators are required")
 	}
-	a := &api{cfg: cfg, client: cfg.Client, log: cfg.Logger}
-	if a.client == nil {
-		a.client = &http.Client{Timeout: 2 * time.Second}
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
+	a := &server{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	g := cmp.Or[prometheus.Gatherer](cfg.Gatherer, prometheus.DefaultGatherer)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
@@ -132,8 +121,8 @@ type AppHotKeys struct {
 	HotKeys []HotKey `json:"hotkeys"`
 }
 
-// KeyState is the answer of /v1/hotkeys/{key}.
-type KeyState struct {
+// KeyStatus is the answer of /v1/hotkeys/{key}.
+type KeyStatus struct {
 	App    string  `json:"app"`
 	Key    string  `json:"key"`
 	Hot    bool    `json:"hot"`
@@ -155,7 +144,7 @@ type Top struct {
 	Keys []TopKey `json:"keys"`
 }
 
-func (a *api) hotkeys(w http.ResponseWriter, r *http.Request) {
+func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 	snap := a.cfg.HotSet()
 	q := r.URL.Query()
 	if !q.Has("app") {
@@ -183,33 +172,28 @@ func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
 	return out
 }
 
-func (a *api) key(w http.ResponseWriter, r *http.Request) {
+func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	app, key, err := appAndKey(r)
 	if err != nil {
 		badRequest(w, err)
 		return
 	}
-	st := KeyState{App: app, Key: key}
+	st := KeyStatus{App: app, Key: key}
 	if k, ok := a.cfg.HotSet().Key(app, key); ok {
 		st.Hot, st.Rate, st.Since, st.Source = true, k.Rate, rfc3339(k.Since), source(k)
 	}
 	// The owner's rate is current (the published one is as of the last
 	// publication); only the owner tracks the key, the others answer 404.
-	q := url.Values{"app": {app}, "key": {key}}
-	results := a.fanOut(r.Context(), keyPath, q)
-	for _, res := range results {
-		var ks struct {
-			Rate float64 `json:"rate"`
-		}
-		if res.status == http.StatusOK && json.Unmarshal(res.body, &ks) == nil {
-			st.Rate = ks.Rate
-			break
-		}
+	ks, found, err := a.cfg.Aggregators.Key(r.Context(), app, key)
+	if found {
+		st.Rate = ks.Rate
+	} else if err != nil {
+		a.log.Warn("no current rate", "app", app, "key", key, "err", err)
 	}
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (a *api) top(w http.ResponseWriter, r *http.Request) {
+func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	app, err := appParam(q)
 	if err != nil {
@@ -224,39 +208,22 @@ func (a *api) top(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := Top{App: app, Keys: []TopKey{}}
-	var failed int
-	for _, res := range a.fanOut(r.Context(), topPath, url.Values{"app": {app}, "n": {strconv.Itoa(n)}}) {
-		var shard struct {
-			Keys []struct {
-				Key  string  `json:"key"`
-				Rate float64 `json:"rate"`
-				Hot  bool    `json:"hot"`
-			} `json:"keys"`
+	keys, err := a.cfg.Aggregators.Top(r.Context(), app, n)
+	if err != nil {
+		if len(keys) == 0 {
+			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
+			return
 		}
-		if res.err != nil || res.status != http.StatusOK || json.Unmarshal(res.body, &shard) != nil {
-			failed++
-			continue
-		}
-		for _, k := range shard.Keys {
-			out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
-		}
+		a.log.Warn("busiest keys of some aggregators missing", "app", app, "err", err)
 	}
-	if failed > 0 && len(out.Keys) == 0 {
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": fmt.Sprintf("no aggregator answered (%d failed)", failed)})
-		return
-	}
-	// Each key has one owner, so the shards' lists are disjoint.
-	slices.SortFunc(out.Keys, func(x, y TopKey) int {
-		return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
-	})
-	if len(out.Keys) > n {
-		out.Keys = out.Keys[:n]
+	out := Top{App: app, Keys: make([]TopKey, 0, len(keys))}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
+func (a *server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	n := 50
 	if s := q.Get("n"); s != "" {
@@ -281,7 +248,7 @@ type Lists interface {
 	Remove(ctx context.Context, kind, app, key string) error
 }
 
-func (a *api) listKeys(kind string) http.HandlerFunc {
+func (a *server) listKeys(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		app, err := appParam(r.URL.Query())
 		if err != nil {
@@ -303,7 +270,7 @@ func (a *api) listKeys(kind string) http.HandlerFunc {
 }
 
 // admin adds (put) or removes key from app's pins or blocks.
-func (a *api) admin(kind string, put bool) http.HandlerFunc {
+func (a *server) admin(kind string, put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch auth := r.Header.Get("Authorization"); {
 		case a.cfg.AdminToken == "":
@@ -343,7 +310,7 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 	}
 }
 
-func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
+func (a *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if a.cfg.Ready != nil {
 		if err := a.cfg.Ready(); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
@@ -351,41 +318,6 @@ func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-type result struct {
-	status int
-	body   []byte
-	err    error
-}
-
-// fanOut GETs path?q from every aggregator member in parallel.
-func (a *api) fanOut(ctx context.Context, path string, q url.Values) []result {
-	members := a.cfg.Members()
-	results := make([]result, len(members))
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() {
-			results[i] = a.get(ctx, "http://"+m.Addr+path+"?"+q.Encode())
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-func (a *api) get(ctx context.Context, u string) result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return result{err: err}
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		a.log.Warn("aggregator did not answer", "url", u, "err", err)
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	return result{status: resp.StatusCode, body: body, err: err}
 }
 
 func appParam(q url.Values) (string, error) {

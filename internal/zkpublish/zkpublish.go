@@ -14,7 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -147,7 +147,7 @@ func (p *Publisher) Load(ctx context.Context, shard string) ([]*hotset.Shard, er
 // aggregators do not all scan the tree; when self is not that member, it
 // returns 0 at the cost of one read.
 func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Duration) (int, error) {
-	names, err := p.children(ctx, hotset.MembersDir(p.root))
+	names, err := p.children(ctx, hotset.AggregatorsDir(p.root))
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +231,7 @@ func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time,
 // Join registers m under <root>/members/aggregators/<escaped id> until ctx
 // ends (zkgroup.Join), then deregisters and returns nil.
 func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
-	err := zkgroup.Join(ctx, p.s, hotset.MembersDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
+	err := p.s.Join(ctx, hotset.AggregatorsDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
 	if ctx.Err() != nil {
 		return nil
 	}

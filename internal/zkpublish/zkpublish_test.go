@@ -13,10 +13,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 )
 
 // session connects to the test ZooKeeper and returns a unique root that is
@@ -134,7 +134,7 @@ func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := run(t, a)
-	members := hotset.MembersDir(root)
+	members := hotset.AggregatorsDir(root)
 	eventually(t, 5*time.Second, "membership", func() bool {
 		data, _, err := s.Conn().Get(path.Join(members, hotset.Escape("shard/1")))
 		m, derr := hotset.DecodeMember(data)
@@ -292,7 +292,7 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 	defer cancel()
 	go p.Join(ctx, hotset.Member{ID: "a", Addr: "127.0.0.1:1"})
 	eventually(t, 5*time.Second, "member a", func() bool {
-		kids, _, _ := s.Conn().Children(hotset.MembersDir(root))
+		kids, _, _ := s.Conn().Children(hotset.AggregatorsDir(root))
 		return len(kids) == 1
 	})
 	if err := p.Publish(ctx, &hotset.Shard{App: "app", Shard: "dead", Updated: 1, TTL: 1}); err != nil {

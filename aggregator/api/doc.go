@@ -6,7 +6,7 @@
 //
 //	app + "\x00" + key
 //
-// to, over the aggregators registered under hotset.MembersDir(root). Every
+// to, over the aggregators registered under hotset.AggregatorsDir(root). Every
 // Hotspot process builds the same ring from the same members, so all
 // detectors send a key's counts to the same shard. The NUL separator keeps
 // ("a", "b:c") and ("a\x00b", "c")-style pairs apart as long as app names
@@ -24,4 +24,4 @@
 // accept may count it twice: at-least-once, never a silent loss). One Send
 // routes all its counts with one ring, so a membership change never splits a
 // flush between two views.
-package shardclient
+package api
