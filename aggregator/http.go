@@ -2,7 +2,6 @@ package aggregator
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -36,17 +36,17 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			a.m.rejected.WithLabelValues("too_large").Inc()
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", mbe.Limit))
+			httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", mbe.Limit))
 			return
 		}
 		a.m.rejected.WithLabelValues("bad_body").Inc()
-		writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
 	n, err := a.apply(buf.Bytes(), time.Now())
 	if err != nil {
 		a.m.rejected.WithLabelValues("bad_body").Inc()
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	a.m.batches.Inc()
@@ -94,27 +94,27 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("n"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 0 {
-			writeError(w, http.StatusBadRequest, "n must be an integer >= 0")
+			httpjson.Error(w, http.StatusBadRequest, "n must be an integer >= 0")
 			return
 		}
 		n = v
 	}
-	writeJSON(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
+	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key := q.Get("key")
 	if key == "" {
-		writeError(w, http.StatusBadRequest, "key is required")
+		httpjson.Error(w, http.StatusBadRequest, "key is required")
 		return
 	}
 	st, ok := a.Key(appParam(q.Get("app")), key)
 	if !ok {
-		writeError(w, http.StatusNotFound, "key not tracked by this shard")
+		httpjson.Error(w, http.StatusNotFound, "key not tracked by this shard")
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpjson.Write(w, http.StatusOK, st)
 }
 
 func appParam(s string) string {
@@ -122,16 +122,4 @@ func appParam(s string) string {
 		return wire.DefaultApp
 	}
 	return s
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, struct {
-		Error string `json:"error"`
-	}{msg})
 }

@@ -33,11 +33,20 @@ type Config struct {
 	// Alpha*Threshold*Window/(D*P), P being this detector's partitions.
 	// A negative Alpha turns the filter off: every access is forwarded.
 	Alpha float64
-	// Detectors returns the current number of detectors D (e.g. from
-	// ZooKeeper). It is called once per flush, so it must be cheap. Nil
-	// means 1. If it reports fewer detectors than there are, the loss bound
-	// grows in proportion.
+	// Detectors returns the current number of detectors D. It is called
+	// once per flush, so it must be cheap. Nil means the number of members
+	// registered through Membership, or 1 without Membership. If it reports
+	// fewer detectors than there are, the loss bound grows in proportion.
 	Detectors func() int
+
+	// Membership, when set, registers this detector as ID (required with
+	// it) at Addr under hotset.DetectorsDir(Root) while Run runs, and
+	// counts the registered detectors for Detectors. Root "" means
+	// hotset.DefaultRoot.
+	Membership Membership
+	Root       string
+	ID         string
+	Addr       string // host:port others reach this process at; informative
 
 	// MaxKeys caps the keys tracked by the detector, all partitions
 	// together (1<<19 = 524288); each of P partitions gets MaxKeys/P.
@@ -92,6 +101,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxKeyBytes = cmp.Or(cfg.MaxKeyBytes, DefaultMaxKeyBytes)
 	cfg.MaxKeyLen = cmp.Or(cfg.MaxKeyLen, wire.DefaultMaxKeyLen)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, 30*time.Second)
+	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +120,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("detector: negative MaxKeys, MaxKeyBytes or MaxKeyLen")
 	case cfg.MaxKeys > 1<<31:
 		return cfg, errors.New("detector: MaxKeys above 2^31")
+	case cfg.Membership != nil && cfg.ID == "":
+		return cfg, errors.New("detector: Membership needs an ID")
 	case cfg.MaxKeyBytes < cfg.MaxKeyLen:
 		return cfg, fmt.Errorf("detector: MaxKeyBytes %d below MaxKeyLen %d", cfg.MaxKeyBytes, cfg.MaxKeyLen)
 	}

@@ -79,7 +79,8 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	}
 	root := "/" + stacktest.Name(t)
 	// Registered first, so it runs after the shards' cleanups have stopped them.
-	t.Cleanup(func() { deleteTree(s.Conn(), root); s.Close() })
+	conn := stacktest.ZKConn(t) // closed after the cleanup below
+	t.Cleanup(func() { deleteTree(conn, root); s.Close() })
 
 	a1 := startLiveShard(t, s, root, "agg-1")
 	a2 := startLiveShard(t, s, root, "agg-2")

@@ -22,9 +22,6 @@ func (s *Snapshot) Key(app, key string) (hotset.Key, bool) {
 	return k, ok
 }
 
-// Len returns the number of hot keys of app.
-func (s *Snapshot) Len(app string) int { return len(s.apps[app]) }
-
 // Apps returns the apps that have at least one hot key, sorted.
 func (s *Snapshot) Apps() []string {
 	return slices.Sorted(maps.Keys(s.apps))

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
@@ -89,7 +89,7 @@ func New(cfg Config) (http.Handler, error) {
 		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
 	}
 	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
+		httpjson.Indent(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
 	})
 	ui, _ := fs.Sub(pageFS, "page") // the folder is embedded below
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(ui)))
@@ -98,7 +98,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpjson.Indent(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
 	return mux, nil
@@ -152,7 +152,7 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		for _, app := range snap.Apps() {
 			apps = append(apps, appHotKeys(snap, app))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
+		httpjson.Indent(w, http.StatusOK, map[string]any{"apps": apps})
 		return
 	}
 	app, err := appParam(q)
@@ -160,7 +160,7 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, appHotKeys(snap, app))
+	httpjson.Indent(w, http.StatusOK, appHotKeys(snap, app))
 }
 
 func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
@@ -190,7 +190,7 @@ func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	} else if err != nil {
 		a.log.Warn("no current rate", "app", app, "key", key, "err", err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpjson.Indent(w, http.StatusOK, st)
 }
 
 func (a *server) top(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +211,7 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	keys, err := a.cfg.Aggregators.Top(r.Context(), app, n)
 	if err != nil {
 		if len(keys) == 0 {
-			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
+			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
 			return
 		}
 		a.log.Warn("busiest keys of some aggregators missing", "app", app, "err", err)
@@ -220,7 +220,7 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	for _, k := range keys {
 		out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Indent(w, http.StatusOK, out)
 }
 
 func (a *server) events(w http.ResponseWriter, r *http.Request) {
@@ -237,7 +237,7 @@ func (a *server) events(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Events != nil {
 		events = a.cfg.Events.Recent(q.Get("app"), n)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	httpjson.Indent(w, http.StatusOK, map[string]any{"events": events})
 }
 
 // Lists keeps the operators' pins and blocks (internal/pinstore); kind is
@@ -256,16 +256,16 @@ func (a *server) listKeys(kind string) http.HandlerFunc {
 			return
 		}
 		if a.cfg.Lists == nil {
-			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
 			return
 		}
 		keys, err := a.cfg.Lists.List(r.Context(), kind, app)
 		if err != nil {
 			a.log.Error("reading "+kind, "app", app, "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
+		httpjson.Indent(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
 	}
 }
 
@@ -274,12 +274,12 @@ func (a *server) admin(kind string, put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch auth := r.Header.Get("Authorization"); {
 		case a.cfg.AdminToken == "":
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
+			httpjson.Indent(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
 			return
 		case !strings.HasPrefix(auth, "Bearer ") ||
 			subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+			httpjson.Indent(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
 			return
 		}
 		app, key, err := appAndKey(r)
@@ -288,7 +288,7 @@ func (a *server) admin(kind string, put bool) http.HandlerFunc {
 			return
 		}
 		if a.cfg.Lists == nil {
-			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
 			return
 		}
 		op := a.cfg.Lists.Remove
@@ -302,7 +302,7 @@ func (a *server) admin(kind string, put bool) http.HandlerFunc {
 			} else {
 				a.log.Error("changing "+kind, "app", app, "key", key, "err", err)
 			}
-			writeJSON(w, status, map[string]string{"error": err.Error()})
+			httpjson.Indent(w, status, map[string]string{"error": err.Error()})
 			return
 		}
 		a.log.Info("operator changed "+kind, "app", app, "key", key, "added", put)
@@ -313,11 +313,11 @@ func (a *server) admin(kind string, put bool) http.HandlerFunc {
 func (a *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if a.cfg.Ready != nil {
 		if err := a.cfg.Ready(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
+			httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httpjson.Indent(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func appParam(q url.Values) (string, error) {
@@ -351,13 +351,5 @@ func rfc3339(ms int64) string {
 }
 
 func badRequest(w http.ResponseWriter, err error) {
-	writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v) // the client may be gone; nothing to do about it here
+	httpjson.Indent(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 }

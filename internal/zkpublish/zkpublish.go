@@ -46,33 +46,6 @@ func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
 	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
-// do runs one blocking ZooKeeper call under ctx. go-zookeeper's calls take no
-// context and wait out a disconnection, so the call runs in its own goroutine
-// and do returns at ctx's end; the abandoned goroutine ends when the
-// connection answers or is closed (Session.Close).
-func do[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // Publish writes s to <root>/hot/<app>/<shard>, creating the node and its
 // parents when missing.
 func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
@@ -81,23 +54,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 		return err
 	}
 	node := hotset.ShardPath(p.root, s.App, s.Shard)
-	_, err = do(ctx, func() (struct{}, error) {
-		conn := p.s.Conn()
-		// A collector may delete an empty app folder between the calls
-		// below, so retry the creation a few times.
-		for range 3 {
-			if _, err := conn.Set(node, data, -1); !errors.Is(err, zk.ErrNoNode) {
-				return struct{}{}, err
-			}
-			if err := zkgroup.EnsurePath(conn, path.Dir(node)); err != nil {
-				return struct{}{}, err
-			}
-			if _, err := conn.Create(node, data, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
-				return struct{}{}, err
-			}
-		}
-		return struct{}{}, zk.ErrNoNode
-	})
+	err = p.s.Put(ctx, node, data)
 	if err != nil {
 		return fmt.Errorf("zkpublish: write %s: %w", node, err)
 	}
@@ -107,7 +64,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 // Remove deletes app's node of shard. A missing node is not an error.
 func (p *Publisher) Remove(ctx context.Context, app, shard string) error {
 	node := hotset.ShardPath(p.root, app, shard)
-	_, err := do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, -1) })
+	err := p.s.Delete(ctx, node, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("zkpublish: delete %s: %w", node, err)
 	}
@@ -191,7 +148,7 @@ func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Dur
 		}
 		if left == 0 {
 			// Fails harmlessly (ErrNotEmpty, ErrNoNode) if a shard just wrote here.
-			_, _ = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(dir, -1) })
+			_ = p.s.Delete(ctx, dir, -1)
 		}
 	}
 	return deleted, nil
@@ -216,7 +173,7 @@ func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time,
 	if now.Sub(last) <= bound {
 		return false, nil
 	}
-	_, err = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, stat.Version) })
+	err = p.s.Delete(ctx, node, stat.Version)
 	switch {
 	case err == nil:
 		p.log.Info("deleted node of a departed shard", "path", node, "updated", last)
@@ -239,10 +196,7 @@ func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
 }
 
 func (p *Publisher) children(ctx context.Context, dir string) ([]string, error) {
-	names, err := do(ctx, func() ([]string, error) {
-		names, _, err := p.s.Conn().Children(dir)
-		return names, err
-	})
+	names, err := p.s.Children(ctx, dir)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil
@@ -253,16 +207,9 @@ func (p *Publisher) children(ctx context.Context, dir string) ([]string, error) 
 }
 
 func (p *Publisher) get(ctx context.Context, node string) ([]byte, *zk.Stat, error) {
-	type got struct {
-		data []byte
-		stat *zk.Stat
-	}
-	g, err := do(ctx, func() (got, error) {
-		data, stat, err := p.s.Conn().Get(node)
-		return got{data, stat}, err
-	})
+	data, stat, err := p.s.Get(ctx, node)
 	if err != nil {
 		return nil, nil, fmt.Errorf("zkpublish: read %s: %w", node, err)
 	}
-	return g.data, g.stat, nil
+	return data, stat, nil
 }

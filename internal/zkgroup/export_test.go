@@ -7,7 +7,11 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// This file exports to the tests a loop no product code needs any more.
+// This file exports to the tests what no product code needs.
+
+// Conn returns the session's connection, for tests that check ZooKeeper's
+// side of what the session did (owners of ephemeral nodes, session ids).
+func (s *Session) Conn() *zk.Conn { return s.conn }
 
 // WatchData calls fn with the data of the node path, and whether it exists,
 // at first and after every change (a write, even of the same bytes; a
