@@ -1,7 +1,7 @@
 // Package zkgroup is Hotspot's ZooKeeper plumbing shared by the aggregator,
 // the detector, the hotcache SDK and the CLI: one Session per process, group
 // membership (Session.Join, Session.Watch) and the node operations of the
-// adapters built on it (Session.Get, Set, Create, Delete, Children), each
+// adapters built on it (Session.Get, Children, Set, Create, Put, Delete), each
 // bounded by its context.
 //
 // Invariant: what the callers see converges to what ZooKeeper holds, however
