@@ -44,11 +44,11 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 }
 
 // Run joins the group (and Config.Membership) and counts until ctx is
-// canceled. Then it stops
-// consuming, hands the counts in flight to the Sink, commits their offsets,
-// leaves the group and returns nil. It returns an error only when the Sink
-// kept failing for SendTimeout (nothing past the failed counts is
-// committed) or the group cannot be created. Run may be called once.
+// canceled. Then it stops consuming, hands the counts in flight to the Sink,
+// commits their offsets, leaves the group (and the membership) and returns
+// nil. It returns an error only when the Sink kept failing for SendTimeout
+// (nothing past the failed counts is committed), the group cannot be created
+// or the membership failed for good. Run may be called once.
 func (d *Detector) Run(ctx context.Context) error {
 	src := d.cfg.Source
 	if src == nil {

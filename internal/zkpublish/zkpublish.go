@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
@@ -31,8 +30,6 @@ type Publisher struct {
 	root string
 	log  *slog.Logger
 }
-
-var _ aggregator.Publisher = (*Publisher)(nil)
 
 // New returns a Publisher that uses s.
 func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
@@ -186,7 +183,7 @@ func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time,
 }
 
 // Join registers m under <root>/members/aggregators/<escaped id> until ctx
-// ends (zkgroup.Join), then deregisters and returns nil.
+// ends (zkgroup.Session.Join), then deregisters and returns nil.
 func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
 	err := p.s.Join(ctx, hotset.AggregatorsDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
 	if ctx.Err() != nil {
