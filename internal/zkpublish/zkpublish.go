@@ -51,8 +51,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 		return err
 	}
 	node := hotset.ShardPath(p.root, s.App, s.Shard)
-	err = p.s.Put(ctx, node, data)
-	if err != nil {
+	if err := p.s.Put(ctx, node, data); err != nil {
 		return fmt.Errorf("zkpublish: write %s: %w", node, err)
 	}
 	return nil
