@@ -3,21 +3,25 @@ package api
 import "time"
 
 // Paths of an aggregator shard's internal API. Every hotspotd that runs the
-// aggregator role serves them on its HTTP address (aggregator.Handler).
+// aggregator role serves them on its HTTP address (aggregator.Handler), all
+// under Prefix.
 const (
+	// Prefix is the path prefix of every internal route.
+	Prefix = "/internal/v1/"
+
 	// PartialsPath takes a POST of one wire partial-count batch (the
 	// detectors' flushes): 204 when every entry was counted; 400 with
 	// {"error": ...} on a bad body, of which nothing was counted; 413 when
 	// the body is over the shard's size cap.
-	PartialsPath = "/internal/v1/partials"
+	PartialsPath = Prefix + "partials"
 	// TopPath answers GET ?app=APP&n=N (n defaults to 10; at most the
 	// shard's top-K) with a Top: the shard's busiest keys of app, hot or
 	// not.
-	TopPath = "/internal/v1/top"
+	TopPath = Prefix + "top"
 	// KeyPath answers GET ?app=APP&key=KEY with the KeyState of one key, or
 	// 404 when the shard does not track it (another shard owns it, or it
 	// had no recent counts).
-	KeyPath = "/internal/v1/key"
+	KeyPath = Prefix + "key"
 )
 
 // Count is one key's accesses since the detector's previous flush: what Send

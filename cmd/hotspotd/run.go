@@ -187,7 +187,7 @@ func (p *process) handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", public)
 	if p.agg != nil {
-		mux.Handle("/internal/v1/", p.agg.Handler())
+		mux.Handle(api.Prefix, p.agg.Handler())
 	}
 	if p.cfg.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

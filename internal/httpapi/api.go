@@ -121,6 +121,12 @@ type AppHotKeys struct {
 	HotKeys []HotKey `json:"hotkeys"`
 }
 
+// AllHotKeys is the answer of /v1/hotkeys without app: every app that has
+// hot keys, by name.
+type AllHotKeys struct {
+	Apps []AppHotKeys `json:"apps"`
+}
+
 // KeyStatus is the answer of /v1/hotkeys/{key}.
 type KeyStatus struct {
 	App    string  `json:"app"`
@@ -152,7 +158,7 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		for _, app := range snap.Apps() {
 			apps = append(apps, appHotKeys(snap, app))
 		}
-		httpjson.Indent(w, http.StatusOK, map[string]any{"apps": apps})
+		httpjson.Indent(w, http.StatusOK, AllHotKeys{Apps: apps})
 		return
 	}
 	app, err := appParam(q)
