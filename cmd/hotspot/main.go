@@ -4,8 +4,8 @@
 //
 // Every flag has an environment variable, HOTSPOT_ and the flag name in upper
 // case with - as _ (--brokers is HOTSPOT_BROKERS); a flag given on the command
-// line wins, and an empty variable counts as unset. SIGINT or SIGTERM asks the running subcommand to stop cleanly; a
-// second one kills it.
+// line wins, and an empty variable counts as unset. SIGINT or SIGTERM asks the
+// running subcommand to stop cleanly; a second one kills it.
 package main
 
 import (
