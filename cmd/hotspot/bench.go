@@ -27,6 +27,11 @@ flash syntax); the run uses an app of its own (default bench-<time>) so keys
 hot before the run do not count. By default it plants keys at 0.5, 0.8, 1.2,
 2 and 10 times the threshold, starting 3 s into the run.
 
+It exits non-zero when the run measured nothing (no hotspotd consumes the
+workload's topic, or the detectors counted no record of it), when the
+generator could not keep its schedule, and when a key at 1.2 times the
+threshold or more was never reported (unless --allow-missed).
+
 Examples:
   hotspot bench --rate 200000 --duration 30s
   hotspot bench --form json --rate 100000 --skew 0.8 --duration 20s --json bench.json`
@@ -79,13 +84,14 @@ type benchResult struct {
 
 // benchOptions is what the flags of hotspot bench ask for.
 type benchOptions struct {
-	w         *workload
-	cfg       loadgen.Config // the workload
-	servers   []string       // ZooKeeper
-	hotspotds []string       // HTTP addresses
-	root      string         // ZooKeeper root
-	settle    time.Duration
-	jsonPath  string
+	w           *workload
+	cfg         loadgen.Config // the workload
+	servers     []string       // ZooKeeper
+	hotspotds   []string       // HTTP addresses
+	root        string         // ZooKeeper root
+	settle      time.Duration
+	jsonPath    string
+	allowMissed bool
 }
 
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -95,6 +101,9 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	}
 	if _, err := scrapeAll(ctx, o.hotspotds); err != nil {
 		return fmt.Errorf("%w: is hotspotd running? (--hotspotd)", err)
+	}
+	if m := topicMismatch(ctx, o.hotspotds, o.cfg.Topic); m != "" {
+		return fmt.Errorf("the workload would never reach a detector: %s", m)
 	}
 	if _, err := o.w.ensureTopic(ctx, o.cfg); err != nil {
 		return err
@@ -113,7 +122,13 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if err := writeBenchJSON(o.jsonPath, r); err != nil {
 		return err
 	}
-	return fairRun(run.stats)
+	if err := measuredSomething(r, o.cfg.Topic); err != nil {
+		return err
+	}
+	if err := fairRun(run.stats); err != nil {
+		return err
+	}
+	return missedNone(r, o.allowMissed)
 }
 
 // parseBenchFlags reads the flags and fills in the defaults that depend on
@@ -126,6 +141,7 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 	root := fs.String("zk-root", hotset.DefaultRoot, "ZooKeeper root of Hotspot")
 	settle := fs.Duration("settle", 3*time.Second, "wait after the workload for the pipeline to drain")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this `FILE`")
+	allowMissed := fs.Bool("allow-missed", false, "exit 0 even when keys that had to be reported were missed (for exploring)")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return benchOptions{}, err
@@ -145,7 +161,7 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 		return benchOptions{}, err
 	}
 	o := benchOptions{w: w, cfg: cfg, servers: envflag.SplitList(*zkServers), hotspotds: envflag.SplitList(*addrs),
-		root: *root, settle: *settle, jsonPath: *jsonPath}
+		root: *root, settle: *settle, jsonPath: *jsonPath, allowMissed: *allowMissed}
 	if len(o.servers) == 0 || len(o.hotspotds) == 0 {
 		return o, usagef("--zk and --hotspotd need at least one address each")
 	}
@@ -232,6 +248,26 @@ func writeBenchJSON(path string, r benchResult) error {
 	}
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// measuredSomething reports a run whose workload never reached the
+// detectors: they counted nothing while it ran, so every figure is empty.
+func measuredSomething(r benchResult, topic string) error {
+	if r.Records > 0 && (r.DetRecords == 0 || r.DetEntries == 0) {
+		return fmt.Errorf("measured nothing: the workload sent %d records to topic %q, but the detectors counted %.0f records and %.0f entries meanwhile; does a hotspotd of --hotspotd consume that topic?",
+			r.Records, topic, r.DetRecords, r.DetEntries)
+	}
+	return nil
+}
+
+// missedNone reports keys that had to be reported and were not, unless
+// allowed.
+func missedNone(r benchResult, allowed bool) error {
+	if len(r.Missed) == 0 || allowed {
+		return nil
+	}
+	return fmt.Errorf("missed %d of %d keys that had to be reported (>= 1.2x the threshold): %v (--allow-missed accepts misses)",
+		len(r.Missed), r.MustReport, r.Missed)
 }
 
 // fairRun reports a run in which the generator could not keep its schedule.

@@ -101,9 +101,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	}
 
+	consumed := "" // the topic /v1/config names: only a detector consumes one
+	if cfg.detector {
+		consumed = cfg.topic
+	}
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
-		Events: events, Threshold: cfg.threshold,
+		Events: events, Threshold: cfg.threshold, Topic: consumed,
 		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
