@@ -14,6 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 func main() {
@@ -22,6 +24,7 @@ func main() {
 	redisAddr := flag.String("redis", "127.0.0.1:16379", "Redis address")
 	wait := flag.Duration("wait", 60*time.Second, "how long to keep trying")
 	flag.Parse()
+	liblog.Route(nil) // go-redis's own lines; the probe reports each failure itself
 
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
@@ -79,7 +82,11 @@ func probeZK(ctx context.Context, addr string) error {
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, address)
 	}
-	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false))
+	// go-zookeeper's default logger would print every failed attempt
+	// ("authentication failed: EOF" while ZooKeeper starts); the probe
+	// reports the last error itself.
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false),
+		zk.WithLogger(liblog.NewPrinter(nil, "go-zookeeper")))
 	if err != nil {
 		return err
 	}
