@@ -1,5 +1,6 @@
 // Command probe checks that the local stack answers real requests: a Kafka
-// metadata request, a ZooKeeper session and a Redis PING. stack.sh runs it.
+// metadata request and a group coordinator, a ZooKeeper session and a Redis
+// PING. stack.sh runs it.
 package main
 
 import (
@@ -74,8 +75,22 @@ func probeKafka(ctx context.Context, addr string) error {
 	if len(brokers) == 0 {
 		return errors.New("metadata lists no broker")
 	}
-	_, err = conn.Controller()
-	return err
+	if _, err = conn.Controller(); err != nil {
+		return err
+	}
+	// A consumer group needs a coordinator, which a fresh broker has only
+	// once it has created its offsets topic: the first FindCoordinator
+	// starts that, and the probe waits for it, so that the first group of
+	// a test does not meet "Group Coordinator Not Available".
+	resp, err := (&kafka.Client{Addr: kafka.TCP(addr), Timeout: 2 * time.Second}).FindCoordinator(ctx,
+		&kafka.FindCoordinatorRequest{Key: "hotspot-stack-probe", KeyType: kafka.CoordinatorKeyTypeConsumer})
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return fmt.Errorf("no group coordinator yet: %w", resp.Error)
+	}
+	return nil
 }
 
 func probeZK(ctx context.Context, addr string) error {
