@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 // command is one subcommand. run parses its own flags from args (use
@@ -41,6 +42,9 @@ var commands = []command{
 }
 
 func main() {
+	// The libraries' own lines (go-redis, go-zookeeper) are not for the
+	// user of this tool: each subcommand reports the errors that matter.
+	liblog.Route(nil)
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
