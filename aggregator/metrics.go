@@ -16,6 +16,7 @@ type metrics struct {
 	tracked   prometheus.Gauge         // tracked (app, key) pairs
 	evicted   *prometheus.CounterVec   // keys forgotten, by reason
 	collected prometheus.Counter       // dead shards' nodes deleted
+	swept     prometheus.Gauge         // Unix time of the last sweep
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,5 +49,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"reason"}),
 		collected: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "gc_nodes_deleted_total", Help: "Shard nodes of departed aggregators deleted after 2*TTL."}),
+		swept: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "last_sweep_timestamp_seconds",
+			Help: "Unix time at which the shard's loop last swept its windows and published what was due; it advances every bucket while the shard is alive."}),
 	}
 }
