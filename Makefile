@@ -39,12 +39,13 @@ browser:
 		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 # Debian's Prometheus (promtool; the dashboard test runs a real server) and
-# buildah (make image, and the image test), for deployments/.
+# buildah (make image, and the image test), for deployments/; zsh for the
+# completion test.
 tools:
-	@command -v promtool >/dev/null && command -v buildah >/dev/null || { \
-		echo "installing Debian's prometheus and buildah for the deployment tests"; \
+	@command -v promtool >/dev/null && command -v buildah >/dev/null && command -v zsh >/dev/null || { \
+		echo "installing Debian's prometheus, buildah and zsh for the deployment and completion tests"; \
 		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah >/dev/null; }
+		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh >/dev/null; }
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)

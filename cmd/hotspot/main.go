@@ -123,6 +123,9 @@ func newFlags(name, header string) *flag.FlagSet {
 			fmt.Fprintln(out)
 		})
 	}
+	if flagsHook != nil {
+		flagsHook(fs) // completion.go
+	}
 	return fs
 }
 
