@@ -47,6 +47,17 @@ tools:
 		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh >/dev/null; }
 
+# The hotspotd container image (Containerfile): a static binary built here,
+# copied onto scratch, so nothing is pulled. Podman if installed, else buildah;
+# IMAGE_BUILD overrides the command (e.g. to add --storage-driver vfs).
+IMAGE ?= localhost/hotspotd:dev
+IMAGE_BUILD ?= $(shell command -v podman >/dev/null && echo podman build || echo buildah build)
+
+image:
+	@command -v podman >/dev/null || command -v buildah >/dev/null || $(MAKE) --no-print-directory tools
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/hotspotd ./cmd/hotspotd
+	$(IMAGE_BUILD) -f Containerfile -t $(IMAGE) $(BIN)/image
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
 
