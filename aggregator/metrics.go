@@ -22,7 +22,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg) // nil reg: counts, exports nothing
 	const ns, sub = "hotspot", "aggregator"
-	return &metrics{
+	m := &metrics{
 		batches: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "partial_batches_total", Help: "Partial-count batches accepted from detectors."}),
 		entries: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
@@ -53,4 +53,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "last_sweep_timestamp_seconds",
 			Help: "Unix time at which the shard's loop last swept its windows and published what was due; it advances every bucket while the shard is alive."}),
 	}
+	for _, op := range []string{"publish", "remove", "load", "collect"} {
+		m.zkErrors.WithLabelValues(op) // exported at 0 from the start, so rates and alerts see the first one
+	}
+	return m
 }
