@@ -122,10 +122,44 @@ func TestCompletionZsh(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "_hotspot" {
 		t.Fatalf("zsh: completion function for hotspot = %q, %v; want _hotspot", out, err)
 	}
-	body, _ := os.ReadFile(script)
-	for _, c := range commands {
-		if !strings.Contains(string(body), "\t"+c.name+")\n") {
-			t.Errorf("zsh script has no case for %s", c.name)
+
+	// _hotspot's dispatch, with zsh's completion helpers replaced by
+	// functions that print what they were given.
+	complete := func(words ...string) string {
+		prog := `_describe() { print -r -- ${(j: :)${(P)4}%%:*} }
+_arguments() { local a; for a in "$@"; do print -rn -- "${a%%\[*} "; done; print }
+_values() { shift; print -r -- "$@" }
+compdef() { }
+source ` + script + `
+words=(` + strings.Join(words, " ") + `) CURRENT=` + strconv.Itoa(len(words)) + `
+_hotspot`
+		out, err := exec.Command("zsh", "-f", "-c", prog).CombinedOutput()
+		if err != nil {
+			t.Fatalf("zsh: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got, want := complete("hotspot", "''"), "bench completion demo hotkeys load watch"; got != want {
+		t.Errorf("commands: got %q, want %q", got, want)
+	}
+	if got, want := complete("hotspot", "completion", "''"), "bash zsh"; got != want {
+		t.Errorf("completion's words: got %q, want %q", got, want)
+	}
+	specs, err := commandSpecs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if len(s.words) > 0 {
+			continue
+		}
+		var want []string
+		for _, f := range s.flags {
+			want = append(want, "--"+f.name)
+		}
+		want = append(want, "--help")
+		if got := complete("hotspot", s.name, "--"); got != strings.Join(want, " ") {
+			t.Errorf("hotspot %s flags: got %q, want %q", s.name, got, strings.Join(want, " "))
 		}
 	}
 }
