@@ -220,9 +220,11 @@ func TestManifestsMatchHotspotd(t *testing.T) {
 					t.Errorf("%s does not come from a Secret", e.Name)
 				}
 			}
-			for k := range m.configMaps[c.EnvFrom[0].ConfigMapRef.Name].Data {
-				if strings.Contains(k, "TOKEN") {
-					t.Errorf("ConfigMap holds %s: credentials belong in a Secret", k)
+			for name, cm := range m.configMaps {
+				for k := range cm.Data {
+					if strings.Contains(k, "TOKEN") {
+						t.Errorf("ConfigMap %s holds %s: credentials belong in a Secret", name, k)
+					}
 				}
 			}
 			req, lim := c.Resources.Requests, c.Resources.Limits
@@ -327,7 +329,11 @@ func index(t *testing.T, objs []any) *manifests {
 		}
 	}
 	if m.statefulSet == nil || m.serviceMonitor == nil || m.rule == nil || len(m.services) == 0 {
-		t.Fatalf("want a StatefulSet, Services, a ServiceMonitor and a PrometheusRule; have %T", objs)
+		var kinds []string
+		for _, o := range objs {
+			kinds = append(kinds, fmt.Sprintf("%T", o))
+		}
+		t.Fatalf("want a StatefulSet, Services, a ServiceMonitor and a PrometheusRule; have %v", kinds)
 	}
 	return m
 }
@@ -339,10 +345,10 @@ func (m *manifests) env(t *testing.T, c corev1.Container) map[string]string {
 	t.Helper()
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
-		cm := m.configMaps[from.ConfigMapRef.Name]
-		if from.ConfigMapRef == nil || cm == nil {
-			t.Fatalf("envFrom %+v: no such ConfigMap", from)
+		if from.ConfigMapRef == nil || m.configMaps[from.ConfigMapRef.Name] == nil {
+			t.Fatalf("envFrom %+v: not a ConfigMap of the manifests", from)
 		}
+		cm := m.configMaps[from.ConfigMapRef.Name]
 		for k, v := range cm.Data {
 			env[k] = v
 		}
