@@ -108,7 +108,11 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // header, then the flags with their environment variables, to stdout (or
 // to what fs.SetOutput names).
 func newFlags(name, header string) *flag.FlagSet {
-	return envflag.New("hotspot "+name, "HOTSPOT", header)
+	fs := envflag.New("hotspot "+name, "HOTSPOT", header)
+	if flagsHook != nil {
+		flagsHook(fs) // completion.go
+	}
+	return fs
 }
 
 // parseFlags parses args and the HOTSPOT_* variables into fs (envflag.Parse);
