@@ -80,7 +80,7 @@ func ExampleNew() {
 		hotcache.WithRedis("10.0.0.1:6379", "10.0.0.2:6379"),
 		hotcache.WithKafka([]string{"127.0.0.1:9092"}, "hotspot.access"),
 		hotcache.WithLoader(db),
-		hotcache.WithRateLimits(400, 2000),
+		hotcache.WithHotReadLimit(400), hotcache.WithLoaderLimit(2000),
 	)
 	if err != nil {
 		log.Fatal(err)
