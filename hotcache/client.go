@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,7 @@ type Client struct {
 
 	rdb           redis.UniversalClient
 	ownRedis      bool
+	logID         uint64 // names this Client in go-redis's log lines (redislog.go)
 	channel       string // invalidation Pub/Sub channel
 	prefixChannel string // prefix invalidation Pub/Sub channel
 
@@ -197,9 +199,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
 	}
-	c.rdb, c.ownRedis = newRedis(o)
+	c.logID = redisLogIDs.Add(1)
+	c.rdb, c.ownRedis = newRedis(o, c.redisDialer())
 	if c.rdb != nil {
 		installRedisLogger()
+		redisLoggers.Store(c.logID, c.log)
 	}
 	switch {
 	case o.sink != nil:
@@ -236,13 +240,13 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-func newRedis(o options) (redis.UniversalClient, bool) {
+func newRedis(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (redis.UniversalClient, bool) {
 	switch {
 	case o.redisClient != nil:
 		return o.redisClient, false
 	case len(o.redisAddrs) == 1:
 		return redis.NewClient(&redis.Options{
-			Addr: o.redisAddrs[0], DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
+			Addr: o.redisAddrs[0], Dialer: dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 		}), true
 	case len(o.redisAddrs) > 1:
@@ -254,7 +258,7 @@ func newRedis(o options) (redis.UniversalClient, bool) {
 		return redis.NewRing(&redis.RingOptions{
 			Addrs:             addrs,
 			NewConsistentHash: func(shards []string) redis.ConsistentHash { return newHash(shards) },
-			DialTimeout:       o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
+			Dialer:            dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
 			PoolTimeout: o.opTimeout, MaxRetries: -1,
 		}), true
 	}
@@ -581,6 +585,7 @@ func (c *Client) Close() error {
 			errs = append(errs, fmt.Errorf("hotcache: close Redis: %w", err))
 		}
 	}
+	redisLoggers.Delete(c.logID)
 	c.recent.Close()
 	return errors.Join(errs...)
 }

@@ -222,13 +222,17 @@ func (c *Client) subscribe() {
 		backoff = 50 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			// One confirmation per channel; the key channel's stands for both.
+			if m.Kind == "subscribe" && m.Channel == c.channel {
 				if subscribed {
 					c.markAllStale()
 				}
 				subscribed = true
 			}
 		case *redis.Message:
+			// Redis answers: no need to wait for the breaker's probe to
+			// reload what this message drops.
+			c.br.success()
 			c.m.invalidations.WithLabelValues("received").Inc()
 			if m.Channel == c.prefixChannel {
 				c.dropLocalPrefix(m.Payload)
