@@ -105,16 +105,29 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 	var mu sync.Mutex // guards results, notFound and failed
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(warmWorkers)
-	for i, k := range batch {
+	missing := 0
+	for i := range batch {
 		if exists[i] > 0 {
 			st.Present++
+		} else {
+			missing++
+		}
+	}
+	// Tokens for the whole batch at once (in chunks of the buckets' bursts):
+	// waiting per key would oversleep on a busy machine.
+	for n := missing; n > 0; {
+		k := min(n, c.warmLim.Burst(), c.loadLim.Burst())
+		if err := c.warmLim.WaitN(ctx, k); err != nil {
+			return fmt.Errorf("hotcache: warm: %w", err)
+		}
+		if err := c.loadLim.WaitN(ctx, k); err != nil {
+			return fmt.Errorf("hotcache: warm: %w", err)
+		}
+		n -= k
+	}
+	for i, k := range batch {
+		if exists[i] > 0 {
 			continue
-		}
-		if err := c.warmLim.Wait(gctx); err != nil {
-			break
-		}
-		if err := c.loadLim.Wait(gctx); err != nil {
-			break
 		}
 		g.Go(func() error {
 			lctx, cancel := context.WithTimeout(gctx, c.o.opTimeout)
@@ -179,7 +192,7 @@ func newWarmLimiter(o options) *rate.Limiter {
 			r = NoLimit
 		}
 	}
-	return rate.NewLimiter(r.limit(), 1) // burst 1: Warm paces evenly
+	return rate.NewLimiter(r.limit(), min(r.burst(), warmBatch))
 }
 
 // TopKeys asks hotspotd at addr ("host:port" or a URL) for app's n busiest
