@@ -237,6 +237,9 @@ func (c *Client) subscribe() {
 			if m.Channel == c.prefixChannel {
 				c.dropLocalPrefix(m.Payload)
 			} else {
+				if c.bloom != nil {
+					c.bloom.add(m.Payload) // another instance may have Set a new key
+				}
 				c.dropLocal(m.Payload)
 			}
 		}

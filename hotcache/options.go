@@ -201,7 +201,9 @@ func WithNotFoundTTL(d time.Duration) Option { return func(o *options) { o.notFo
 
 // WithBloomFilter sets a filter of keys that exist: a key it rules out is
 // answered with ErrNotFound without any backend read. The Client adds every
-// key it Sets; it owns f from then on (f is not safe for concurrent use).
+// key it Sets, and every key another instance's invalidation names (so a key
+// Set through one instance passes every instance's filter once the broadcast
+// has arrived); it owns f from then on (f is not safe for concurrent use).
 func WithBloomFilter(f *bloom.BloomFilter) Option { return func(o *options) { o.bloom = f } }
 
 // Breaker tunes the Redis circuit breaker. A zero field keeps its default.
