@@ -122,7 +122,7 @@ func (rc *Cache) OnOrderWrite(ctx context.Context, shop string, shard int) error
 
 // MigrationStats tells what a migration did.
 type MigrationStats struct {
-	Dropped int               // Redis keys deleted
+	Dropped int                // Redis keys deleted
 	Warm    hotcache.WarmStats // the warm-up
 }
 
