@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -65,7 +66,7 @@ func (c *Client) InvalidatePrefix(ctx context.Context, prefix string) (int, erro
 func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 	ctx = c.redisCtx(ctx)
 	pattern := globEscape(c.o.redisPrefix+prefix) + "*"
-	total := 0
+	var total atomic.Int64 // Ring and Cluster walk their servers in parallel
 	walk := func(ctx context.Context, shard *redis.Client) error {
 		var cursor uint64
 		for {
@@ -81,7 +82,7 @@ func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 				if err := shard.Unlink(ctx, keys[:n]...).Err(); err != nil {
 					return fmt.Errorf("%w: redis unlink: %w", ErrUnavailable, err)
 				}
-				total += n
+				total.Add(int64(n))
 				keys = keys[n:]
 			}
 			if cursor = next; cursor == 0 {
@@ -101,9 +102,9 @@ func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 		err = fmt.Errorf("hotcache: InvalidatePrefix: unsupported Redis client %T", c.rdb)
 	}
 	if err != nil {
-		return total, err
+		return int(total.Load()), err
 	}
-	return total, c.publish(ctx, c.prefixChannel, prefix)
+	return int(total.Load()), c.publish(ctx, c.prefixChannel, prefix)
 }
 
 // globEscape escapes the characters SCAN MATCH treats as a pattern.

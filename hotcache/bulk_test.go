@@ -120,3 +120,42 @@ func TestGlobEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixAndWarmOnRing runs InvalidatePrefix and Warm over two Redis
+// servers sharded by the ring: every server is walked, every key is warmed.
+func TestPrefixAndWarmOnRing(t *testing.T) {
+	r1, r2 := startRedis(t), startRedis(t)
+	src := newSource("other", "o")
+	var keys []string
+	for i := range 300 {
+		k := fmt.Sprint("p:", i)
+		src.data[k] = []byte("v")
+		keys = append(keys, k)
+	}
+	c := newClient(t, WithRedis(r1.addr, r2.addr), WithLoader(src), WithLoaderLimit(NoLimit), WithWarmLimit(NoLimit))
+	waitFor(t, "both Redis shards up in the ring", func() bool {
+		return c.rdb.Ping(context.Background()).Err() == nil
+	})
+	dbsize := func() (n []int64) {
+		for _, a := range []string{r1.addr, r2.addr} {
+			rc := redis.NewClient(&redis.Options{Addr: a})
+			n = append(n, rc.DBSize(context.Background()).Val())
+			rc.Close()
+		}
+		return n
+	}
+	st, err := c.Warm(context.Background(), append(keys, "other"))
+	if err != nil || st.Loaded != 301 {
+		t.Fatalf("Warm = %+v, %v; want 301 loaded", st, err)
+	}
+	if n := dbsize(); n[0] == 0 || n[1] == 0 || n[0]+n[1] != 301 {
+		t.Fatalf("keys per server after Warm = %v, want 301 over both", n)
+	}
+	n, err := c.InvalidatePrefix(context.Background(), "p:")
+	if err != nil || n != 300 {
+		t.Fatalf("InvalidatePrefix = %d, %v; want 300", n, err)
+	}
+	if n := dbsize(); n[0]+n[1] != 1 {
+		t.Errorf("keys left over both servers = %v, want only \"other\"", n)
+	}
+}

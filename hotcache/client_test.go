@@ -298,6 +298,14 @@ func TestNewRejects(t *testing.T) {
 		{"zero not-found TTL", []Option{WithApp("a"), WithNotFoundTTL(0)}},
 		{"negative Redis TTL", []Option{WithApp("a"), WithRedisTTL(-time.Second)}},
 		{"two Redis", []Option{WithApp("a"), WithRedis("127.0.0.1:1"), WithRedisClient(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))}},
+		{"zero Loader limit", []Option{WithApp("a"), WithLoaderLimit(0)}},
+		{"negative hot-read limit", []Option{WithApp("a"), WithHotReadLimit(-1)}},
+		{"zero local limit", []Option{WithApp("a"), WithLocalProtection(0, time.Second)}},
+		{"zero local TTL", []Option{WithApp("a"), WithLocalProtection(400, 0)}},
+		{"zero warm limit", []Option{WithApp("a"), WithWarmLimit(0)}},
+		{"zero bulk limit", []Option{WithApp("a"), WithBulkLimit(0)}},
+		{"empty retry queue", []Option{WithApp("a"), WithInvalidationQueue(0)}},
+		{"negative breaker", []Option{WithApp("a"), WithBreaker(Breaker{Failures: -1})}},
 	}
 	for _, tt := range tests {
 		if c, err := New(context.Background(), tt.opts...); err == nil {

@@ -171,7 +171,7 @@ func (o *options) validateProtection() error {
 			return fmt.Errorf("hotcache: %s: %v must be > 0 (NoLimit switches it off)", r.name, float64(r.v))
 		}
 	}
-	if !(o.warmRate >= 0) {
+	if o.warmSet && !(o.warmRate > 0) {
 		return fmt.Errorf("hotcache: WithWarmLimit: %v must be > 0 (NoLimit switches it off)", float64(o.warmRate))
 	}
 	if o.localTTL <= 0 {

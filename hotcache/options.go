@@ -51,7 +51,8 @@ type options struct {
 	localTTL   time.Duration // how long such a key is kept
 	fallback   FallbackFunc
 	pendingMax int  // invalidations queued for retry at most
-	warmRate   Rate // 0: half the Loader limit
+	warmRate   Rate // unless warmSet: half the Loader limit
+	warmSet    bool
 	bulkRate   Rate // keys per second InvalidatePrefix deletes
 
 	reg prometheus.Registerer

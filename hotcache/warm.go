@@ -43,7 +43,12 @@ const (
 // WithWarmLimit sets how many Loader calls per second Warm makes at most
 // (default half the Loader limit; NoLimit: only the Loader limit applies).
 // Warm's calls also count against the Loader limit.
-func WithWarmLimit(r Rate) Option { return func(o *options) { o.warmRate = r } }
+func WithWarmLimit(r Rate) Option {
+	return func(o *options) {
+		o.warmRate = r
+		o.warmSet = true
+	}
+}
 
 // WarmStats counts what Warm did with its keys.
 type WarmStats struct {
@@ -186,7 +191,7 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 // newWarmLimiter returns Warm's own bucket.
 func newWarmLimiter(o options) *rate.Limiter {
 	r := o.warmRate
-	if r == 0 {
+	if !o.warmSet {
 		r = o.loaderRate / 2
 		if o.loaderRate >= NoLimit {
 			r = NoLimit
