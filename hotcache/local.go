@@ -73,7 +73,7 @@ type localValue struct {
 func newLocalGuard(limit Rate, ttl time.Duration) *localGuard {
 	g := &localGuard{ttl: ttl, seed: maphash.MakeSeed(), protected: map[string]localValue{}}
 	if limit < NoLimit {
-		g.limit = uint32(min(limit, 1<<31))
+		g.limit = uint32(max(1, min(limit, 1<<31))) // below 1/s: protect from the second read on
 	}
 	for i := range g.stripes {
 		g.stripes[i].counts = map[string]uint32{}
