@@ -114,3 +114,28 @@ func ExampleClient_Get() {
 	}
 	// Output: 404
 }
+
+// A limit can answer instead of failing: seed 003 serves a blank page when
+// its back-source bucket is empty. Lookup tells the app which answer it got.
+func ExampleWithFallback() {
+	ctx := context.Background()
+	c, err := hotcache.New(ctx, hotcache.WithApp("shop"),
+		hotcache.WithLoader(hotcache.LoaderFunc(func(ctx context.Context, key string) ([]byte, error) {
+			return []byte("page of " + key), nil
+		})),
+		hotcache.WithLoaderLimit(1), // one Loader call a second, to show the fallback
+		hotcache.WithFallback(func(ctx context.Context, key string, err error) ([]byte, error) {
+			return []byte("blank page"), nil
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for _, key := range []string{"item:1", "item:2"} {
+		v, served, err := c.Lookup(ctx, key)
+		fmt.Println(string(v), served, err)
+	}
+	// Output:
+	// page of item:1 fresh <nil>
+	// blank page fallback <nil>
+}
