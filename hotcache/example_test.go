@@ -123,7 +123,7 @@ func ExampleWithFallback() {
 		hotcache.WithLoader(hotcache.LoaderFunc(func(ctx context.Context, key string) ([]byte, error) {
 			return []byte("page of " + key), nil
 		})),
-		hotcache.WithLoaderLimit(1), // one Loader call a second, to show the fallback
+		hotcache.WithLoaderLimit(0.01), // one Loader call per 100 s, to show the fallback
 		hotcache.WithFallback(func(ctx context.Context, key string, err error) ([]byte, error) {
 			return []byte("blank page"), nil
 		}))
