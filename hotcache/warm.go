@@ -23,7 +23,8 @@ import (
 // does not send every first read to the source of truth. It works through
 // the keys in batches of warmBatch: one pipelined EXISTS per batch, then the
 // missing keys are loaded by up to warmWorkers Loader calls at a time and
-// written back in one pipeline, with the usual TTL and jitter. Each Loader
+// written back in one pipeline, with the usual TTL and jitter; a pipeline
+// that fails is tried up to warmAttempts times. Each Loader
 // call takes a token from the Client's Loader bucket, the same one live
 // misses take from, so live reads and Warm together never call the Loader
 // faster than WithLoaderLimit; Warm also takes one from its own bucket
@@ -36,8 +37,9 @@ import (
 // removes it, as for a live read's write-back.
 
 const (
-	warmBatch   = 100
-	warmWorkers = 8
+	warmBatch    = 100
+	warmWorkers  = 8
+	warmAttempts = 3
 )
 
 // WithWarmLimit sets how many Loader calls per second Warm makes at most
@@ -83,15 +85,12 @@ func (c *Client) Warm(ctx context.Context, keys []string) (WarmStats, error) {
 }
 
 func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) error {
-	pctx, cancel := context.WithTimeout(ctx, c.o.opTimeout)
 	exists := make([]int64, len(batch))
-	cmds, err := c.rdb.Pipelined(pctx, func(p redis.Pipeliner) error {
+	cmds, err := c.warmPipeline(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		for _, k := range batch {
-			p.Exists(pctx, c.o.redisPrefix+k)
+			p.Exists(ctx, c.o.redisPrefix+k)
 		}
-		return nil
 	})
-	cancel()
 	if err != nil {
 		return fmt.Errorf("%w: warm: redis exists: %w", ErrUnavailable, err)
 	}
@@ -161,19 +160,19 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 	st.NotFound += len(notFound)
 	st.Failed += len(failed)
 
-	pctx, cancel = context.WithTimeout(ctx, c.o.opTimeout)
-	defer cancel()
 	n := 0
-	_, err = c.rdb.Pipelined(pctx, func(p redis.Pipeliner) error {
-		for _, r := range results {
-			if r == nil {
-				continue
-			}
-			ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
-			p.Set(pctx, c.o.redisPrefix+r.key, r.data, ttl)
+	for _, r := range results {
+		if r != nil {
 			n++
 		}
-		return nil
+	}
+	_, err = c.warmPipeline(ctx, func(ctx context.Context, p redis.Pipeliner) {
+		for _, r := range results {
+			if r != nil {
+				ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
+				p.Set(ctx, c.o.redisPrefix+r.key, r.data, ttl)
+			}
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("%w: warm: redis set: %w", ErrUnavailable, err)
@@ -186,6 +185,34 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 		}
 	}
 	return nil
+}
+
+// warmPipeline runs one pipeline of Warm's, trying up to warmAttempts times
+// (100 ms, then 200 ms apart): one slow Redis answer should not end a long
+// warm-up whose loads are already paid for.
+func (c *Client) warmPipeline(ctx context.Context, fill func(ctx context.Context, p redis.Pipeliner)) ([]redis.Cmder, error) {
+	var err error
+	for attempt := range warmAttempts {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.o.opTimeout)
+		var cmds []redis.Cmder
+		cmds, err = c.rdb.Pipelined(pctx, func(p redis.Pipeliner) error {
+			fill(pctx, p)
+			return nil
+		})
+		cancel()
+		if err == nil {
+			return cmds, nil
+		}
+		c.log.Debug("hotcache: warm: Redis pipeline failed", "attempt", attempt+1, "err", err)
+	}
+	return nil, err
 }
 
 // newWarmLimiter returns Warm's own bucket.
