@@ -39,6 +39,7 @@ var commands = []command{
 	{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
 	{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
 	{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
+	{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},
 }
 
 func main() {
