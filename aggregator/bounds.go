@@ -5,6 +5,8 @@ import (
 	"mime"
 	"net/http"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 )
 
 // The aggregator takes counts from the network, so everything a batch can
@@ -88,6 +90,6 @@ func checkPartialsType(w http.ResponseWriter, r *http.Request) bool {
 	if err == nil && mt == partialsType {
 		return true
 	}
-	writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be "+partialsType)
+	httpjson.Error(w, http.StatusUnsupportedMediaType, "Content-Type must be "+partialsType)
 	return false
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
@@ -101,8 +101,8 @@ func TestSecureStack(t *testing.T) {
 	if _, err := kafkaio.EnsureTopicWith(ctx, s.kafkaSec, []string{s.kafka}, topic, 4); err != nil {
 		t.Fatal(err)
 	}
-	writer := connectZK(t, s.zk, s.zkWriter)
-	t.Cleanup(func() { deleteTree(writer.Conn(), root) })
+	writer := dialZK(t, s.zk, s.zkWriter)
+	t.Cleanup(func() { deleteTree(writer, root) })
 	tokenFile := filepath.Join(dir, "admin.token")
 	os.WriteFile(tokenFile, []byte("secure-admin-token\n"), 0o600)
 
@@ -207,39 +207,39 @@ func TestSecureStack(t *testing.T) {
 		}
 	})
 	hotNode := hotset.ShardPath(root, "shop", "s1")
-	if ok, _, _ := writer.Conn().Exists(hotNode); !ok {
+	if _, _, err := writer.Get(ctx, hotNode); err != nil {
 		hotNode = hotset.ShardPath(root, "shop", "s2")
 	}
 	nodes := map[string]string{
 		"hot set": hotNode,
 		"pins":    hotset.PinsPath(root, "shop"),
-		"members": hotset.MembersDir(root) + "/s1",
+		"members": hotset.AggregatorsDir(root) + "/s1",
 	}
 	t.Run("zookeeper without auth", func(t *testing.T) {
-		anon := connectZK(t, s.zk, zkgroup.Digest{})
+		anon := dialZK(t, s.zk, zkgroup.Digest{})
 		for what, p := range nodes {
-			_, err := anon.Conn().Create(p+"-rogue", []byte("{}"), 0, zk.WorldACL(zk.PermAll))
+			err := anon.Create(ctx, p+"-rogue", []byte("{}"))
 			if err == nil {
 				t.Errorf("unauthenticated create next to the %s succeeded", what)
 			}
-			if _, err := anon.Conn().Set(p, []byte("{}"), -1); err == nil {
+			if err := anon.Set(ctx, p, []byte("{}"), -1); err == nil {
 				t.Errorf("unauthenticated write of the %s succeeded", what)
 			}
 		}
-		if _, err := anon.Conn().Create(root+"/rogue", nil, 0, zk.WorldACL(zk.PermAll)); err == nil {
+		if err := anon.Create(ctx, root+"/rogue", nil); err == nil {
 			t.Errorf("unauthenticated create under the root succeeded")
 		}
 	})
 	t.Run("app identity writing", func(t *testing.T) {
-		appConn := connectZK(t, s.zk, s.zkApp)
+		appConn := dialZK(t, s.zk, s.zkApp)
 		for what, p := range nodes {
-			if _, _, err := appConn.Conn().Get(hotset.HotDir(root)); err != nil {
+			if _, _, err := appConn.Get(ctx, hotset.HotDir(root)); err != nil {
 				t.Fatalf("the app identity cannot read the hot set: %v", err)
 			}
-			if _, err := appConn.Conn().Set(p, []byte("{}"), -1); !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrNoNode) {
+			if err := appConn.Set(ctx, p, []byte("{}"), -1); !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, zk.ErrNoNode) {
 				t.Errorf("app identity write of the %s: %v, want ErrNoAuth", what, err)
 			}
-			if _, err := appConn.Conn().Create(p+"-rogue", []byte("{}"), 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+			if err := appConn.Create(ctx, p+"-rogue", []byte("{}")); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("app identity create next to the %s: %v, want ErrNoAuth", what, err)
 			}
 		}
@@ -322,7 +322,7 @@ func TestSecureStack(t *testing.T) {
 	})
 }
 
-func connectZK(t *testing.T, addr string, auth zkgroup.Digest) *zkgroup.Session {
+func dialZK(t *testing.T, addr string, auth zkgroup.Digest) *zkgroup.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -334,10 +334,16 @@ func connectZK(t *testing.T, addr string, auth zkgroup.Digest) *zkgroup.Session 
 	return s
 }
 
-func deleteTree(conn *zk.Conn, p string) {
-	kids, _, _ := conn.Children(p)
-	for _, k := range kids {
-		deleteTree(conn, p+"/"+k)
+func deleteTree(s *zkgroup.Session, p string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var del func(p string)
+	del = func(p string) {
+		kids, _ := s.Children(ctx, p)
+		for _, k := range kids {
+			del(p + "/" + k)
+		}
+		s.Delete(ctx, p, -1)
 	}
-	conn.Delete(p, -1)
+	del(p)
 }

@@ -42,17 +42,17 @@ type securityFlags struct {
 	kafka                                              *kafkaio.SecurityFlags
 }
 
-func addSecurityFlags(fs *flag.FlagSet, env func(name, usage string) string) securityFlags {
+func addSecurityFlags(fs *flag.FlagSet) securityFlags {
 	return securityFlags{
-		secretFile: fs.String("cluster-secret-file", "", env("cluster-secret-file",
+		secretFile: fs.String("cluster-secret-file", "",
 			"file holding the cluster secret (at least 16 bytes) that signs every hotspotd-to-hotspotd call, on its first line; "+
-				"later lines are older secrets still accepted during a rotation. HOTSPOT_CLUSTER_SECRET may hold the secret itself. Without one the cluster is open and hotspotd binds loopback only")),
-		adminTokenFile: fs.String("admin-token-file", "", env("admin-token-file",
-			"file holding the admin token (instead of --admin-token, so it never shows in ps)")),
-		tlsCert: fs.String("tls-cert", "", env("tls-cert", "PEM certificate chain: serve HTTPS (with --tls-key), and call other hotspotd over HTTPS")),
-		tlsKey:  fs.String("tls-key", "", env("tls-key", "PEM private key of --tls-cert")),
-		tlsCA:   fs.String("tls-ca", "", env("tls-ca", "PEM CA bundle that verifies other hotspotd's certificates (default: the system roots)")),
-		kafka:   kafkaio.AddSecurityFlags(fs, env),
+				"later lines are older secrets still accepted during a rotation. HOTSPOT_CLUSTER_SECRET may hold the secret itself. Without one the cluster is open and hotspotd binds loopback only"),
+		adminTokenFile: fs.String("admin-token-file", "",
+			"file holding the admin token (instead of --admin-token, so it never shows in ps)"),
+		tlsCert: fs.String("tls-cert", "", "PEM certificate chain: serve HTTPS (with --tls-key), and call other hotspotd over HTTPS"),
+		tlsKey:  fs.String("tls-key", "", "PEM private key of --tls-cert"),
+		tlsCA:   fs.String("tls-ca", "", "PEM CA bundle that verifies other hotspotd's certificates (default: the system roots)"),
+		kafka:   kafkaio.AddSecurityFlags(fs),
 	}
 }
 
@@ -189,39 +189,6 @@ func (s security) clientTLS() (*tls.Config, error) {
 	return c, nil
 }
 
-// internalTransport is what hotspotd's clients of other hotspotd (the
-// detector's partial sender and the API's fan-out) send through: HTTPS when
-// this cluster serves TLS (members are registered as host:port, and a
-// cluster is TLS throughout or not at all), signed when it has a secret.
-func internalTransport(signer *clusterauth.Signer, tlsConf *tls.Config) http.RoundTripper {
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = 16
-	base.DisableCompression = true
-	var rt http.RoundTripper = base
-	if tlsConf != nil {
-		base.TLSClientConfig = tlsConf
-		rt = httpsOnly{base}
-	}
-	if signer != nil {
-		rt = signer.Transport(rt)
-	}
-	return rt
-}
-
-// httpsOnly sends every request over HTTPS.
-type httpsOnly struct{ base http.RoundTripper }
-
-func (h httpsOnly) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme == "http" {
-		u := *r.URL
-		u.Scheme = "https"
-		c := *r
-		c.URL = &u
-		r = &c
-	}
-	return h.base.RoundTrip(r)
-}
-
 // pprofHandler serves Go's profiler to loopback clients and, from anywhere
 // else, only with the admin token (Authorization: Bearer TOKEN); with no
 // admin token, to loopback only.
@@ -253,28 +220,30 @@ func pprofHandler(adminToken string, log *slog.Logger) http.Handler {
 	})
 }
 
-// clusterSecurity builds the internal clients' transport and the middleware
-// that guards the internal routes, and says loudly when the cluster is open.
-func clusterSecurity(cfg config, log *slog.Logger, reg prometheus.Registerer) (http.RoundTripper, func(http.Handler) http.Handler, error) {
-	clientTLS, err := cfg.sec.clientTLS()
-	if err != nil {
-		return nil, nil, err
+// clusterAPI is how this process's aggregator client (the detector's
+// partial sender and the API's fan-out) reaches other hotspotd: over HTTPS
+// when this cluster serves TLS, signed when it has a secret. guard is the
+// middleware that checks those signatures on the internal routes. It says
+// loudly when the cluster is open.
+func clusterAPI(cfg config, log *slog.Logger, reg prometheus.Registerer) (tlsConf *tls.Config, wrap func(http.RoundTripper) http.RoundTripper, guard func(http.Handler) http.Handler, err error) {
+	if tlsConf, err = cfg.sec.clientTLS(); err != nil {
+		return nil, nil, nil, err
 	}
 	if cfg.sec.clusterSecret == nil {
 		log.Warn("CLUSTER IS OPEN: no cluster secret (--cluster-secret-file or HOTSPOT_CLUSTER_SECRET), so anyone "+
 			"who reaches this port can send partial counts and make keys hot; serving on loopback only",
 			"http", cfg.httpAddr, "asked", cfg.rebound)
-		return internalTransport(nil, clientTLS), func(h http.Handler) http.Handler { return h }, nil
+		return tlsConf, nil, func(h http.Handler) http.Handler { return h }, nil
 	}
 	signer, err := clusterauth.NewSigner(cfg.sec.clusterSecret, cfg.id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	v, err := clusterauth.NewVerifier(cfg.sec.clusterSecret, clusterauth.Config{Logger: log, Registerer: reg}, cfg.sec.olderSecrets...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return internalTransport(signer, clientTLS), v.Wrap, nil
+	return tlsConf, signer.Transport, v.Wrap, nil
 }
 
 // zkConfig is hotspotd's ZooKeeper identity and the ACL of every node it

@@ -154,7 +154,7 @@ ssl.truststore.type=PEM
 ssl.truststore.location=$s_tls/ca.pem
 ssl.client.auth=none
 ssl.endpoint.identification.algorithm=https
-log.dirs=$dir/data
+log.dirs=$dir/data-$kafka_version
 num.partitions=$partitions
 auto.create.topics.enable=true
 offsets.topic.replication.factor=1
@@ -181,7 +181,7 @@ Configuration:
       AppenderRef:
         - ref: STDOUT
 EOF
-	if [[ ! -f $dir/data/meta.properties ]]; then
+	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
 		log "formatting the secured Kafka's storage with its SCRAM users"
 		local id
 		id=$(java -cp "$kafka_libs/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)

@@ -68,21 +68,17 @@ type SecurityFlags struct {
 
 // AddSecurityFlags registers --kafka-tls, --kafka-tls-ca, --kafka-tls-cert,
 // --kafka-tls-key, --kafka-tls-insecure, --kafka-sasl, --kafka-user and
-// --kafka-password-file on fs; env decorates each usage string.
-func AddSecurityFlags(fs *flag.FlagSet, env func(name, usage string) string) *SecurityFlags {
-	if env == nil {
-		env = func(_, usage string) string { return usage }
-	}
+// --kafka-password-file on fs.
+func AddSecurityFlags(fs *flag.FlagSet) *SecurityFlags {
 	return &SecurityFlags{
-		tls:      fs.String("kafka-tls", "", env("kafka-tls", `"on" to talk TLS to Kafka (implied by --kafka-tls-ca or --kafka-tls-cert)`)),
-		ca:       fs.String("kafka-tls-ca", "", env("kafka-tls-ca", "PEM CA bundle that verifies the brokers (default: the system roots)")),
-		cert:     fs.String("kafka-tls-cert", "", env("kafka-tls-cert", "PEM client certificate for Kafka (with --kafka-tls-key)")),
-		key:      fs.String("kafka-tls-key", "", env("kafka-tls-key", "PEM private key of --kafka-tls-cert")),
-		insecure: fs.Bool("kafka-tls-insecure", false, env("kafka-tls-insecure", "do not verify the brokers' certificates (tests only)")),
-		mech:     fs.String("kafka-sasl", "", env("kafka-sasl", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default none)")),
-		user:     fs.String("kafka-user", "", env("kafka-user", "SASL user name")),
-		pwFile: fs.String("kafka-password-file", "", env("kafka-password-file",
-			"file holding the SASL password (or set HOTSPOT_KAFKA_PASSWORD)")),
+		tls:      fs.String("kafka-tls", "", `"on" to talk TLS to Kafka (implied by --kafka-tls-ca or --kafka-tls-cert)`),
+		ca:       fs.String("kafka-tls-ca", "", "PEM CA bundle that verifies the brokers (default: the system roots)"),
+		cert:     fs.String("kafka-tls-cert", "", "PEM client certificate for Kafka (with --kafka-tls-key)"),
+		key:      fs.String("kafka-tls-key", "", "PEM private key of --kafka-tls-cert"),
+		insecure: fs.Bool("kafka-tls-insecure", false, "do not verify the brokers' certificates (tests only)"),
+		mech:     fs.String("kafka-sasl", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default none)"),
+		user:     fs.String("kafka-user", "", "SASL user name"),
+		pwFile:   fs.String("kafka-password-file", "", "file holding the SASL password (or set HOTSPOT_KAFKA_PASSWORD)"),
 	}
 }
 

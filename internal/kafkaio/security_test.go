@@ -35,7 +35,7 @@ func TestSecurityFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		f := AddSecurityFlags(fs, nil)
+		f := AddSecurityFlags(fs)
 		if err := fs.Parse(tt.args); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -79,19 +78,4 @@ func (a ACL) list() []zk.ACL {
 		acl = append(acl, zk.DigestACL(zk.PermRead, r.User, r.Password)...)
 	}
 	return acl
-}
-
-// acls maps a connection to the ACL its Session creates nodes with, so that
-// the helpers that take a *zk.Conn (EnsurePath, and the publishers that call
-// conn.Create) use the Session's ACL without a Session in hand.
-var acls sync.Map // *zk.Conn -> []zk.ACL
-
-// NodeACL returns the ACL that nodes created through conn must carry: the
-// one of the Session that owns conn, or an open ACL for a connection no
-// Session made.
-func NodeACL(conn *zk.Conn) []zk.ACL {
-	if v, ok := acls.Load(conn); ok {
-		return v.([]zk.ACL)
-	}
-	return zk.WorldACL(zk.PermAll)
 }

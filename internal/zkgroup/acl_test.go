@@ -40,17 +40,17 @@ func TestACL(t *testing.T) {
 	app := zkgroup.Digest{User: "shop", Password: "r-secret"}
 	w := connect(t, addr, zkgroup.Config{Auth: writer, ACL: zkgroup.ACL{Writer: writer, Readers: []zkgroup.Digest{app}}})
 	t.Cleanup(func() { deleteAll(w.Conn(), root) }) // before setup's unauthenticated cleanup
-	node := root + "/hot/shop/n1"
-	if err := zkgroup.EnsurePath(w.Conn(), root+"/hot/shop"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Conn().Create(node, []byte("v1"), 0, zkgroup.NodeACL(w.Conn())); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	node := root + "/hot/shop/n1"
+	if err := w.Create(ctx, node, []byte("v1")); err != nil { // and its parents
+		t.Fatal(err)
+	}
+	if err := w.Put(ctx, root+"/hot/shop/n2", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
 	joined := make(chan error, 1)
-	go func() { joined <- zkgroup.Join(ctx, w, root+"/members/aggregators", "a1", []byte(`{}`)) }()
+	go func() { joined <- w.Join(ctx, root+"/members/aggregators", "a1", []byte(`{}`)) }()
 	waitUntil(t, "the member node", func() bool { ok, _, _ := w.Conn().Exists(root + "/members/aggregators/a1"); return ok })
 
 	if _, err := w.Conn().Set(node, []byte("v2"), -1); err != nil {
@@ -62,7 +62,7 @@ func TestACL(t *testing.T) {
 		who  string
 		conn *zk.Conn
 	}{{"app identity", r.Conn()}, {"no auth", anon.Conn()}} {
-		for _, p := range []string{node, root + "/members/aggregators/a1", root + "/hot/shop"} {
+		for _, p := range []string{node, root + "/hot/shop/n2", root + "/members/aggregators/a1", root + "/hot/shop"} {
 			if _, err := c.conn.Set(p, []byte("evil"), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("%s Set %s: %v, want ErrNoAuth", c.who, p, err)
 			}
@@ -92,7 +92,7 @@ func TestACLWorldRead(t *testing.T) {
 	writer := zkgroup.Digest{User: "hotspotd", Password: "w-secret"}
 	w := connect(t, addr, zkgroup.Config{Auth: writer, ACL: zkgroup.ACL{Writer: writer}})
 	t.Cleanup(func() { deleteAll(w.Conn(), root) })
-	if err := zkgroup.EnsurePath(w.Conn(), root+"/hot"); err != nil {
+	if err := w.Create(context.Background(), root+"/hot", nil); err != nil {
 		t.Fatal(err)
 	}
 	anon := connect(t, addr, zkgroup.Config{})

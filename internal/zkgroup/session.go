@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // ErrSessionClosed is returned by the loops of this package once their
@@ -27,11 +26,12 @@ type Config struct {
 	// Auth is the digest identity the session authenticates as (re-sent on
 	// every reconnect); zero means none.
 	Auth Digest
-	// ACL is what every node created through this session carries; the
-	// zero ACL leaves nodes open (see ACL).
+	// ACL is what every node created through this session carries (Join,
+	// Create, Put and the parents they make); the zero ACL leaves nodes
+	// open (see ACL).
 	ACL        ACL
 	Logger     *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
-	Registerer prometheus.Registerer // nil: not exported; register one Session per Registerer
+	Registerer prometheus.Registerer // nil: not exported; Sessions sharing a Registerer share its counters
 }
 
 // Session is a ZooKeeper client connection and the state of its session.
@@ -40,6 +40,7 @@ type Config struct {
 // the expiries (Expired) so that users can redo session-bound work.
 type Session struct {
 	conn   *zk.Conn
+	acl    []zk.ACL // what the nodes this session creates carry (Config.ACL)
 	log    *slog.Logger
 	m      *metrics
 	closed chan struct{} // closed by Close
@@ -59,17 +60,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
 	c := func(name, help string) prometheus.Counter {
-		return f.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "zk", Name: name, Help: help})
+		return register(reg, prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "zk", Name: name, Help: help}))
 	}
 	return &metrics{
 		sessions: c("sessions_total", "ZooKeeper sessions established (the first one and one after every expiry)."),
 		expiries: c("session_expirations_total", "ZooKeeper sessions expired by the server."),
 		retries:  c("retries_total", "ZooKeeper calls of watch and membership loops that failed and were retried."),
-		connected: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "zk", Name: "connected",
-			Help: "1 while the ZooKeeper connection has a session, else 0."}),
+		connected: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "zk", Name: "connected",
+			Help: "1 while the ZooKeeper connection has a session, else 0."})),
 	}
+}
+
+// register registers c with reg, or returns the collector already registered
+// under the same name: a process that connects again after a failed attempt
+// (hotcache does) keeps one set of counters instead of panicking.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(T); ok {
+				return old
+			}
+		}
+		panic(fmt.Sprintf("zkgroup: register metrics: %v", err))
+	}
+	return c
 }
 
 // Connect opens a session with the ZooKeeper ensemble servers ("host:port")
@@ -88,6 +107,7 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 		closed:     make(chan struct{}),
 		hasSession: make(chan struct{}),
 		expired:    make(chan struct{}),
+		acl:        cfg.ACL.list(),
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
@@ -101,7 +121,6 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 		return nil, fmt.Errorf("zkgroup: connect %v: %w", servers, err)
 	}
 	s.conn = conn
-	acls.Store(conn, cfg.ACL.list())
 	select {
 	case <-s.hasSession:
 		if !cfg.Auth.IsZero() {
@@ -154,9 +173,6 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
-// Conn returns the underlying connection.
-func (s *Session) Conn() *zk.Conn { return s.conn }
-
 // Expired returns a channel that is closed when the session that is current
 // (or, between an expiry and the next session, the next one) expires. Call
 // it again after it fires to follow the new session.
@@ -175,7 +191,6 @@ func (s *Session) Close() {
 	s.once.Do(func() {
 		close(s.closed)
 		s.conn.Close()
-		acls.Delete(s.conn)
 		s.m.connected.Set(0)
 	})
 }

@@ -1,5 +1,6 @@
 // Command probe checks that the local stack answers real requests: a Kafka
-// metadata request, a ZooKeeper session and a Redis PING. stack.sh runs it.
+// metadata request and a group coordinator, a ZooKeeper session and a Redis
+// PING. stack.sh runs it.
 package main
 
 import (
@@ -18,6 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 func main() {
@@ -35,6 +38,7 @@ func main() {
 	flag.StringVar(&sec.redisUser, "redis-user", "", "Redis ACL user")
 	flag.StringVar(&sec.redisPassword, "redis-password", "", "its password")
 	flag.Parse()
+	liblog.Route(nil) // go-redis's own lines; the probe reports each failure itself
 
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
@@ -118,15 +122,37 @@ func probeKafka(ctx context.Context, addr string) error {
 	if len(brokers) == 0 {
 		return errors.New("metadata lists no broker")
 	}
-	_, err = conn.Controller()
-	return err
+	if _, err = conn.Controller(); err != nil {
+		return err
+	}
+	// A consumer group needs a coordinator, which a fresh broker has only
+	// once it has created its offsets topic: the first FindCoordinator
+	// starts that, and the probe waits for it, so that the first group of
+	// a test does not meet "Group Coordinator Not Available".
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 2 * time.Second}
+	if d.TLS != nil || d.SASLMechanism != nil {
+		client.Transport = &kafka.Transport{TLS: d.TLS, SASL: d.SASLMechanism}
+	}
+	resp, err := client.FindCoordinator(ctx,
+		&kafka.FindCoordinatorRequest{Key: "hotspot-stack-probe", KeyType: kafka.CoordinatorKeyTypeConsumer})
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return fmt.Errorf("no group coordinator yet: %w", resp.Error)
+	}
+	return nil
 }
 
 func probeZK(ctx context.Context, addr string) error {
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, address)
 	}
-	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false))
+	// go-zookeeper's default logger would print every failed attempt
+	// ("authentication failed: EOF" while ZooKeeper starts); the probe
+	// reports the last error itself.
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false),
+		zk.WithLogger(liblog.NewPrinter(nil, "go-zookeeper")))
 	if err != nil {
 		return err
 	}
