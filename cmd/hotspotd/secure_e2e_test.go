@@ -158,6 +158,11 @@ func TestSecureStack(t *testing.T) {
 	if _, err := app.Get(ctx, "item:warm"); err != nil {
 		t.Fatalf("SDK Get through Redis (TLS, ACL user): %v", err)
 	}
+	// Get falls back to the Loader when Redis fails; an invalidation
+	// reports it.
+	if err := app.Invalidate(ctx, "item:warm"); err != nil {
+		t.Fatalf("SDK Invalidate through Redis (TLS, ACL user): %v", err)
+	}
 	prod := newProducer(t, s.kafka, topic, true)
 	prod.w.Transport = s.kafkaSec.Transport()
 	pctx, stopProd := context.WithCancel(ctx)
