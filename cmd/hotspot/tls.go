@@ -18,18 +18,28 @@ var hotspotdClient = sync.OnceValues(func() (*http.Client, error) {
 	if ca == "" {
 		return http.DefaultClient, nil
 	}
-	pem, err := os.ReadFile(ca)
+	tc, err := caTLS(ca)
 	if err != nil {
 		return nil, fmt.Errorf("HOTSPOT_TLS_CA: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("HOTSPOT_TLS_CA: no certificate in %s", ca)
-	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t.TLSClientConfig = tc
 	return &http.Client{Transport: httpsOnly{t}}, nil
 })
+
+// caTLS is a TLS client configuration that verifies servers with the PEM CA
+// bundle in the file ca.
+func caTLS(ca string) (*tls.Config, error) {
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", ca)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
 
 // httpsOnly sends every request over HTTPS.
 type httpsOnly struct{ base http.RoundTripper }
