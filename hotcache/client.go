@@ -106,7 +106,8 @@ type Client struct {
 
 	rdb      redis.UniversalClient
 	ownRedis bool
-	channel  string // invalidation Pub/Sub channel
+	rep      *replicas // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
+	channel  string    // invalidation Pub/Sub channel
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
@@ -183,6 +184,9 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
 	}
 	c.rdb, c.ownRedis = newRedis(o)
+	if c.rep, err = newReplicas(o); err != nil {
+		return nil, err
+	}
 	switch {
 	case o.sink != nil:
 		c.sink = o.sink
@@ -199,6 +203,12 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	if c.rdb != nil {
 		c.spawn(c.subscribe)
+	}
+	if c.rep != nil {
+		hasHot := func() bool { return len(c.hot.Load().m) > 0 }
+		for _, nd := range c.rep.list {
+			c.spawn(func() { c.rep.probe(c.bg, nd, hasHot) })
+		}
 	}
 	if len(o.zkServers) > 0 {
 		start := time.Now()
@@ -434,7 +444,13 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	var redisErr error
 	if c.rdb != nil {
 		if c.br.allow() {
-			data, err := c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			var data []byte
+			var err error
+			if hot && c.rep != nil {
+				data, err = c.rep.get(ctx, key) // the best of its replicas
+			} else {
+				data, err = c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			}
 			switch {
 			case err == nil:
 				c.br.success()
@@ -475,7 +491,11 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	c.m.loads.WithLabelValues("loader").Inc()
 	if redisOK && c.br.allow() {
 		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
-		if err := c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err(); err != nil {
+		set := func() error { return c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err() }
+		if hot && c.rep != nil {
+			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
+		}
+		if err := set(); err != nil {
 			c.br.failure()
 			c.log.Debug("hotcache: write-back to Redis failed", "key", key, "err", err)
 		} else {
@@ -534,6 +554,9 @@ func (c *Client) Close() error {
 		if err := c.rdb.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("hotcache: close Redis: %w", err))
 		}
+	}
+	if c.rep != nil {
+		errs = append(errs, c.rep.close())
 	}
 	c.recent.Close()
 	return errors.Join(errs...)

@@ -94,7 +94,18 @@ func (c *Client) delAndPublish(ctx context.Context, key string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.opTimeout)
 	defer cancel()
+	repErr := make(chan error, 1)
+	if c.rep != nil {
+		// Every replica, whether or not the key is hot here, at the same
+		// time as the owner and before the broadcast. A failure is one
+		// node's, not Redis's as a whole: it does not trip the breaker,
+		// and the broadcast still goes out.
+		go func() { repErr <- c.rep.delAll(ctx, key) }()
+	} else {
+		repErr <- nil
+	}
 	if err := c.rdb.Del(ctx, c.o.redisPrefix+key).Err(); err != nil {
+		<-repErr
 		c.br.failure()
 		return fmt.Errorf("%w: redis del: %w", ErrUnavailable, err)
 	}
@@ -104,6 +115,9 @@ func (c *Client) delAndPublish(ctx context.Context, key string) error {
 	}
 	c.br.success()
 	c.m.invalidations.WithLabelValues("sent").Inc()
+	if err := <-repErr; err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	return nil
 }
 

@@ -46,6 +46,8 @@ type options struct {
 	reportMaxKeys int
 	reportSample  int
 
+	redisReplicas int // R, the Redis nodes holding each hot key (replicas.go)
+
 	reg prometheus.Registerer
 	log *slog.Logger
 
@@ -76,6 +78,7 @@ func defaults() options {
 		reportEvery:     100 * time.Millisecond,
 		reportMaxKeys:   1 << 16,
 		reportSample:    1,
+		redisReplicas:   defaultReplicas,
 	}
 }
 

@@ -1,0 +1,350 @@
+package hotcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// Hot-key replicas.
+//
+// With several Redis addresses, the node that owns a hot key on the ring is
+// the one that melts: before promotion, and after it for every instance whose
+// L1 has no value yet (or cannot hold one). So a hot key's L2 value is copied
+// to its first R nodes in ring order (router.Ring.LookupN; the owner first)
+// and each read of it goes to the replica that router.Picker scores best from
+// this instance's own measurements. Cold keys stay on their owner alone.
+//
+//   - Read: Pick a replica among the R. A hit is the answer. A miss on a
+//     replica other than the owner reads the owner and, on a hit there,
+//     copies the value to the replica (read repair). A miss on the owner is a
+//     miss: the Loader's value is then written to all R. A failed call marks
+//     the node unhealthy for the Picker and the read is retried once on the
+//     replica it picks next.
+//   - Write-back after a load from the Loader: SET on all R replicas.
+//   - Invalidation (Set, Delete, and the delayed second delete): DEL on all R
+//     replicas of every key, hot or not here: another instance may have
+//     replicated it, or this key may have been hot a moment ago.
+//
+// Measurements fed to the Picker after every GET on a replica: hit (1 or 0),
+// load (calls in flight on the node / its pool size), latency of the call,
+// and freshness (0: the node just answered). While the app has hot keys, a
+// node that has not answered for probeEvery is PINGed, and that sample
+// carries the time since its last answer as staleness, the node's recent hit
+// ratio, its load and the PING's latency: a node that the Picker left gets
+// fresh samples, so it wins reads back once it is fast again, and a node that
+// hangs keeps ageing.
+
+const (
+	// defaultReplicas is R when WithRedisReplicas is not given.
+	defaultReplicas = 3
+	// probeEvery is the PING interval of a node that answered nothing since.
+	probeEvery = 100 * time.Millisecond
+	// pickerHalfLife is the half-life of the Picker's samples: short, so
+	// that a node that slows down loses its reads within a second even after
+	// minutes of good samples.
+	pickerHalfLife = 200 * time.Millisecond
+	// pickerTolerance spreads a hot key's reads evenly over the replicas
+	// that score within it of the best. Equal nodes differ by a few
+	// hundredths (latency noise, this instance's own load on each); a node
+	// 10 ms slower than the others scores about 0.15 less on latency alone.
+	pickerTolerance = 0.1
+	// unhealthyFor is how long a failed call excludes a node; a successful
+	// PING ends it earlier.
+	unhealthyFor = time.Second
+)
+
+// WithRedisReplicas sets R, the number of Redis nodes that hold a copy of
+// each hot key's value (default 3, at most the number of WithRedis
+// addresses; 1 turns replication off). It applies only with several WithRedis
+// addresses: each hot-key read then goes to the replica whose recent hit
+// ratio, load, latency and freshness score best (router.Picker), and Set and
+// Delete delete every replica. Cold keys stay on one node. Zero keeps the
+// default.
+func WithRedisReplicas(n int) Option {
+	return func(o *options) {
+		if n != 0 {
+			o.redisReplicas = n
+		}
+	}
+}
+
+// replicas reads and writes hot keys on their R ring nodes. It is safe for
+// concurrent use.
+type replicas struct {
+	n       int // R
+	table   *router.Table
+	picker  *router.Picker
+	nodes   map[string]*redisNode // by node ID (its address); read-only after newReplicas
+	list    []*redisNode
+	prefix  string
+	ttlBase time.Duration // WithRedisTTL
+	timeout time.Duration
+
+	reads   *prometheus.CounterVec // by node and result
+	repairs prometheus.Counter
+}
+
+// redisNode is one Redis server and what this instance measured of it.
+type redisNode struct {
+	id        string
+	rdb       *redis.Client
+	pool      float64      // pool size: the load of pool calls in flight is 1
+	inflight  atomic.Int64 // calls in flight
+	hitRatio  atomic.Uint64
+	lastReply atomic.Int64 // UnixNano of the last answer
+}
+
+// newReplicas returns nil when replication is off: fewer than two addresses
+// (or a client of the caller's own), or R = 1.
+func newReplicas(o options) (*replicas, error) {
+	if o.redisReplicas < 0 || o.redisReplicas > 16 {
+		return nil, fmt.Errorf("hotcache: WithRedisReplicas: %d must be in [1, 16]", o.redisReplicas)
+	}
+	addrs := slices.Compact(slices.Sorted(slices.Values(o.redisAddrs))) // the go-redis Ring keeps one shard per address too
+	n := min(o.redisReplicas, len(addrs))
+	if o.redisClient != nil || n < 2 {
+		return nil, nil
+	}
+	// The same ring (node ID = address, default virtual nodes) as the
+	// go-redis Ring of cold keys, so a key's owner is the node that holds
+	// its cold copy.
+	table := router.NewTable(router.Config{})
+	nodes := make([]router.Node, 0, len(addrs))
+	for _, a := range addrs {
+		nodes = append(nodes, router.Node{ID: a, Addr: a})
+	}
+	if err := table.Update(nodes); err != nil {
+		return nil, fmt.Errorf("hotcache: Redis ring: %w", err)
+	}
+	picker, err := router.NewPicker(table, router.PickerConfig{
+		Candidates: n, HalfLife: pickerHalfLife, UnhealthyFor: unhealthyFor, Tolerance: pickerTolerance,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hotcache: replica picker: %w", err)
+	}
+	f := promauto.With(o.reg)
+	r := &replicas{
+		n: n, table: table, picker: picker, nodes: map[string]*redisNode{},
+		prefix: o.redisPrefix, ttlBase: o.redisTTL, timeout: o.opTimeout,
+		reads: f.NewCounterVec(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "hotcache",
+			Name: "replica_reads_total",
+			Help: "GETs of hot keys on their Redis replicas, by node and result (hit, miss, error)."},
+			[]string{"node", "result"}),
+		repairs: f.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "hotcache",
+			Name: "replica_repairs_total",
+			Help: "Hot-key values copied from the owner to a replica that missed them."}),
+	}
+	now := time.Now().UnixNano()
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{
+			Addr: a, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
+			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
+			DialerRetries: 1, // a node that refuses fails at once: the read moves on
+		})
+		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize)}
+		nd.hitRatio.Store(math.Float64bits(1))
+		nd.lastReply.Store(now)
+		r.nodes[a] = nd
+		r.list = append(r.list, nd)
+	}
+	return r, nil
+}
+
+// get reads a hot key from the replica the Picker chooses. A miss returns
+// an error wrapping redis.Nil.
+func (r *replicas) get(ctx context.Context, key string) ([]byte, error) {
+	var buf [16]router.Node
+	cands := r.table.Ring().LookupN(key, r.n, buf[:0])
+	node, err := r.pick(key, cands)
+	if err != nil {
+		return nil, err
+	}
+	data, err := r.read(ctx, node, key)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		r.picker.MarkUnhealthy(node)
+		next, perr := r.pick(key, cands) // the best of the others
+		if perr != nil || next == node {
+			return nil, err
+		}
+		node = next
+		data, err = r.read(ctx, node, key)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			r.picker.MarkUnhealthy(node)
+			return nil, err
+		}
+	}
+	owner := cands[0].ID
+	if err == nil || node == owner {
+		return data, err
+	}
+	// A replica without the value: the owner holds the copy of record.
+	data, err = r.read(ctx, owner, key)
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			r.picker.MarkUnhealthy(owner)
+		}
+		return nil, err
+	}
+	if err := r.set(ctx, node, key, data, r.ttl()); err == nil {
+		r.repairs.Inc()
+	}
+	return data, nil
+}
+
+// pick returns the ID of the replica of key to read. It never goes past the
+// R replicas: a node further along the ring holds no copy that invalidation
+// would delete.
+func (r *replicas) pick(key string, cands []router.Node) (string, error) {
+	n, ok := r.picker.Pick(key)
+	if ok {
+		for _, c := range cands {
+			if c.ID == n.ID {
+				return n.ID, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("every Redis replica of %q failed in the last %v", key, unhealthyFor)
+}
+
+// read GETs key on node and feeds the measurement to the Picker.
+func (r *replicas) read(ctx context.Context, id, key string) ([]byte, error) {
+	nd := r.nodes[id]
+	nd.inflight.Add(1)
+	start := time.Now()
+	data, err := nd.rdb.Get(ctx, r.prefix+key).Bytes()
+	end := time.Now()
+	// The calls still in flight when this one returns: a node that slows
+	// down piles them up before its latencies show.
+	load := float64(nd.inflight.Add(-1)) / nd.pool
+	hit := 0.0
+	switch {
+	case err == nil:
+		hit = 1
+		r.reads.WithLabelValues(id, "hit").Inc()
+	case errors.Is(err, redis.Nil):
+		r.reads.WithLabelValues(id, "miss").Inc()
+	default:
+		r.reads.WithLabelValues(id, "error").Inc()
+		return nil, fmt.Errorf("redis get %q on %s: %w", key, id, err)
+	}
+	nd.lastReply.Store(end.UnixNano())
+	nd.hitRatio.Store(math.Float64bits(0.9*math.Float64frombits(nd.hitRatio.Load()) + 0.1*hit))
+	r.picker.Observe(id, router.Sample{HitRatio: hit, Load: load, Latency: end.Sub(start)})
+	return data, err
+}
+
+// ttl is the TTL of a copy: the write-back TTL plus up to 10% jitter.
+func (r *replicas) ttl() time.Duration { return r.ttlBase + rand.N(r.ttlBase/10+1) }
+
+func (r *replicas) set(ctx context.Context, id, key string, data []byte, ttl time.Duration) error {
+	nd := r.nodes[id]
+	if err := nd.rdb.Set(ctx, r.prefix+key, data, ttl).Err(); err != nil {
+		return fmt.Errorf("redis set %q on %s: %w", key, id, err)
+	}
+	nd.lastReply.Store(time.Now().UnixNano())
+	return nil
+}
+
+// each runs fn on every replica of key at once and joins the errors.
+func (r *replicas) each(key string, fn func(id string) error) error {
+	var buf [16]router.Node
+	cands := r.table.Ring().LookupN(key, r.n, buf[:0])
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
+	for i, c := range cands {
+		wg.Go(func() { errs[i] = fn(c.ID) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// setAll writes key's value to all of its replicas. It fails only if no
+// replica took it: a copy that is missing is repaired by a later read.
+func (r *replicas) setAll(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	var ok atomic.Bool
+	err := r.each(key, func(id string) error {
+		if err := r.set(ctx, id, key, data, ttl); err != nil {
+			r.picker.MarkUnhealthy(id)
+			return err
+		}
+		ok.Store(true)
+		return nil
+	})
+	if ok.Load() {
+		return nil
+	}
+	return err
+}
+
+// delAll deletes key from all of its replicas.
+func (r *replicas) delAll(ctx context.Context, key string) error {
+	return r.each(key, func(id string) error {
+		nd := r.nodes[id]
+		if err := nd.rdb.Del(ctx, r.prefix+key).Err(); err != nil {
+			r.picker.MarkUnhealthy(id)
+			return fmt.Errorf("redis del %q on %s: %w", key, id, err)
+		}
+		nd.lastReply.Store(time.Now().UnixNano())
+		return nil
+	})
+}
+
+// probe PINGs nd whenever it has answered nothing for probeEvery while
+// active reports true, until ctx ends.
+func (r *replicas) probe(ctx context.Context, nd *redisNode, active func() bool) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		last := nd.lastReply.Load()
+		if time.Since(time.Unix(0, last)) < probeEvery || !active() {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.timeout)
+		start := time.Now()
+		err := nd.rdb.Ping(pctx).Err()
+		cancel()
+		end := time.Now()
+		if err != nil {
+			if ctx.Err() == nil {
+				r.picker.MarkUnhealthy(nd.id)
+			}
+			continue
+		}
+		nd.lastReply.Store(end.UnixNano())
+		r.picker.MarkHealthy(nd.id)
+		r.picker.Observe(nd.id, router.Sample{
+			HitRatio:  math.Float64frombits(nd.hitRatio.Load()),
+			Load:      float64(nd.inflight.Load()) / nd.pool,
+			Latency:   end.Sub(start),
+			Staleness: start.Sub(time.Unix(0, last)),
+		})
+	}
+}
+
+func (r *replicas) close() error {
+	var errs []error
+	for _, nd := range r.list {
+		if err := nd.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("hotcache: close Redis %s: %w", nd.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
