@@ -207,7 +207,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if c.rep != nil {
 		hasHot := func() bool { return len(c.hot.Load().m) > 0 }
 		for _, nd := range c.rep.list {
-			c.spawn(func() { c.rep.probe(c.bg, nd, hasHot) })
+			c.spawn(func() { c.rep.sample(c.bg, nd, hasHot) })
 		}
 	}
 	if len(o.zkServers) > 0 {

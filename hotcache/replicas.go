@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -38,29 +37,36 @@ import (
 //     replicas of every key, hot or not here: another instance may have
 //     replicated it, or this key may have been hot a moment ago.
 //
-// Measurements fed to the Picker after every GET on a replica: hit (1 or 0),
-// load (calls in flight on the node / its pool size), latency of the call,
-// and freshness (0: the node just answered). While the app has hot keys, a
-// node that has not answered for probeEvery is PINGed, and that sample
-// carries the time since its last answer as staleness, the node's recent hit
-// ratio, its load and the PING's latency: a node that the Picker left gets
-// fresh samples, so it wins reads back once it is fast again, and a node that
-// hangs keeps ageing.
+// Measurements. Every sampleEvery, a sampler per node turns this instance's
+// calls to the node since the last tick into one router.Sample: the hit ratio
+// of its GETs, its load (calls in flight / pool size), its latency (the mean
+// of the GETs that completed, or the mean age of the calls still in flight if
+// that is longer: a node that hangs looks slow at once, not when its calls
+// time out) and its staleness (how long since it last answered). A node that
+// had no call in the interval is PINGed for the latency; its hit ratio
+// drifts back towards 1 while nobody reads it. One sample per node per interval, whatever the read rate,
+// so the Picker weighs nodes by time, not by call count: a slowed node that
+// completes few calls is not outweighed by its own past, and a node the
+// Picker left keeps fresh samples and wins reads back once it is fast again.
 
 const (
 	// defaultReplicas is R when WithRedisReplicas is not given.
 	defaultReplicas = 3
-	// probeEvery is the PING interval of a node that answered nothing since.
-	probeEvery = 100 * time.Millisecond
-	// pickerHalfLife is the half-life of the Picker's samples: short, so
-	// that a node that slows down loses its reads within a second even after
-	// minutes of good samples.
-	pickerHalfLife = 200 * time.Millisecond
+	// sampleEvery is the interval of the samples fed to the Picker.
+	sampleEvery = 50 * time.Millisecond
+	// pickerHalfLife is the half-life of the Picker's samples: 6 samples,
+	// so that a node that slows down loses its reads within a second.
+	pickerHalfLife = 300 * time.Millisecond
 	// pickerTolerance spreads a hot key's reads evenly over the replicas
 	// that score within it of the best. Equal nodes differ by a few
 	// hundredths (latency noise, this instance's own load on each); a node
 	// 10 ms slower than the others scores about 0.15 less on latency alone.
 	pickerTolerance = 0.1
+	// pickerLatencyScale is the latency that scores 0.5. Redis on a LAN
+	// answers in well under a millisecond, but a busy client host adds
+	// milliseconds of scheduling to every call; at the Picker's default of
+	// 1 ms, that noise would span the whole latency term.
+	pickerLatencyScale = 5 * time.Millisecond
 	// unhealthyFor is how long a failed call excludes a node; a successful
 	// PING ends it earlier.
 	unhealthyFor = time.Second
@@ -97,14 +103,43 @@ type replicas struct {
 	repairs prometheus.Counter
 }
 
-// redisNode is one Redis server and what this instance measured of it.
+// redisNode is one Redis server and what this instance measured of it since
+// the sampler's last tick.
 type redisNode struct {
-	id        string
-	rdb       *redis.Client
-	pool      float64      // pool size: the load of pool calls in flight is 1
+	id   string
+	rdb  *redis.Client
+	pool float64 // pool size: the load of pool-size calls in flight is 1
+
 	inflight  atomic.Int64 // calls in flight
-	hitRatio  atomic.Uint64
-	lastReply atomic.Int64 // UnixNano of the last answer
+	startSum  atomic.Int64 // sum of the in-flight calls' start times, ns since epoch
+	gets      atomic.Int64 // GETs completed since the last tick
+	hits      atomic.Int64 // of which found the key
+	latSum    atomic.Int64 // their latencies, ns
+	lastReply atomic.Int64 // ns since epoch of the last answer to any call
+
+	lastHit float64 // hit ratio of the last interval with GETs; the sampler's own
+}
+
+// epoch is the origin of the in-flight start times, so that their sum fits
+// an int64.
+var epoch = time.Now()
+
+// begin and end bracket every call to the node.
+func (nd *redisNode) begin() time.Time {
+	now := time.Now()
+	nd.inflight.Add(1)
+	nd.startSum.Add(int64(now.Sub(epoch)))
+	return now
+}
+
+func (nd *redisNode) end(start time.Time, ok bool) time.Time {
+	now := time.Now()
+	nd.startSum.Add(-int64(start.Sub(epoch)))
+	nd.inflight.Add(-1)
+	if ok {
+		nd.lastReply.Store(int64(now.Sub(epoch)))
+	}
+	return now
 }
 
 // newReplicas returns nil when replication is off: fewer than two addresses
@@ -131,6 +166,7 @@ func newReplicas(o options) (*replicas, error) {
 	}
 	picker, err := router.NewPicker(table, router.PickerConfig{
 		Candidates: n, HalfLife: pickerHalfLife, UnhealthyFor: unhealthyFor, Tolerance: pickerTolerance,
+		LatencyScale: pickerLatencyScale,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: replica picker: %w", err)
@@ -147,16 +183,14 @@ func newReplicas(o options) (*replicas, error) {
 			Name: "replica_repairs_total",
 			Help: "Hot-key values copied from the owner to a replica that missed them."}),
 	}
-	now := time.Now().UnixNano()
 	for _, a := range addrs {
 		rdb := redis.NewClient(&redis.Options{
 			Addr: a, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 			DialerRetries: 1, // a node that refuses fails at once: the read moves on
 		})
-		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize)}
-		nd.hitRatio.Store(math.Float64bits(1))
-		nd.lastReply.Store(now)
+		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize), lastHit: 1}
+		nd.lastReply.Store(int64(time.Since(epoch)))
 		r.nodes[a] = nd
 		r.list = append(r.list, nd)
 	}
@@ -219,30 +253,25 @@ func (r *replicas) pick(key string, cands []router.Node) (string, error) {
 	return "", fmt.Errorf("every Redis replica of %q failed in the last %v", key, unhealthyFor)
 }
 
-// read GETs key on node and feeds the measurement to the Picker.
+// read GETs key on node, measured.
 func (r *replicas) read(ctx context.Context, id, key string) ([]byte, error) {
 	nd := r.nodes[id]
-	nd.inflight.Add(1)
-	start := time.Now()
+	start := nd.begin()
 	data, err := nd.rdb.Get(ctx, r.prefix+key).Bytes()
-	end := time.Now()
-	// The calls still in flight when this one returns: a node that slows
-	// down piles them up before its latencies show.
-	load := float64(nd.inflight.Add(-1)) / nd.pool
-	hit := 0.0
+	ok := err == nil || errors.Is(err, redis.Nil)
+	end := nd.end(start, ok)
 	switch {
 	case err == nil:
-		hit = 1
+		nd.hits.Add(1)
 		r.reads.WithLabelValues(id, "hit").Inc()
-	case errors.Is(err, redis.Nil):
+	case ok:
 		r.reads.WithLabelValues(id, "miss").Inc()
 	default:
 		r.reads.WithLabelValues(id, "error").Inc()
 		return nil, fmt.Errorf("redis get %q on %s: %w", key, id, err)
 	}
-	nd.lastReply.Store(end.UnixNano())
-	nd.hitRatio.Store(math.Float64bits(0.9*math.Float64frombits(nd.hitRatio.Load()) + 0.1*hit))
-	r.picker.Observe(id, router.Sample{HitRatio: hit, Load: load, Latency: end.Sub(start)})
+	nd.latSum.Add(int64(end.Sub(start)))
+	nd.gets.Add(1)
 	return data, err
 }
 
@@ -251,10 +280,12 @@ func (r *replicas) ttl() time.Duration { return r.ttlBase + rand.N(r.ttlBase/10+
 
 func (r *replicas) set(ctx context.Context, id, key string, data []byte, ttl time.Duration) error {
 	nd := r.nodes[id]
-	if err := nd.rdb.Set(ctx, r.prefix+key, data, ttl).Err(); err != nil {
+	start := nd.begin()
+	err := nd.rdb.Set(ctx, r.prefix+key, data, ttl).Err()
+	nd.end(start, err == nil)
+	if err != nil {
 		return fmt.Errorf("redis set %q on %s: %w", key, id, err)
 	}
-	nd.lastReply.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -293,19 +324,21 @@ func (r *replicas) setAll(ctx context.Context, key string, data []byte, ttl time
 func (r *replicas) delAll(ctx context.Context, key string) error {
 	return r.each(key, func(id string) error {
 		nd := r.nodes[id]
-		if err := nd.rdb.Del(ctx, r.prefix+key).Err(); err != nil {
+		start := nd.begin()
+		err := nd.rdb.Del(ctx, r.prefix+key).Err()
+		nd.end(start, err == nil)
+		if err != nil {
 			r.picker.MarkUnhealthy(id)
 			return fmt.Errorf("redis del %q on %s: %w", key, id, err)
 		}
-		nd.lastReply.Store(time.Now().UnixNano())
 		return nil
 	})
 }
 
-// probe PINGs nd whenever it has answered nothing for probeEvery while
-// active reports true, until ctx ends.
-func (r *replicas) probe(ctx context.Context, nd *redisNode, active func() bool) {
-	t := time.NewTicker(probeEvery)
+// sample feeds the Picker one Sample of nd every sampleEvery while active
+// reports true, until ctx ends.
+func (r *replicas) sample(ctx context.Context, nd *redisNode, active func() bool) {
+	t := time.NewTicker(sampleEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -313,30 +346,58 @@ func (r *replicas) probe(ctx context.Context, nd *redisNode, active func() bool)
 			return
 		case <-t.C:
 		}
-		last := nd.lastReply.Load()
-		if time.Since(time.Unix(0, last)) < probeEvery || !active() {
+		if !active() {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, r.timeout)
-		start := time.Now()
-		err := nd.rdb.Ping(pctx).Err()
-		cancel()
-		end := time.Now()
-		if err != nil {
-			if ctx.Err() == nil {
-				r.picker.MarkUnhealthy(nd.id)
-			}
-			continue
+		if s, ok := r.measure(ctx, nd); ok {
+			r.picker.Observe(nd.id, s)
 		}
-		nd.lastReply.Store(end.UnixNano())
-		r.picker.MarkHealthy(nd.id)
-		r.picker.Observe(nd.id, router.Sample{
-			HitRatio:  math.Float64frombits(nd.hitRatio.Load()),
-			Load:      float64(nd.inflight.Load()) / nd.pool,
-			Latency:   end.Sub(start),
-			Staleness: start.Sub(time.Unix(0, last)),
-		})
 	}
+}
+
+// measure sums up nd's calls since the last call of measure; without any,
+// it PINGs nd. It returns false when the PING fails (nd is then unhealthy).
+func (r *replicas) measure(ctx context.Context, nd *redisNode) (router.Sample, bool) {
+	gets, hits, latSum := nd.gets.Swap(0), nd.hits.Swap(0), nd.latSum.Swap(0)
+	now := time.Since(epoch)
+	inflight, startSum := nd.inflight.Load(), nd.startSum.Load()
+	if gets > 0 {
+		nd.lastHit = float64(hits) / float64(gets)
+	} else {
+		// A miss on a replica repairs it, so misses say little about the
+		// next read; and a node nobody reads would otherwise keep a bad
+		// ratio, and be left, for ever. Without GETs the ratio halves its
+		// distance to 1 every interval.
+		nd.lastHit += (1 - nd.lastHit) / 2
+	}
+	s := router.Sample{
+		HitRatio:  nd.lastHit,
+		Load:      float64(inflight) / nd.pool,
+		Staleness: max(now-time.Duration(nd.lastReply.Load()), 0),
+	}
+	if gets > 0 {
+		s.Latency = time.Duration(latSum / gets)
+	}
+	if inflight > 0 { // the calls not answered yet count with their age so far
+		s.Latency = max(s.Latency, now-time.Duration(startSum/inflight))
+	}
+	if gets > 0 || inflight > 0 {
+		return s, true
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	start := nd.begin()
+	err := nd.rdb.Ping(pctx).Err()
+	end := nd.end(start, err == nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.picker.MarkUnhealthy(nd.id)
+		}
+		return s, false
+	}
+	r.picker.MarkHealthy(nd.id)
+	s.Latency = end.Sub(start)
+	return s, true
 }
 
 func (r *replicas) close() error {

@@ -355,8 +355,9 @@ func TestReadsLeaveSlowReplica(t *testing.T) {
 				return
 			default:
 			}
-			// The server answers nothing for 20 ms, then whatever queued.
-			if err := dbg.Do(context.Background(), "DEBUG", "SLEEP", "0.02").Err(); err != nil {
+			// The server answers nothing for 100 ms, then whatever queued:
+			// its GETs take about 50 ms, a hundred times its peers'.
+			if err := dbg.Do(context.Background(), "DEBUG", "SLEEP", "0.1").Err(); err != nil {
 				t.Errorf("DEBUG SLEEP: %v", err)
 				return
 			}
@@ -366,8 +367,11 @@ func TestReadsLeaveSlowReplica(t *testing.T) {
 	first := window(time.Second)
 	g = window(time.Second)
 	t.Logf("GETs per server, server %d slowed: first second %v, second second %v (after %v)", slow, first, g, time.Since(start))
-	if s := share(g, slow); s > 0.05 {
-		t.Errorf("slowed server took %.1f%% of the GETs in its second second, want <= 5%%", 100*s)
+	// A fair share is a third; a slowed server may still get a few reads
+	// (a sample interval of them before the Picker sees its latency, and
+	// on a loaded host its peers are slow too at times).
+	if s := share(g, slow); s > 0.10 {
+		t.Errorf("slowed server took %.1f%% of the GETs in its second second, want <= 10%%", 100*s)
 	}
 	close(slowing)
 	<-slowed
