@@ -205,9 +205,8 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		c.spawn(c.subscribe)
 	}
 	if c.rep != nil {
-		hasHot := func() bool { return len(c.hot.Load().m) > 0 }
 		for _, nd := range c.rep.list {
-			c.spawn(func() { c.rep.sample(c.bg, nd, hasHot) })
+			c.spawn(func() { c.rep.sample(c.bg, nd) })
 		}
 	}
 	if len(o.zkServers) > 0 {

@@ -44,16 +44,22 @@ import (
 // that is longer: a node that hangs looks slow at once, not when its calls
 // time out) and its staleness (how long since it last answered). A node that
 // had no call in the interval is PINGed for the latency; its hit ratio
-// drifts back towards 1 while nobody reads it. One sample per node per interval, whatever the read rate,
-// so the Picker weighs nodes by time, not by call count: a slowed node that
-// completes few calls is not outweighed by its own past, and a node the
-// Picker left keeps fresh samples and wins reads back once it is fast again.
+// drifts back towards 1 while nobody reads it. One sample per node per
+// interval, whatever the read rate, so the Picker weighs nodes by time, not
+// by call count: a slowed node that completes few calls is not outweighed by
+// its own past, and a node the Picker left keeps fresh samples and wins
+// reads back once it is fast again. The samplers sleep while this instance
+// reads no hot key from Redis (within sampleFor): with a warm L1 it sends
+// no PINGs, and a refresh after a pause finds the old samples faded to
+// neutral, so it spreads at random.
 
 const (
 	// defaultReplicas is R when WithRedisReplicas is not given.
 	defaultReplicas = 3
 	// sampleEvery is the interval of the samples fed to the Picker.
 	sampleEvery = 50 * time.Millisecond
+	// sampleFor is how long the samplers run after a hot-key read.
+	sampleFor = 2 * time.Second
 	// pickerHalfLife is the half-life of the Picker's samples: 6 samples,
 	// so that a node that slows down loses its reads within a second.
 	pickerHalfLife = 300 * time.Millisecond
@@ -99,6 +105,8 @@ type replicas struct {
 	ttlBase time.Duration // WithRedisTTL
 	timeout time.Duration
 
+	lastRead atomic.Int64 // ns since epoch of the last get
+
 	reads   *prometheus.CounterVec // by node and result
 	repairs prometheus.Counter
 }
@@ -118,6 +126,8 @@ type redisNode struct {
 	lastReply atomic.Int64 // ns since epoch of the last answer to any call
 
 	lastHit float64 // hit ratio of the last interval with GETs; the sampler's own
+
+	hitC, missC, errC prometheus.Counter // replica_reads_total{node=id}
 }
 
 // epoch is the origin of the in-flight start times, so that their sum fits
@@ -189,7 +199,9 @@ func newReplicas(o options) (*replicas, error) {
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 			DialerRetries: 1, // a node that refuses fails at once: the read moves on
 		})
-		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize), lastHit: 1}
+		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize), lastHit: 1,
+			hitC: r.reads.WithLabelValues(a, "hit"), missC: r.reads.WithLabelValues(a, "miss"),
+			errC: r.reads.WithLabelValues(a, "error")}
 		nd.lastReply.Store(int64(time.Since(epoch)))
 		r.nodes[a] = nd
 		r.list = append(r.list, nd)
@@ -200,6 +212,9 @@ func newReplicas(o options) (*replicas, error) {
 // get reads a hot key from the replica the Picker chooses. A miss returns
 // an error wrapping redis.Nil.
 func (r *replicas) get(ctx context.Context, key string) ([]byte, error) {
+	if now := int64(time.Since(epoch)); now-r.lastRead.Load() > int64(sampleEvery/10) {
+		r.lastRead.Store(now) // rarely: the line is shared by every reader
+	}
 	var buf [16]router.Node
 	cands := r.table.Ring().LookupN(key, r.n, buf[:0])
 	node, err := r.pick(key, cands)
@@ -263,11 +278,11 @@ func (r *replicas) read(ctx context.Context, id, key string) ([]byte, error) {
 	switch {
 	case err == nil:
 		nd.hits.Add(1)
-		r.reads.WithLabelValues(id, "hit").Inc()
+		nd.hitC.Inc()
 	case ok:
-		r.reads.WithLabelValues(id, "miss").Inc()
+		nd.missC.Inc()
 	default:
-		r.reads.WithLabelValues(id, "error").Inc()
+		nd.errC.Inc()
 		return nil, fmt.Errorf("redis get %q on %s: %w", key, id, err)
 	}
 	nd.latSum.Add(int64(end.Sub(start)))
@@ -335,9 +350,9 @@ func (r *replicas) delAll(ctx context.Context, key string) error {
 	})
 }
 
-// sample feeds the Picker one Sample of nd every sampleEvery while active
-// reports true, until ctx ends.
-func (r *replicas) sample(ctx context.Context, nd *redisNode, active func() bool) {
+// sample feeds the Picker one Sample of nd every sampleEvery while hot keys
+// are read from Redis (see sampleFor), until ctx ends.
+func (r *replicas) sample(ctx context.Context, nd *redisNode) {
 	t := time.NewTicker(sampleEvery)
 	defer t.Stop()
 	for {
@@ -346,7 +361,7 @@ func (r *replicas) sample(ctx context.Context, nd *redisNode, active func() bool
 			return
 		case <-t.C:
 		}
-		if !active() {
+		if time.Since(epoch)-time.Duration(r.lastRead.Load()) > sampleFor {
 			continue
 		}
 		if s, ok := r.measure(ctx, nd); ok {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/router"
@@ -381,4 +382,74 @@ func TestReadsLeaveSlowReplica(t *testing.T) {
 	if s := share(g, slow); s < 0.10 {
 		t.Errorf("recovered server took %.1f%% of the GETs, want >= 10%% (it wins reads back)", 100*s)
 	}
+}
+
+// BenchmarkHotKeyL2 reads one hot key the way instances whose L1 is cold (or
+// off) do, through the hot-key backend read, from 4 instances over 3 private
+// redis-servers, with R = 1 (the owner alone, as before replication) and
+// R = 3: flat out, and paced at 5,000 reads/s in all so that the rates
+// compare at the same offered load. It reports the servers' GETs per second
+// from their own command counters: the busiest server's rate, all servers'
+// together, and the busiest one's share.
+func BenchmarkHotKeyL2(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		rate rate.Limit
+	}{{"max", rate.Inf}, {"5k-per-s", 5000}} {
+		for _, r := range []int{1, 3} {
+			b.Run(fmt.Sprintf("%s/R=%d", mode.name, r), func(b *testing.B) { benchHotKeyL2(b, r, mode.rate) })
+		}
+	}
+}
+
+func benchHotKeyL2(b *testing.B, r int, perSecond rate.Limit) {
+	ss := startReplicaServers(b, 3)
+	src := newSource("item:1", "v")
+	cs := make([]*Client, 4)
+	for i := range cs {
+		c, err := New(context.Background(), WithApp("bench"), WithInstanceID(fmt.Sprint("i", i)),
+			WithRedis(addrsOf(ss)...), WithLoader(src), WithRedisReplicas(r))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		for j := 0; c.rdb.Ping(context.Background()).Err() != nil; j++ {
+			if j > 1000 {
+				b.Fatal("Redis ring not up")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		promote(b, c, "item:1")
+		cs[i] = c
+	}
+	time.Sleep(200 * time.Millisecond) // a few samples of every replica
+	var next atomic.Int64
+	lim := rate.NewLimiter(perSecond, 16)
+	before := getsOf(b, ss)
+	start := time.Now()
+	b.SetParallelism(8) // 16 readers on 2 cores, 4 per instance
+	b.RunParallel(func(pb *testing.PB) {
+		c := cs[next.Add(1)%int64(len(cs))]
+		for pb.Next() {
+			if err := lim.Wait(context.Background()); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, notFound, err := c.fetch(context.Background(), "item:1", true); err != nil || notFound {
+				b.Errorf("hot read: notFound %v, err %v", notFound, err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start).Seconds()
+	after := getsOf(b, ss)
+	var busiest, all int64
+	for i := range after {
+		d := after[i] - before[i]
+		busiest = max(busiest, d)
+		all += d
+	}
+	b.ReportMetric(float64(busiest)/elapsed, "busiest-GETs/s")
+	b.ReportMetric(float64(all)/elapsed, "all-GETs/s")
+	b.ReportMetric(100*float64(busiest)/float64(max(all, 1)), "busiest-%")
 }
