@@ -29,8 +29,11 @@
 //   - While Redis fails, hot keys are still served and cold keys fail fast
 //     (ErrUnavailable) or are served from values read in the last 10 s; a
 //     Redis outage never turns into a stampede on the Loader.
-//   - Set and Delete invalidate the key in Redis and in every instance's L1;
-//     see Set for the time bound.
+//   - Set and Delete invalidate the key in Redis (on every node that may
+//     hold a copy) and in every instance's L1; see Set for the time bound.
+//   - With several Redis addresses, a hot key's value lives on its first R
+//     ring nodes (WithRedisReplicas, default 3) and each read picks one of
+//     them with router.Picker; a cold key lives on its owner alone.
 //
 // docs/hotcache.md gives the design, the bounds and the defaults.
 package hotcache

@@ -291,12 +291,20 @@ func TestPickerConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func BenchmarkPick(b *testing.B) {
+func BenchmarkPick(b *testing.B) { benchPick(b, router.PickerConfig{}) }
+
+// BenchmarkPickTolerance is BenchmarkPick with the settings hotcache uses,
+// where all three candidates are within Tolerance.
+func BenchmarkPickTolerance(b *testing.B) {
+	benchPick(b, router.PickerConfig{Tolerance: 0.1, LatencyScale: 5 * time.Millisecond})
+}
+
+func benchPick(b *testing.B, cfg router.PickerConfig) {
 	tab := router.NewTable(router.Config{})
 	if err := tab.Update(nodeSet("redis", 6)); err != nil {
 		b.Fatal(err)
 	}
-	p, err := router.NewPicker(tab, router.PickerConfig{})
+	p, err := router.NewPicker(tab, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
