@@ -137,15 +137,15 @@ var epoch = time.Now()
 // begin and end bracket every call to the node.
 func (nd *redisNode) begin() time.Time {
 	now := time.Now()
-	nd.inflight.Add(1)
 	nd.startSum.Add(int64(now.Sub(epoch)))
+	nd.inflight.Add(1)
 	return now
 }
 
 func (nd *redisNode) end(start time.Time, ok bool) time.Time {
 	now := time.Now()
-	nd.startSum.Add(-int64(start.Sub(epoch)))
 	nd.inflight.Add(-1)
+	nd.startSum.Add(-int64(start.Sub(epoch)))
 	if ok {
 		nd.lastReply.Store(int64(now.Sub(epoch)))
 	}
@@ -393,8 +393,12 @@ func (r *replicas) measure(ctx context.Context, nd *redisNode) (router.Sample, b
 	if gets > 0 {
 		s.Latency = time.Duration(latSum / gets)
 	}
-	if inflight > 0 { // the calls not answered yet count with their age so far
-		s.Latency = max(s.Latency, now-time.Duration(startSum/inflight))
+	if inflight > 0 && startSum > 0 {
+		// The calls not answered yet count with their mean age so far. The
+		// two loads are not one snapshot: calls that begin or end between
+		// them skew the mean, so it is kept within what a call can last.
+		age := min(max(now-time.Duration(startSum/inflight), 0), 3*r.timeout)
+		s.Latency = max(s.Latency, age)
 	}
 	if gets > 0 || inflight > 0 {
 		return s, true

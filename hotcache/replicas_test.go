@@ -453,3 +453,51 @@ func benchHotKeyL2(b *testing.B, r int, perSecond rate.Limit) {
 	b.ReportMetric(float64(all)/elapsed, "all-GETs/s")
 	b.ReportMetric(100*float64(busiest)/float64(max(all, 1)), "busiest-%")
 }
+
+func TestWithRedisReplicas(t *testing.T) {
+	four := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}
+	tests := []struct {
+		name  string
+		addrs []string
+		opt   Option
+		want  int // R; 0: replication off
+		err   bool
+	}{
+		{"default", four, nil, 3, false},
+		{"zero keeps the default", four, WithRedisReplicas(0), 3, false},
+		{"two", four, WithRedisReplicas(2), 2, false},
+		{"more than the nodes", four, WithRedisReplicas(16), 4, false},
+		{"one turns it off", four, WithRedisReplicas(1), 0, false},
+		{"one address", four[:1], nil, 0, false},
+		{"repeated addresses count once", []string{four[0], four[0], four[1]}, nil, 2, false},
+		{"negative", four, WithRedisReplicas(-1), 0, true},
+		{"above 16", four, WithRedisReplicas(17), 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []Option{WithApp("shop"), WithRedis(tt.addrs...)}
+			if tt.opt != nil {
+				opts = append(opts, tt.opt)
+			}
+			c, err := New(context.Background(), opts...)
+			if tt.err {
+				if err == nil {
+					c.Close()
+					t.Fatalf("New succeeded, want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got := 0
+			if c.rep != nil {
+				got = c.rep.n
+			}
+			if got != tt.want {
+				t.Errorf("R = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
