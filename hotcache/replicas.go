@@ -21,12 +21,14 @@ import (
 //
 // With several Redis addresses, the node that owns a hot key on the ring is
 // the one that melts: before promotion, and after it for every instance whose
-// L1 has no value yet (or cannot hold one). So a hot key's L2 value is copied
-// to its first R nodes in ring order (router.Ring.LookupN; the owner first)
-// and each read of it goes to the replica that router.Picker scores best from
-// this instance's own measurements. Cold keys stay on their owner alone.
+// L1 has no value yet (just promoted, invalidated or due for a refresh). So
+// a hot key's L2 value is copied to its first R nodes in ring order
+// (router.Ring.LookupN; the owner first) and each read of it goes to a
+// replica that router.Picker scores among the best from this instance's own
+// measurements. Cold keys stay on their owner alone.
 //
-//   - Read: Pick a replica among the R. A hit is the answer. A miss on a
+//   - Read: Pick a replica among the R (at random among those within
+//     pickerTolerance of the best score). A hit is the answer. A miss on a
 //     replica other than the owner reads the owner and, on a hit there,
 //     copies the value to the replica (read repair). A miss on the owner is a
 //     miss: the Loader's value is then written to all R. A failed call marks
