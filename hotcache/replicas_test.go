@@ -353,6 +353,8 @@ func TestReadsLeaveSlowReplica(t *testing.T) {
 
 	slowing := make(chan struct{})
 	slowed := make(chan struct{})
+	stopSlowing := sync.OnceFunc(func() { close(slowing); <-slowed })
+	defer stopSlowing() // before the servers stop, even if the test fails
 	go func() {
 		defer close(slowed)
 		dbg := redis.NewClient(&redis.Options{Addr: ss[slow].addr})
@@ -381,8 +383,7 @@ func TestReadsLeaveSlowReplica(t *testing.T) {
 	if s := share(g, slow); s > 0.10 {
 		t.Errorf("slowed server took %.1f%% of the GETs in its second second, want <= 10%%", 100*s)
 	}
-	close(slowing)
-	<-slowed
+	stopSlowing()
 
 	g = window(2 * time.Second)
 	t.Logf("GETs per server in the 2 s after the slowdown ended: %v", g)
