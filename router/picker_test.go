@@ -293,8 +293,8 @@ func TestPickerConcurrent(t *testing.T) {
 
 func BenchmarkPick(b *testing.B) { benchPick(b, router.PickerConfig{}) }
 
-// BenchmarkPickTolerance is BenchmarkPick with the settings hotcache uses,
-// where all three candidates are within Tolerance.
+// BenchmarkPickTolerance is BenchmarkPick with hotcache's Tolerance and
+// LatencyScale.
 func BenchmarkPickTolerance(b *testing.B) {
 	benchPick(b, router.PickerConfig{Tolerance: 0.1, LatencyScale: 5 * time.Millisecond})
 }
