@@ -84,6 +84,7 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.WriteTimeout)
 	a.publish(fctx, time.Now(), true)
 	cancel()
+	a.record()
 	leave()
 	wg.Wait()
 	if joinErr != nil && ctx.Err() == nil {
@@ -131,6 +132,7 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		case <-a.kick:
 		}
 		a.publish(ctx, time.Now(), false)
+		a.record()
 	}
 }
 
