@@ -26,7 +26,8 @@ type Decision struct {
 
 // Recorder is told every decision of the shard (history, webhooks). Record
 // runs on the shard's sweep loop, so it must not block: an implementation
-// queues and drops (and counts) what it cannot keep up with. It owns ds.
+// queues and drops (and counts) what it cannot keep up with. It may keep ds
+// but must not modify it.
 type Recorder interface {
 	Record(ds []Decision)
 }

@@ -31,6 +31,10 @@ type config struct {
 	adminToken string
 	pprof      bool
 	logLevel   slog.Level
+
+	redis            string        // host:port or redis:// URL of the history's Redis; "" keeps no history
+	historyMaxLen    int64         // events kept per app, about
+	historyRetention time.Duration // events older are trimmed; 0 keeps them until historyMaxLen
 }
 
 // parseConfig reads flags, each of which its HOTSPOT_* environment variable
@@ -53,6 +57,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	partitions := fs.Int("partitions", 8, env("partitions", "partitions of the access topic when the detector has to create it"))
 	pprof := fs.Bool("pprof", false, env("pprof", "serve Go's profiler at /debug/pprof/ on the HTTP address"))
 	adminToken := fs.String("admin-token", "", env("admin-token", "bearer token that authorizes pin and block changes; empty refuses them"))
+	redisAddr := fs.String("redis", "127.0.0.1:16379", env("redis", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history"))
+	historyMaxLen := fs.Int64("history-maxlen", 100_000, env("history-maxlen", "promotions and demotions kept per app in the history, about"))
+	historyRetention := fs.Duration("history-retention", 7*24*time.Hour, env("history-retention", "history events older than this are trimmed; 0 keeps them until --history-maxlen"))
 	level := fs.String("log-level", "info", env("log-level", "log level: debug, info, warn, error"))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
@@ -73,6 +80,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		zk: envflag.SplitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
 		advertise: *advertise, id: *id, adminToken: *adminToken,
 		threshold: *threshold, window: *window, fromOldest: *fromOldest, partitions: *partitions, pprof: *pprof,
+		redis: *redisAddr, historyMaxLen: *historyMaxLen, historyRetention: *historyRetention,
 	}
 	for _, r := range envflag.SplitList(*roles) {
 		switch r {
@@ -104,6 +112,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.partitions < 1 {
 		return c, fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
+	}
+	if c.historyMaxLen < 1 {
+		return c, fmt.Errorf("--history-maxlen: %d is not a positive integer", c.historyMaxLen)
+	}
+	if c.historyRetention < 0 {
+		return c, fmt.Errorf("--history-retention: %v must be >= 0", c.historyRetention)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)

@@ -57,6 +57,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 
+	rec, err := newRecording(ctx, cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer rec.close() // after the aggregator's last decisions (deferred calls run last-first)
+	rec.start()
+
 	var agg *aggregator.Aggregator
 	if cfg.aggregator {
 		pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
@@ -65,7 +72,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		agg, err = aggregator.New(aggregator.Config{
 			ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-			Logger: log, Registerer: reg,
+			Recorder: rec.recorder(), Logger: log, Registerer: reg,
 		}, pub)
 		if err != nil {
 			return err
@@ -104,7 +111,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
 		Events: events, Threshold: cfg.threshold,
-		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
+		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken, History: rec.api(),
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
 	if err != nil {

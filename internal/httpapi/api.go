@@ -54,7 +54,10 @@ type Config struct {
 	// AdminToken guards the writes of pins and blocks (Authorization:
 	// Bearer TOKEN); "" refuses every write.
 	AdminToken string
-	Client     *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
+	// History reads the stored promotions and demotions for /v1/history;
+	// nil: the route answers 501.
+	History History
+	Client  *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
@@ -72,6 +75,7 @@ type api struct {
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
+//	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
 //	GET /v1/config              the threshold, for the page
@@ -94,6 +98,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/history", a.history)
 	for _, kind := range []string{"pins", "blocks"} {
 		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
