@@ -30,7 +30,9 @@ func TestParseConfig(t *testing.T) {
 			return c.redis == "127.0.0.1:16379" && c.historyMaxLen == 100_000 && c.historyRetention == 7*24*time.Hour
 		}, ""},
 		{"history from the environment", []string{"--history-retention", "0"}, map[string]string{"HOTSPOT_REDIS": "redis://h:6379/2", "HOTSPOT_HISTORY_MAXLEN": "500"},
-			func(c config) bool { return c.redis == "redis://h:6379/2" && c.historyMaxLen == 500 && c.historyRetention == 0 }, ""},
+			func(c config) bool {
+				return c.redis == "redis://h:6379/2" && c.historyMaxLen == 500 && c.historyRetention == 0
+			}, ""},
 		{"history length not positive", []string{"--history-maxlen", "0"}, nil, nil, "not a positive integer"},
 		{"negative retention", []string{"--history-retention", "-1h"}, nil, nil, "must be >= 0"},
 		{"unknown role", []string{"--roles", "both"}, nil, nil, `unknown role "both"`},
