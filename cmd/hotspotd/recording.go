@@ -14,23 +14,36 @@ import (
 	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
+	"github.com/hotspot-dev/hotspot/internal/webhook"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
-// recording is what the aggregator tells its decisions to, and what the API
-// reads them back from: the history in Redis.
+// recording is what the aggregator tells its decisions to (the history in
+// Redis, the webhooks), and what the API reads and manages them through.
 type recording struct {
 	rdb     *redis.Client  // nil without --redis
 	history *history.Store // nil without --redis
+	hooks   *webhook.Store
 	recs    []interface {
 		aggregator.Recorder
 		Run(context.Context) error
 	}
+	log  *slog.Logger
 	stop func()
 	wg   sync.WaitGroup
 }
 
-func newRecording(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*recording, error) {
-	r := &recording{stop: func() {}}
+func newRecording(ctx context.Context, cfg config, sess *zkgroup.Session, log *slog.Logger, reg prometheus.Registerer) (*recording, error) {
+	r := &recording{log: log, stop: func() {}, hooks: webhook.NewStore(sess, cfg.zkRoot)}
+	if cfg.aggregator {
+		// The shard that decides an event delivers it: each event reaches
+		// each subscription once.
+		d, err := webhook.New(sess, webhook.Config{Root: cfg.zkRoot, Shard: cfg.id, Logger: log, Registerer: reg})
+		if err != nil {
+			return nil, err
+		}
+		r.recs = append(r.recs, d)
+	}
 	if cfg.redis != "" {
 		opts := &redis.Options{Addr: cfg.redis}
 		if strings.Contains(cfg.redis, "://") {
@@ -82,6 +95,9 @@ func (r *recording) Record(ds []aggregator.Decision) {
 	}
 }
 
+// webhooks returns the API's view of the webhook subscriptions.
+func (r *recording) webhooks() httpapi.Webhooks { return r.hooks }
+
 // api returns the API's view of the history (nil: not kept).
 func (r *recording) api() httpapi.History {
 	if r.history == nil {
@@ -96,7 +112,11 @@ func (r *recording) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	for _, rec := range r.recs {
-		r.wg.Go(func() { _ = rec.Run(ctx) }) // Run returns nil; it logs its errors
+		r.wg.Go(func() {
+			if err := rec.Run(ctx); err != nil {
+				r.log.Error("recording stopped", "err", err)
+			}
+		})
 	}
 }
 

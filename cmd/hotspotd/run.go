@@ -57,7 +57,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 
-	rec, err := newRecording(ctx, cfg, log, reg)
+	rec, err := newRecording(ctx, cfg, sess, log, reg)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	api, err := httpapi.New(httpapi.Config{
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
 		Events: events, Threshold: cfg.threshold,
-		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken, History: rec.api(),
+		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
+		History: rec.api(), Webhooks: rec.webhooks(),
 		Ready: func() error { return ready(watcher, sink, cfg.detector) },
 	})
 	if err != nil {

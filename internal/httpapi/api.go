@@ -57,7 +57,10 @@ type Config struct {
 	// History reads the stored promotions and demotions for /v1/history;
 	// nil: the route answers 501.
 	History History
-	Client  *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
+	// Webhooks keeps the webhook subscriptions (admin calls only); nil:
+	// the routes answer 501.
+	Webhooks Webhooks
+	Client   *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
@@ -78,6 +81,7 @@ type api struct {
 //	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
+//	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
 //	GET /v1/config              the threshold, for the page
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
@@ -99,6 +103,9 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/top", a.top)
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("GET /v1/history", a.history)
+	mux.HandleFunc("GET /v1/webhooks", a.listWebhooks)
+	mux.HandleFunc("PUT /v1/webhooks/{name}", a.putWebhook)
+	mux.HandleFunc("DELETE /v1/webhooks/{name}", a.deleteWebhook)
 	for _, kind := range []string{"pins", "blocks"} {
 		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
@@ -310,14 +317,7 @@ func (a *api) listKeys(kind string) http.HandlerFunc {
 // admin adds (put) or removes key from app's pins or blocks.
 func (a *api) admin(kind string, put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		switch auth := r.Header.Get("Authorization"); {
-		case a.cfg.AdminToken == "":
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
-			return
-		case !strings.HasPrefix(auth, "Bearer ") ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		if !a.authorized(w, r) {
 			return
 		}
 		app, key, err := appAndKey(r)
@@ -346,6 +346,22 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 		a.log.Info("operator changed "+kind, "app", app, "key", key, "added", put)
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// authorized checks the admin token of r; when it is missing or wrong it
+// answers w and returns false.
+func (a *api) authorized(w http.ResponseWriter, r *http.Request) bool {
+	switch auth := r.Header.Get("Authorization"); {
+	case a.cfg.AdminToken == "":
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
+		return false
+	case !strings.HasPrefix(auth, "Bearer ") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		return false
+	}
+	return true
 }
 
 func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
