@@ -15,5 +15,5 @@
 // decides its promotions and demotions, each event is delivered once per
 // subscription in normal operation (at least once: a retry after a lost
 // answer repeats it, with the same X-Hotspot-Delivery id). See
-// docs/webhooks.md.
+// docs/history.md.
 package webhook
