@@ -5,7 +5,9 @@
 // it (bounded; a full queue drops and counts), so Redis never slows
 // detection. Store.Run appends queued events with XADD, trimming each stream
 // to about MaxLen entries and, at most once a second per stream, to
-// Retention (XTRIM MINID ~). Because the stream lives in Redis, history
+// Retention (XTRIM MINID ~), and to an index stream per key (the key's last
+// MaxPerKey events, expiring after Retention), so that a query for one key
+// reads only that key's events. Because the streams live in Redis, history
 // survives restarts of every hotspotd and any process can read it.
 //
 // Invariant: an event is either stored within MaxDelay of its decision or

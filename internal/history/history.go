@@ -36,8 +36,12 @@ type Config struct {
 	// MaxDelay is how long a write is retried; an event not stored within
 	// MaxDelay of its decision is dropped and counted. 0 means 30s.
 	MaxDelay time.Duration
-	// MaxScan bounds the entries one Query reads from Redis when a key
-	// filter leaves most of them out; 0 means 100_000.
+	// MaxPerKey bounds each key's index stream, which answers the
+	// queries for one key (the newest MaxPerKey events of a key, about);
+	// 0 means 1000.
+	MaxPerKey int64
+	// MaxScan bounds the entries one Query reads from Redis when a time
+	// range leaves most of them out; 0 means 100_000.
 	MaxScan int
 
 	Logger     *slog.Logger          // nil discards
@@ -68,11 +72,12 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	cfg.Retention = cmp.Or(cfg.Retention, 7*24*time.Hour)
 	cfg.Queue = cmp.Or(cfg.Queue, 10_000)
 	cfg.MaxDelay = cmp.Or(cfg.MaxDelay, 30*time.Second)
+	cfg.MaxPerKey = cmp.Or(cfg.MaxPerKey, 1000)
 	cfg.MaxScan = cmp.Or(cfg.MaxScan, 100_000)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	switch {
-	case cfg.MaxLen < 0:
-		return nil, fmt.Errorf("history: MaxLen %d must be > 0", cfg.MaxLen)
+	case cfg.MaxLen < 0 || cfg.MaxPerKey < 0:
+		return nil, fmt.Errorf("history: MaxLen %d and MaxPerKey %d must be > 0", cfg.MaxLen, cfg.MaxPerKey)
 	case cfg.Queue < 0 || cfg.MaxDelay < 0 || cfg.MaxScan < 0:
 		return nil, errors.New("history: Queue, MaxDelay and MaxScan must be >= 0")
 	}
@@ -82,6 +87,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 
 // Stream returns the stream key of app.
 func (s *Store) Stream(app string) string { return s.cfg.Prefix + hotset.Escape(app) }
+
+// KeyStream returns the stream key of app's index of key: the same entries
+// as app's stream, for key alone. An escaped name holds no "/", so it
+// cannot be another app's stream.
+func (s *Store) KeyStream(app, key string) string { return s.Stream(app) + "/" + hotset.Escape(key) }
 
 // Record queues ds for Run to write. It never blocks: what does not fit in
 // the queue is dropped and counted.
@@ -205,17 +215,22 @@ func (s *Store) write(ctx context.Context, ds []aggregator.Decision) ([]aggregat
 	pipe := s.rdb.Pipeline()
 	adds := make([]*redis.StringCmd, len(ds))
 	for i, d := range ds {
-		adds[i] = pipe.XAdd(ctx, &redis.XAddArgs{
-			Stream: s.Stream(d.App), MaxLen: s.cfg.MaxLen, Approx: true,
-			Values: []any{
-				"v", "1",
-				"at", d.At.UnixMilli(),
-				"key", d.Key,
-				"kind", d.Kind,
-				"rate", strconv.FormatFloat(d.Rate, 'f', -1, 64),
-				"rule", d.Rule,
-			},
-		})
+		values := []any{
+			"v", "1",
+			"at", d.At.UnixMilli(),
+			"key", d.Key,
+			"kind", d.Kind,
+			"rate", strconv.FormatFloat(d.Rate, 'f', -1, 64),
+			"rule", d.Rule,
+		}
+		adds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.Stream(d.App), MaxLen: s.cfg.MaxLen, Approx: true, Values: values})
+		// The key's index: a query for one key reads only its events.
+		// It expires with the retention once the key goes quiet.
+		ks := s.KeyStream(d.App, d.Key)
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: ks, MaxLen: s.cfg.MaxPerKey, Approx: true, Values: values})
+		if s.cfg.Retention > 0 {
+			pipe.PExpire(ctx, ks, s.cfg.Retention)
+		}
 	}
 	if s.cfg.Retention > 0 {
 		minID := strconv.FormatInt(start.Add(-s.cfg.Retention).UnixMilli(), 10)
@@ -237,7 +252,11 @@ func (s *Store) write(ctx context.Context, ds []aggregator.Decision) ([]aggregat
 	}
 	s.m.written.Add(float64(len(ds) - len(failed)))
 	if len(failed) == 0 {
-		return nil, nil // only a trim failed; it is retried with the next write
+		// Only a trim or an index write failed: the trim is retried with
+		// the next write; a missed index entry leaves the event out of
+		// queries by key, which is better than storing it twice.
+		s.log.Warn("history index or trim write failed", "err", err)
+		return nil, nil
 	}
 	return failed, fmt.Errorf("history: write %d events: %w", len(failed), err)
 }

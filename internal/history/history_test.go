@@ -43,7 +43,9 @@ func ms(base time.Time, n int) time.Time { return base.Add(time.Duration(n) * ti
 func TestWriteAndQuery(t *testing.T) {
 	s, _ := newStore(t, history.Config{})
 	ctx := context.Background()
-	base := time.Now().Truncate(time.Millisecond).Add(-time.Minute)
+	// Stored now, so "at" must be within MaxDelay (30 s) of now, as Run
+	// guarantees: the queries map times to IDs that way.
+	base := time.Now().Truncate(time.Millisecond).Add(-20 * time.Second)
 	var ds []aggregator.Decision
 	for i := range 10 { // k0..k4 promoted at +0..+4 s, then demoted at +5..+9 s
 		kind, key := aggregator.Promoted, fmt.Sprintf("k%d", i%5)
@@ -119,16 +121,45 @@ func TestQueryStopsAfterMaxScan(t *testing.T) {
 	s, _ := newStore(t, history.Config{MaxScan: 1500})
 	ctx := context.Background()
 	now := time.Now()
-	ds := []aggregator.Decision{{App: "a", Key: "rare", Kind: aggregator.Promoted, At: now}}
+	var ds []aggregator.Decision
 	for i := range 2000 {
 		ds = append(ds, aggregator.Decision{App: "a", Key: fmt.Sprint(i), Kind: aggregator.Promoted, At: now})
 	}
 	if err := s.Write(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Query(ctx, history.Query{App: "a", Key: "rare"})
+	// Stored now, so within the slack of a range that ended 20 s ago:
+	// every entry is read, none matches.
+	res, err := s.Query(ctx, history.Query{App: "a", Until: now.Add(-20 * time.Second)})
 	if err != nil || len(res.Events) != 0 || !res.Truncated {
-		t.Errorf("query past MaxScan = %+v, %v; want no events, truncated", res, err)
+		t.Errorf("query past MaxScan = %d events, truncated %v, %v; want none, truncated", len(res.Events), res.Truncated, err)
+	}
+	// A key's query reads its index alone.
+	res, err = s.Query(ctx, history.Query{App: "a", Key: "1234"})
+	if err != nil || len(res.Events) != 1 || res.Events[0].Key != "1234" || res.Truncated {
+		t.Errorf("query of one key among 2000 = %+v, %v; want its event", res, err)
+	}
+}
+
+func TestKeyIndexBoundAndExpiry(t *testing.T) {
+	s, rdb := newStore(t, history.Config{MaxPerKey: 10, Retention: time.Hour})
+	ctx := context.Background()
+	var ds []aggregator.Decision
+	for range 500 {
+		ds = append(ds, aggregator.Decision{App: "a", Key: "k", Kind: aggregator.Promoted, At: time.Now()})
+	}
+	if err := s.Write(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	ks := s.KeyStream("a", "k")
+	if n := rdb.XLen(ctx, ks).Val(); n < 10 || n > 200 {
+		t.Errorf("index length after 500 events with MaxPerKey 10 = %d, want 10 to 200", n)
+	}
+	if ttl := rdb.PTTL(ctx, ks).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("index TTL = %v, want the retention (1h)", ttl)
+	}
+	if ks == s.Stream("a") || ks == s.Stream("a/k") {
+		t.Errorf("index %q collides with an app's stream", ks)
 	}
 }
 

@@ -40,7 +40,8 @@ type Result struct {
 	Events []Event `json:"events"`
 	// Truncated is set when the query stopped after MaxScan entries
 	// without finding Limit matches: older matches may exist; narrow the
-	// time range to find them.
+	// time range to find them. (Only events stored long after their
+	// decision time can cause that.)
 	Truncated bool `json:"truncated,omitempty"`
 }
 
@@ -74,7 +75,7 @@ func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
 	// An entry's ID is Redis's clock when it was stored: within MaxDelay
 	// (plus clock skew, allowed for with slack) after the decision, and
 	// never before it by more than the skew.
-	const skew = time.Minute
+	const skew = 10 * time.Second
 	hi, lo := "+", "-"
 	if !q.Until.IsZero() {
 		hi = strconv.FormatInt(q.Until.Add(s.cfg.MaxDelay+skew).UnixMilli(), 10)
@@ -83,9 +84,12 @@ func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
 		lo = strconv.FormatInt(max(0, q.Since.Add(-skew).UnixMilli()), 10)
 	}
 	stream := s.Stream(q.App)
+	if q.Key != "" {
+		stream = s.KeyStream(q.App, q.Key)
+	}
 	page := int64(q.Limit)
-	if q.Key != "" || !q.Since.IsZero() || !q.Until.IsZero() {
-		page = max(page, 1000) // most entries may not match
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		page = max(page, 1000) // the entries scanned for clock slack do not match
 	}
 	scanned := 0
 	for {
