@@ -10,8 +10,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
+
+// KeyState is one key's state at this shard, as its internal API answers it.
+type KeyState = api.KeyState
 
 var (
 	errNilPublisher = errors.New("aggregator: nil Publisher")
@@ -172,19 +176,6 @@ func (a *Aggregator) Top(app string, n int) []KeyState {
 // the shard does not track it (no recent counts, or another shard owns it).
 func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 	return a.t.key(app, key, time.Now())
-}
-
-// Add counts n accesses of (app, key) as received now, as a partials body
-// entry does.
-func (a *Aggregator) Add(app, key string, n uint64) {
-	now := time.Now()
-	a.t.mu.Lock()
-	hot := a.t.add([]byte(app), []byte(key), n, now, 1)
-	a.t.heard(now)
-	a.t.mu.Unlock()
-	if hot {
-		a.wake()
-	}
 }
 
 // wake asks the loop to publish now.

@@ -7,17 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
-
-// KeyState is one key's state at this shard.
-type KeyState struct {
-	App   string    `json:"app"`
-	Key   string    `json:"key"`
-	Rate  float64   `json:"rate"`           // accesses per second over the window
-	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
-	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
-}
 
 // evictSamples is how many random tracked keys a newcomer is compared with
 // when the table is full (Redis-style sampled eviction): the evicted key is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
@@ -18,6 +19,8 @@ type Detector struct {
 	sink Sink
 	m    *metrics
 	log  *slog.Logger
+
+	members atomic.Int64 // detectors registered, with Config.Membership
 
 	mu    sync.Mutex // guards fatal
 	fatal error      // the first error that stops Run
@@ -33,14 +36,19 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detector{cfg: cfg, sink: sink, m: newMetrics(cfg.Registerer), log: cfg.Logger}, nil
+	d := &Detector{cfg: cfg, sink: sink, m: newMetrics(cfg.Registerer), log: cfg.Logger}
+	if cfg.Membership != nil && cfg.Detectors == nil {
+		d.cfg.Detectors = func() int { return max(1, int(d.members.Load())) }
+	}
+	return d, nil
 }
 
-// Run joins the group and counts until ctx is canceled. Then it stops
-// consuming, hands the counts in flight to the Sink, commits their offsets,
-// leaves the group and returns nil. It returns an error only when the Sink
-// kept failing for SendTimeout (nothing past the failed counts is
-// committed) or the group cannot be created. Run may be called once.
+// Run joins the group (and Config.Membership) and counts until ctx is
+// canceled. Then it stops consuming, hands the counts in flight to the Sink,
+// commits their offsets, leaves the group (and the membership) and returns
+// nil. It returns an error only when the Sink kept failing for SendTimeout
+// (nothing past the failed counts is committed), the group cannot be created
+// or the membership failed for good. Run may be called once.
 func (d *Detector) Run(ctx context.Context) error {
 	src := d.cfg.Source
 	if src == nil {
@@ -59,6 +67,15 @@ func (d *Detector) Run(ctx context.Context) error {
 		}
 		d.mu.Unlock()
 		stop()
+	}
+
+	if d.cfg.Membership != nil {
+		// Membership outlives the counting: the last flush still divides
+		// by this detector, and the node goes once Run is done.
+		memberCtx, leave := context.WithCancel(context.WithoutCancel(ctx))
+		var mwg sync.WaitGroup
+		mwg.Go(func() { d.member(memberCtx, fail) })
+		defer func() { leave(); mwg.Wait() }()
 	}
 
 	var wg sync.WaitGroup

@@ -3,13 +3,14 @@ package detector
 import (
 	"context"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 )
 
-// Count is one key's accesses since the previous flush.
-type Count struct {
-	App, Key string
-	N        uint64 // accesses since the previous flush
-}
+// Count is one key's accesses since the previous flush. It is the partial
+// count of the aggregators' contract (package aggregator/api), so that
+// api.Client is a Sink.
+type Count = api.Count
 
 // Sink receives each flush's partial counts.
 //

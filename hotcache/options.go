@@ -8,6 +8,8 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Option configures a Client.
@@ -57,10 +59,10 @@ type options struct {
 
 func defaults() options {
 	return options{
-		zkRoot:          "/hotspot",
+		zkRoot:          hotset.DefaultRoot,
 		redisTTL:        10 * time.Minute,
 		opTimeout:       250 * time.Millisecond,
-		topic:           "hotspot.access",
+		topic:           hotset.DefaultTopic,
 		l1Bytes:         64 << 20,
 		l1TTL:           10 * time.Second,
 		hotRate:         400,

@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"

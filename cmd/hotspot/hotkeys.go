@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/httpapi"
 )
 
 const hotkeysHelp = `
@@ -41,25 +43,13 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 		_, err := out.Write(body)
 		return err
 	}
-	type hotKey struct {
-		Key    string  `json:"key"`
-		Rate   float64 `json:"rate"`
-		Since  string  `json:"since"`
-		Source string  `json:"source"`
-	}
-	type appKeys struct {
-		App     string   `json:"app"`
-		HotKeys []hotKey `json:"hotkeys"`
-	}
-	var apps []appKeys
+	var apps []httpapi.AppHotKeys
 	if *app != "" {
-		var one appKeys
+		var one httpapi.AppHotKeys
 		err = json.Unmarshal(body, &one)
-		apps = []appKeys{one}
+		apps = []httpapi.AppHotKeys{one}
 	} else {
-		var all struct {
-			Apps []appKeys `json:"apps"`
-		}
+		var all httpapi.AllHotKeys
 		err = json.Unmarshal(body, &all)
 		apps = all.Apps
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -77,7 +78,7 @@ type workload struct {
 func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w := &workload{}
 	w.brokers = fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
-	w.topic = fs.String("topic", loadgen.DefaultTopic, "topic to write")
+	w.topic = fs.String("topic", hotset.DefaultTopic, "topic to write")
 	w.partitions = fs.Int("partitions", 8, "partitions of the topic when it has to be created")
 	w.rate = fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
 	w.keys = fs.Uint64("keys", 1_000_000, "distinct background keys")

@@ -241,7 +241,7 @@ func TestFlashCrowd(t *testing.T) {
 	defer cancel()
 	wg.Go(func() { prod.run(ctx, t, nil, 2000) })
 	time.Sleep(2 * time.Second) // background only
-	if n := w.Snapshot().Len("shop"); n != 0 {
+	if n := len(w.Snapshot().App("shop")); n != 0 {
 		t.Fatalf("background traffic made %d keys hot, want 0", n)
 	}
 	cancel()
@@ -342,7 +342,7 @@ func TestKillAndRestart(t *testing.T) {
 	prod := newProducer(t, c.brokers, c.topic, true)
 	wg.Go(func() { prod.run(ctx, t, rates, 1000) })
 
-	all := func() bool { return w.Snapshot().Len("shop") == len(rates) }
+	all := func() bool { return len(w.Snapshot().App("shop")) == len(rates) }
 	waitFor(t, 30*time.Second, "all 24 keys hot", all)
 	before := c.owners(t)
 	victim := procs[0]
@@ -355,7 +355,7 @@ func TestKillAndRestart(t *testing.T) {
 	deadline := time.Now().Add(25 * time.Second)
 	moved := false
 	for time.Now().Before(deadline) {
-		if n := w.Snapshot().Len("shop"); n < len(rates) {
+		if n := len(w.Snapshot().App("shop")); n < len(rates) {
 			t.Fatalf("hot set shrank to %d of %d keys %v after the kill", n, len(rates), time.Since(killed))
 		}
 		if o := c.owners(t); !ownedBy(o, victim.id) && len(o) == len(rates) {
@@ -396,7 +396,7 @@ func TestKillAndRestart(t *testing.T) {
 	if limit := len(rates)/3 + 4; changed > limit {
 		t.Errorf("%d keys moved on restart, want about 1/3 (<= %d)", changed, limit)
 	}
-	if n := w.Snapshot().Len("shop"); n != len(rates) {
+	if n := len(w.Snapshot().App("shop")); n != len(rates) {
 		t.Errorf("after the restart %d keys hot, want %d", n, len(rates))
 	}
 }
@@ -405,16 +405,15 @@ func TestKillAndRestart(t *testing.T) {
 // (the freshest node wins while a dead shard's node ages out).
 func (c *cluster) owners(t *testing.T) map[string]string {
 	t.Helper()
-	sess := c.session(t)
 	dir := c.root + "/hot/shop"
-	shards, _, err := sess.Conn().Children(dir)
+	shards, _, err := stacktest.ZKConn(t).Children(dir)
 	if err != nil {
 		return nil
 	}
 	out := make(map[string]string)
 	newest := make(map[string]int64)
 	for _, s := range shards {
-		data, _, err := sess.Conn().Get(dir + "/" + s)
+		data, _, err := stacktest.ZKConn(t).Get(dir + "/" + s)
 		if err != nil {
 			continue
 		}
@@ -440,7 +439,7 @@ func (c *cluster) owners(t *testing.T) map[string]string {
 
 // isMember reports whether aggregator id is registered at addr.
 func (c *cluster) isMember(t *testing.T, id, addr string) bool {
-	data, _, err := c.session(t).Conn().Get(c.root + "/members/aggregators/" + id)
+	data, _, err := stacktest.ZKConn(t).Get(c.root + "/members/aggregators/" + id)
 	return err == nil && strings.Contains(string(data), `"addr":"`+addr+`"`)
 }
 

@@ -5,9 +5,10 @@
 // detectors and ZooKeeper membership moves keys between aggregators.
 //
 // Every flag has an environment variable (HOTSPOT_ and the flag name in
-// upper case with - as _), which the flag overrides. SIGTERM or SIGINT: stop
-// consuming, hand the counts in flight to the aggregators, commit, publish the
-// final hot set, leave ZooKeeper and exit 0.
+// upper case with - as _), which the flag overrides; an empty variable
+// counts as unset. SIGTERM or SIGINT: stop consuming, hand the counts in
+// flight to the aggregators, commit, publish the final hot set, leave
+// ZooKeeper and exit 0.
 package main
 
 import (

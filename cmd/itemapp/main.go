@@ -8,9 +8,9 @@
 // own counter); GET /healthz.
 //
 // Every flag has an environment variable (ITEMAPP_ and the flag name in upper
-// case with - as _), which the flag overrides. SIGTERM or SIGINT: stop
-// accepting requests, finish those in flight, flush the access reports and
-// exit 0.
+// case with - as _), which the flag overrides; an empty variable counts as
+// unset. SIGTERM or SIGINT: stop accepting requests, finish those in flight,
+// flush the access reports and exit 0.
 package main
 
 import (
@@ -25,7 +25,7 @@ import (
 )
 
 func main() {
-	cfg, err := parseConfig(os.Args[1:], os.LookupEnv)
+	cfg, err := parseConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}

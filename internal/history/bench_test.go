@@ -16,11 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
-	"github.com/hotspot-dev/hotspot/router"
 )
 
 // BenchmarkWrite measures the cost of storing promotions through the real
@@ -118,7 +118,7 @@ func BenchmarkRead(b *testing.B) {
 	if os.Getenv("HOTSPOT_BENCH_CLEAN") == "1" {
 		b.Cleanup(func() { clean(rdb) })
 	}
-	h, err := httpapi.New(httpapi.Config{HotSet: func() *hotwatch.Snapshot { return nil }, Members: func() []router.Node { return nil }, History: s})
+	h, err := httpapi.New(httpapi.Config{HotSet: func() *hotwatch.Snapshot { return nil }, Aggregators: noAggregators{}, History: s})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,4 +168,13 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
+}
+
+// noAggregators answers the API's aggregator calls with nothing: the
+// benchmark reads the history alone.
+type noAggregators struct{}
+
+func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) { return nil, nil }
+func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
+	return api.KeyState{}, false, nil
 }

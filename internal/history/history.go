@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Config tunes a Store. A zero field means its default.

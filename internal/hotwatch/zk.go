@@ -18,6 +18,6 @@ func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
 		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
 	}
 	return newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
-		return zkgroup.Watch(ctx, s, dir, fn)
+		return s.Watch(ctx, dir, fn)
 	}, cfg), nil
 }

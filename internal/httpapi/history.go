@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/history"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -19,14 +20,14 @@ type History interface {
 }
 
 // history serves GET /v1/history?app=&key=&since=&until=&limit=.
-func (a *api) history(w http.ResponseWriter, r *http.Request) {
+func (a *server) history(w http.ResponseWriter, r *http.Request) {
 	q, err := historyQuery(r.URL.Query())
 	if err != nil {
 		badRequest(w, err)
 		return
 	}
 	if a.cfg.History == nil {
-		writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "history is not kept: start hotspotd with --redis"})
+		httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": "history is not kept: start hotspotd with --redis"})
 		return
 	}
 	res, err := a.cfg.History.Query(r.Context(), q)
@@ -35,9 +36,9 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 	case err != nil:
 		a.log.Error("reading history", "app", q.App, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 	default:
-		writeJSON(w, http.StatusOK, res)
+		httpjson.Indent(w, http.StatusOK, res)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
-	"github.com/hotspot-dev/hotspot/router"
 )
 
 // fakeHistory answers every query with one event and keeps the query.
@@ -23,7 +22,7 @@ func (f *fakeHistory) Query(_ context.Context, q history.Query) (history.Result,
 
 func TestHistoryParameters(t *testing.T) {
 	fh := &fakeHistory{}
-	h, err := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Members: func() []router.Node { return nil }, History: fh})
+	h, err := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Aggregators: noAggregators{}, History: fh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestHistoryParameters(t *testing.T) {
 		}
 	}
 
-	none, _ := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Members: func() []router.Node { return nil }})
+	none, _ := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Aggregators: noAggregators{}})
 	rec := httptest.NewRecorder()
 	none.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/history?app=shop", nil))
 	if rec.Code != http.StatusNotImplemented || !strings.Contains(rec.Body.String(), "--redis") {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
 )
 
@@ -28,7 +29,7 @@ type WebhookView struct {
 
 // webhookArgs checks the admin token and reads app (and {name}); it answers
 // w and returns false when the call cannot go on.
-func (a *api) webhookArgs(w http.ResponseWriter, r *http.Request, named bool) (app, name string, ok bool) {
+func (a *server) webhookArgs(w http.ResponseWriter, r *http.Request, named bool) (app, name string, ok bool) {
 	if !a.authorized(w, r) {
 		return "", "", false
 	}
@@ -45,13 +46,13 @@ func (a *api) webhookArgs(w http.ResponseWriter, r *http.Request, named bool) (a
 		}
 	}
 	if a.cfg.Webhooks == nil {
-		writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "webhooks are not kept by this process"})
+		httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": "webhooks are not kept by this process"})
 		return "", "", false
 	}
 	return app, name, true
 }
 
-func (a *api) listWebhooks(w http.ResponseWriter, r *http.Request) {
+func (a *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	app, _, ok := a.webhookArgs(w, r, false)
 	if !ok {
 		return
@@ -59,17 +60,17 @@ func (a *api) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	subs, err := a.cfg.Webhooks.List(r.Context(), app)
 	if err != nil {
 		a.log.Error("reading webhooks", "app", app, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
 	out := make([]WebhookView, 0, len(subs))
 	for _, s := range subs {
 		out = append(out, WebhookView{Name: s.Name, URL: s.URL, Signed: s.Secret != ""})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"app": app, "webhooks": out})
+	httpjson.Indent(w, http.StatusOK, map[string]any{"app": app, "webhooks": out})
 }
 
-func (a *api) putWebhook(w http.ResponseWriter, r *http.Request) {
+func (a *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 	app, name, ok := a.webhookArgs(w, r, true)
 	if !ok {
 		return
@@ -91,7 +92,7 @@ func (a *api) putWebhook(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+func (a *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	app, name, ok := a.webhookArgs(w, r, true)
 	if !ok {
 		return
@@ -104,15 +105,15 @@ func (a *api) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 // webhookDone answers a failed change and logs a successful one.
-func (a *api) webhookDone(w http.ResponseWriter, err error, what, app, name string) bool {
+func (a *server) webhookDone(w http.ResponseWriter, err error, what, app, name string) bool {
 	switch {
 	case errors.Is(err, webhook.ErrInvalid):
 		badRequest(w, err)
 	case errors.Is(err, webhook.ErrTooMany):
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		httpjson.Indent(w, http.StatusConflict, map[string]string{"error": err.Error()})
 	case err != nil:
 		a.log.Error("changing webhooks", "app", app, "name", name, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 	default:
 		a.log.Info("operator "+what, "app", app, "name", name)
 		return true

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
-	"github.com/hotspot-dev/hotspot/router"
 )
 
 // fakeWebhooks keeps subscriptions in memory, checking them like the Store.
@@ -46,7 +45,7 @@ func (f *fakeWebhooks) Delete(_ context.Context, app, name string) error {
 func TestWebhookRoutes(t *testing.T) {
 	hooks := &fakeWebhooks{subs: map[string][]webhook.Subscription{}}
 	newAPI := func(token string) http.Handler {
-		h, err := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Members: func() []router.Node { return nil },
+		h, err := New(Config{HotSet: func() *hotwatch.Snapshot { return nil }, Aggregators: noAggregators{},
 			Webhooks: hooks, AdminToken: token})
 		if err != nil {
 			t.Fatal(err)

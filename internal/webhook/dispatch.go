@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -124,7 +124,7 @@ func New(sess *zkgroup.Session, cfg Config) (*Dispatcher, error) {
 // or the root is unusable.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	err := zkgroup.Watch(ctx, d.sess, Dir(d.cfg.Root), func(nodes map[string][]byte) { d.apply(ctx, nodes) })
+	err := d.sess.Watch(ctx, Dir(d.cfg.Root), func(nodes map[string][]byte) { d.apply(ctx, nodes) })
 	stopped := ctx.Err() != nil
 	d.mu.Lock()
 	d.closed = true // from now on Record counts instead of queuing

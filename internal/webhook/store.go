@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -98,7 +98,7 @@ func NewStore(s *zkgroup.Session, root string) *Store {
 
 // List returns app's subscriptions, by name.
 func (st *Store) List(ctx context.Context, app string) ([]Subscription, error) {
-	subs, _, err := st.read(Path(st.root, app))
+	subs, _, err := st.read(ctx, Path(st.root, app))
 	return subs, err
 }
 
@@ -134,12 +134,11 @@ func (st *Store) Delete(ctx context.Context, app, name string) error {
 // in between. An emptied list's node is deleted.
 func (st *Store) modify(ctx context.Context, app string, fn func([]Subscription) ([]Subscription, error)) error {
 	p := Path(st.root, app)
-	conn := st.s.Conn()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		subs, version, err := st.read(p)
+		subs, version, err := st.read(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -153,16 +152,14 @@ func (st *Store) modify(ctx context.Context, app string, fn func([]Subscription)
 		var data []byte
 		switch {
 		case len(subs) == 0:
-			err = conn.Delete(p, version)
+			err = st.s.Delete(ctx, p, version)
 		case version < 0:
 			if data, err = encode(app, subs); err == nil {
-				if err = zkgroup.EnsurePath(conn, path.Dir(p)); err == nil {
-					_, err = conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
-				}
+				err = st.s.Create(ctx, p, data)
 			}
 		default:
 			if data, err = encode(app, subs); err == nil {
-				_, err = conn.Set(p, data, version)
+				err = st.s.Set(ctx, p, data, version)
 			}
 		}
 		if err == nil {
@@ -177,8 +174,8 @@ func (st *Store) modify(ctx context.Context, app string, fn func([]Subscription)
 
 // read returns the subscriptions of node p, by name, and its version (-1
 // when it does not exist).
-func (st *Store) read(p string) ([]Subscription, int32, error) {
-	data, stat, err := st.s.Conn().Get(p)
+func (st *Store) read(ctx context.Context, p string) ([]Subscription, int32, error) {
+	data, stat, err := st.s.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, -1, nil
 	}

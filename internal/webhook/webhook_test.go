@@ -33,7 +33,7 @@ func setup(t *testing.T) (*zkgroup.Session, string) {
 	}
 	root := "/" + stacktest.Name(t)
 	t.Cleanup(func() {
-		if err := deleteAll(s.Conn(), root); err != nil {
+		if err := deleteAll(s, root); err != nil {
 			t.Logf("cleanup of %s: %v", root, err)
 		}
 		s.Close()
@@ -41,8 +41,9 @@ func setup(t *testing.T) (*zkgroup.Session, string) {
 	return s, root
 }
 
-func deleteAll(conn *zk.Conn, p string) error {
-	kids, _, err := conn.Children(p)
+func deleteAll(s *zkgroup.Session, p string) error {
+	ctx := context.Background()
+	kids, err := s.Children(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -50,11 +51,11 @@ func deleteAll(conn *zk.Conn, p string) error {
 		return err
 	}
 	for _, k := range kids {
-		if err := deleteAll(conn, p+"/"+k); err != nil {
+		if err := deleteAll(s, p+"/"+k); err != nil {
 			return err
 		}
 	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := s.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -97,7 +98,7 @@ func TestStore(t *testing.T) {
 		t.Errorf("List = %+v, %v; want %+v", got, err, want)
 	}
 	// The node: documented path, versioned encoding.
-	data, _, err := s.Conn().Get(root + "/webhooks/shop")
+	data, _, err := s.Get(ctx, root+"/webhooks/shop")
 	if err != nil || !strings.HasPrefix(string(data), `{"v":1,"app":"shop","hooks":[`) {
 		t.Errorf("node = %s, %v; want the version 1 encoding", data, err)
 	}
@@ -109,7 +110,7 @@ func TestStore(t *testing.T) {
 			t.Fatalf("Delete %s: %v", name, err)
 		}
 	}
-	if ok, _, _ := s.Conn().Exists(root + "/webhooks/shop"); ok {
+	if _, _, err := s.Get(ctx, root+"/webhooks/shop"); !errors.Is(err, zk.ErrNoNode) {
 		t.Error("an emptied app's node was kept")
 	}
 	for i := range webhook.MaxPerApp {

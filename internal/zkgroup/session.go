@@ -139,9 +139,6 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
-// Conn returns the underlying connection.
-func (s *Session) Conn() *zk.Conn { return s.conn }
-
 // Expired returns a channel that is closed when the session that is current
 // (or, between an expiry and the next session, the next one) expires. Call
 // it again after it fires to follow the new session.

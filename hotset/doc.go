@@ -1,10 +1,15 @@
-// Package hotset is the ZooKeeper layout and encoding of the published hot
-// set: the contract between the aggregators that write it and the apps
-// (hotcache) and tools that watch it.
+// Package hotset is Hotspot's ZooKeeper contract: the layout and encoding of
+// the membership of both server roles and of the published hot set, between
+// the processes that write them (hotspotd's detectors and aggregators,
+// operators through its admin API) and those that read them (the aggregator
+// ring, the apps' hotcache, the tools). It also holds the defaults all of
+// them share: the ZooKeeper root, the access-event topic and the detectors'
+// consumer group.
 //
 // Layout under a root (default "/hotspot"):
 //
 //	<root>/members/aggregators/<id>   ephemeral; an aggregator shard (Member, JSON)
+//	<root>/members/detectors/<id>     ephemeral; a detector (Member, JSON)
 //	<root>/hot/<app>/<shard>          persistent; the keys shard <shard> holds hot for <app> (Shard, JSON)
 //	<root>/hot/<app>/%pins            persistent; keys an operator pinned hot (Shard, Source "pinned")
 //	<root>/hot/<app>/%blocks          persistent; keys an operator blocked from ever being hot (Shard)

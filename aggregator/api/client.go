@@ -1,4 +1,4 @@
-package shardclient
+package api
 
 import (
 	"bytes"
@@ -18,20 +18,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/hotspot-dev/hotspot/detector"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
-	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/router"
 )
 
-// PartialsPath is the aggregator endpoint that receives partial counts
-// (aggregator.PartialsPath; repeated here so detectors need not import the
-// aggregator).
-const PartialsPath = "/internal/v1/partials"
-
 // ErrNoMembers is returned by Send when no aggregator is registered.
-var ErrNoMembers = errors.New("shardclient: no aggregator members")
+var ErrNoMembers = errors.New("api: no aggregator members")
 
 // Config tunes a Client. A zero field means its default.
 type Config struct {
@@ -46,7 +39,8 @@ type Config struct {
 	Registerer          prometheus.Registerer
 }
 
-// Client routes partial counts to aggregators. It implements detector.Sink.
+// Client talks to the aggregator shards: Send routes partial counts to their
+// owners (it is the detectors' Sink), Top and Key ask every shard.
 // Its methods are safe for concurrent use.
 type Client struct {
 	cfg   Config
@@ -63,8 +57,6 @@ type Client struct {
 	order   []router.Node        // LookupN scratch
 }
 
-var _ detector.Sink = (*Client)(nil)
-
 // owner is one aggregator's share of a Send.
 type owner struct {
 	node  router.Node
@@ -80,12 +72,12 @@ type owner struct {
 // SetMembers (or Follow) has seen a member.
 func New(cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 || cfg.MaxIdleConnsPerHost < 0 {
-		return nil, errors.New("shardclient: Timeout and MaxIdleConnsPerHost must be >= 0")
+		return nil, errors.New("api: Timeout and MaxIdleConnsPerHost must be >= 0")
 	}
 	if cfg.Source == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return nil, fmt.Errorf("shardclient: Source unset and no host name: %w", err)
+			return nil, fmt.Errorf("api: Source unset and no host name: %w", err)
 		}
 		cfg.Source = h
 	}
@@ -95,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 	cfg.SuspectFor = cmp.Or(cfg.SuspectFor, 5*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if _, err := router.New(nil, cfg.Ring); err != nil {
-		return nil, fmt.Errorf("shardclient: ring: %w", err)
+		return nil, fmt.Errorf("api: ring: %w", err)
 	}
 	c := &Client{
 		cfg:     cfg,
@@ -135,7 +127,7 @@ func (c *Client) Close() {
 // accepted. It returns nil only when every count was accepted (2xx);
 // otherwise an error naming each failed owner. counts is not kept. Each
 // batch carries at and span (see detector.Sink).
-func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, counts []detector.Count) error {
+func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, counts []Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ring := c.table.Ring() // one view for the whole flush
@@ -194,7 +186,7 @@ func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, cou
 		for _, f := range failed {
 			for _, g := range f.o.batch.Groups {
 				for _, e := range g.Entries {
-					c.route(ring, detector.Count{App: g.App, Key: e.Key, N: e.Count})
+					c.route(ring, Count{App: g.App, Key: e.Key, N: e.Count})
 				}
 			}
 			f.o.release()
@@ -209,7 +201,7 @@ func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, cou
 
 // route adds k to the batch of its owner: the first node of its ring order
 // that is not suspected down.
-func (c *Client) route(ring *router.Ring, k detector.Count) {
+func (c *Client) route(ring *router.Ring, k Count) {
 	c.key = append(append(append(c.key[:0], k.App...), 0), k.Key...)
 	// The ring only hashes the key, so a string over the scratch bytes is
 	// safe and spares an allocation per count.
@@ -297,7 +289,7 @@ func (o *owner) release() {
 	o.batch.Groups = o.batch.Groups[:0]
 }
 
-func (o *owner) add(k detector.Count) {
+func (o *owner) add(k Count) {
 	o.used = true
 	i, ok := o.apps[k.App]
 	if !ok {
@@ -324,7 +316,7 @@ func (c *Client) post(ctx context.Context, o *owner) error {
 	c.m.seconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.requests.WithLabelValues("error").Inc()
-		return fmt.Errorf("shardclient: aggregator %s at %s: %w", o.node.ID, o.node.Addr, err)
+		return fmt.Errorf("api: aggregator %s at %s: %w", o.node.ID, o.node.Addr, err)
 	}
 	c.m.requests.WithLabelValues("ok").Inc()
 	for _, g := range o.batch.Groups {
@@ -353,20 +345,27 @@ func (c *Client) do(ctx context.Context, o *owner) error {
 	return err
 }
 
+// Membership lists the children of a ZooKeeper folder with their data: Watch
+// calls fn with every change until ctx ends, and returns early only when it
+// gives up for good. A ZooKeeper session of internal/zkgroup implements it.
+type Membership interface {
+	Watch(ctx context.Context, dir string, fn func(members map[string][]byte)) error
+}
+
 // Follow keeps the ring in step with the aggregators registered under
-// hotset.MembersDir(Config.Root) until ctx ends, then returns nil. It returns
-// early only when zkgroup.Watch gives up (the session was closed).
-func (c *Client) Follow(ctx context.Context, s *zkgroup.Session) error {
-	err := zkgroup.Watch(ctx, s, hotset.MembersDir(c.cfg.Root), c.SetMembers)
+// hotset.AggregatorsDir(Config.Root) until ctx ends, then returns nil. It
+// returns early only when m.Watch gives up (the session was closed).
+func (c *Client) Follow(ctx context.Context, m Membership) error {
+	err := m.Watch(ctx, hotset.AggregatorsDir(c.cfg.Root), c.SetMembers)
 	if ctx.Err() != nil {
 		return nil
 	}
-	return fmt.Errorf("shardclient: follow members: %w", err)
+	return fmt.Errorf("api: follow members: %w", err)
 }
 
 // SetMembers replaces the ring with the members listed: node name (the
 // member id, hotset.Escape'd) -> hotset.Member JSON, the shape of a
-// zkgroup.Watch callback. A member that does not decode, has no address or
+// Membership.Watch callback. A member that does not decode, has no address or
 // whose id does not match its node name is skipped and logged.
 func (c *Client) SetMembers(members map[string][]byte) {
 	nodes := make([]router.Node, 0, len(members))

@@ -1,8 +1,11 @@
 package zkpublish_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path"
 	"slices"
 	"testing"
@@ -13,10 +16,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 )
 
 // session connects to the test ZooKeeper and returns a unique root that is
@@ -31,8 +36,9 @@ func session(t *testing.T) (*zkgroup.Session, string) {
 		t.Fatal(err)
 	}
 	root := "/" + stacktest.Name(t)
+	conn := stacktest.ZKConn(t) // registered first: closed after the cleanup below
 	t.Cleanup(func() {
-		deleteTree(s.Conn(), root)
+		deleteTree(conn, root)
 		s.Close()
 	})
 	return s, root
@@ -134,9 +140,9 @@ func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := run(t, a)
-	members := hotset.MembersDir(root)
+	members := hotset.AggregatorsDir(root)
 	eventually(t, 5*time.Second, "membership", func() bool {
-		data, _, err := s.Conn().Get(path.Join(members, hotset.Escape("shard/1")))
+		data, _, err := stacktest.ZKConn(t).Get(path.Join(members, hotset.Escape("shard/1")))
 		m, derr := hotset.DecodeMember(data)
 		return err == nil && derr == nil && m == hotset.Member{V: 1, ID: "shard/1", Addr: "127.0.0.1:7001"}
 	})
@@ -145,14 +151,14 @@ func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 	var want []string
 	for i := range 20 { // 20 promotions in a burst: one write at once, the rest batched
 		k := fmt.Sprintf("item:%02d", i)
-		a.Add("my app", k, uint64(2000+i))
+		add(t, a, "my app", k, uint64(2000+i))
 		want = append(want, k)
 	}
 	slices.Reverse(want) // by rate, descending
 	var node *hotset.Shard
 	var stat *zk.Stat
 	eventually(t, 2*time.Second, "all 20 keys published", func() bool {
-		node, stat = readShard(t, s.Conn(), root, "my app", "shard/1")
+		node, stat = readShard(t, stacktest.ZKConn(t), root, "my app", "shard/1")
 		return node != nil && len(node.Keys) == 20
 	})
 	var got []string
@@ -181,10 +187,10 @@ func TestPublishedNodeBatchingAndMembership(t *testing.T) {
 
 	// Shutdown publishes the final state and leaves the group.
 	stop()
-	if ok, _, _ := s.Conn().Exists(path.Join(members, hotset.Escape("shard/1"))); ok {
+	if ok, _, _ := stacktest.ZKConn(t).Exists(path.Join(members, hotset.Escape("shard/1"))); ok {
 		t.Error("member node still there after Run returned")
 	}
-	if node, _ := readShard(t, s.Conn(), root, "my app", "shard/1"); node == nil || len(node.Keys) != 20 {
+	if node, _ := readShard(t, stacktest.ZKConn(t), root, "my app", "shard/1"); node == nil || len(node.Keys) != 20 {
 		t.Errorf("final node = %+v, want the 20 keys kept for readers", node)
 	}
 }
@@ -198,14 +204,14 @@ func TestRestartRebuildsFromZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := run(t, a)
-	a.Add("app", "kept", 5000)
-	a.Add("app", "dropped", 5000)
+	add(t, a, "app", "kept", 5000)
+	add(t, a, "app", "dropped", 5000)
 	eventually(t, 2*time.Second, "first incarnation's node", func() bool {
-		n, _ := readShard(t, s.Conn(), root, "app", "s1")
+		n, _ := readShard(t, stacktest.ZKConn(t), root, "app", "s1")
 		return n != nil && len(n.Keys) == 2
 	})
 	stop()
-	first, _ := readShard(t, s.Conn(), root, "app", "s1")
+	first, _ := readShard(t, stacktest.ZKConn(t), root, "app", "s1")
 
 	// The restarted shard holds both keys hot from the node at once.
 	b, err := aggregator.New(cfg, publisher(t, s, root))
@@ -226,8 +232,8 @@ func TestRestartRebuildsFromZooKeeper(t *testing.T) {
 	// plus the hold.
 	restart := time.Now()
 	eventually(t, 5*time.Second, "unconfirmed key dropped from the node", func() bool {
-		b.Add("app", "kept", 200)
-		n, _ := readShard(t, s.Conn(), root, "app", "s1")
+		add(t, b, "app", "kept", 200)
+		n, _ := readShard(t, stacktest.ZKConn(t), root, "app", "s1")
 		return n != nil && len(n.Keys) == 1 && n.Keys[0].Key == "kept"
 	})
 	if d := time.Since(restart); d < time.Second {
@@ -264,22 +270,22 @@ func TestCollectDeletesDeadShardsAfterTwiceTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, a)
-	a.Add("app", "live", 5000)
+	add(t, a, "app", "live", 5000)
 	eventually(t, 5*time.Second, "dead shard's node collected", func() bool {
-		n, _ := readShard(t, s.Conn(), root, "app", "dead")
+		n, _ := readShard(t, stacktest.ZKConn(t), root, "app", "dead")
 		return n == nil
 	})
 	if d := time.Since(written); d < 2*ttl {
 		t.Errorf("dead shard's node deleted %v after its write, want >= 2*TTL = %v", d, 2*ttl)
 	}
 	eventually(t, 2*time.Second, "emptied app folder deleted", func() bool {
-		ok, _, _ := s.Conn().Exists(hotset.AppDir(root, "gone"))
+		ok, _, _ := stacktest.ZKConn(t).Exists(hotset.AppDir(root, "gone"))
 		return !ok
 	})
-	if n, _ := readShard(t, s.Conn(), root, "app", "zombie"); n == nil {
+	if n, _ := readShard(t, stacktest.ZKConn(t), root, "app", "zombie"); n == nil {
 		t.Error("a member's node was collected")
 	}
-	if n, _ := readShard(t, s.Conn(), root, "app", "a-live"); n == nil || len(n.Keys) != 1 {
+	if n, _ := readShard(t, stacktest.ZKConn(t), root, "app", "a-live"); n == nil || len(n.Keys) != 1 {
 		t.Errorf("live shard's node = %+v, want its key", n)
 	}
 }
@@ -292,7 +298,7 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 	defer cancel()
 	go p.Join(ctx, hotset.Member{ID: "a", Addr: "127.0.0.1:1"})
 	eventually(t, 5*time.Second, "member a", func() bool {
-		kids, _, _ := s.Conn().Children(hotset.MembersDir(root))
+		kids, _, _ := stacktest.ZKConn(t).Children(hotset.AggregatorsDir(root))
 		return len(kids) == 1
 	})
 	if err := p.Publish(ctx, &hotset.Shard{App: "app", Shard: "dead", Updated: 1, TTL: 1}); err != nil {
@@ -325,7 +331,8 @@ func BenchmarkPublish(b *testing.B) {
 		b.Fatal(err)
 	}
 	root := "/" + stacktest.Name(b)
-	defer func() { deleteTree(s.Conn(), root); s.Close() }()
+	conn := stacktest.ZKConn(b)
+	defer func() { deleteTree(conn, root); s.Close() }()
 	p, err := zkpublish.New(s, zkpublish.Config{Root: root})
 	if err != nil {
 		b.Fatal(err)
@@ -340,5 +347,18 @@ func BenchmarkPublish(b *testing.B) {
 		if err := p.Publish(b.Context(), sh); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// add counts n accesses of (app, key) at a as received now, the way one
+// detector flush does: through the shard's internal API.
+func add(t testing.TB, a *aggregator.Aggregator, app, key string, n uint64) {
+	t.Helper()
+	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "test", Groups: []wire.PartialGroup{
+		{App: app, Entries: []wire.KeyCount{{Key: key, Count: n}}}}})
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body)))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("POST partials: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -1,8 +1,8 @@
 // Package zkpublish implements aggregator.Publisher on ZooKeeper, with the
-// layout and encoding of internal/hotset:
+// layout and encoding of package hotset:
 //
 //	<root>/hot/<app>/<shard>          persistent; written by Publish, deleted by Remove and Collect
-//	<root>/members/aggregators/<id>   ephemeral; held by Join (zkgroup.Join), names escaped with hotset.Escape
+//	<root>/members/aggregators/<id>   ephemeral; held by Join (zkgroup.Session.Join), names escaped with hotset.Escape
 //
 // Invariant: Collect deletes a shard node only if its shard is not a member,
 // the node is older than the caller's bound and twice the node's own TTL by

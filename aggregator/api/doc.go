@@ -1,12 +1,18 @@
-// Package shardclient is the detector's Sink: it routes each flush's partial
-// counts to the aggregator shards that own them and POSTs one wire
-// partial-count batch per shard, in parallel, over persistent connections.
+// Package api is the aggregator shards' contract with the rest of Hotspot:
+// the paths of their internal HTTP API, the JSON of their answers (KeyState,
+// Top) and one typed Client that every caller uses.
+//
+// Client.Send is the detectors' Sink: it routes each flush's partial counts
+// to the shards that own them and POSTs one wire partial-count batch per
+// shard, in parallel, over persistent connections. Client.Top and Client.Key
+// ask every shard, for hotspotd's public API. The ring follows the
+// aggregators' membership in ZooKeeper (Follow, package hotset's layout).
 //
 // The owner of (app, key) is the node the router ring maps the ring key
 //
 //	app + "\x00" + key
 //
-// to, over the aggregators registered under hotset.MembersDir(root). Every
+// to, over the aggregators registered under hotset.AggregatorsDir(root). Every
 // Hotspot process builds the same ring from the same members, so all
 // detectors send a key's counts to the same shard. The NUL separator keeps
 // ("a", "b:c") and ("a\x00b", "c")-style pairs apart as long as app names
@@ -24,4 +30,4 @@
 // accept may count it twice: at-least-once, never a silent loss). One Send
 // routes all its counts with one ring, so a membership change never splits a
 // flush between two views.
-package shardclient
+package api

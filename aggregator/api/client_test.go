@@ -1,4 +1,4 @@
-package shardclient_test
+package api_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
-	"github.com/hotspot-dev/hotspot/internal/shardclient"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
 )
@@ -51,9 +51,9 @@ func (s *shard) member() []byte {
 	return hotset.EncodeMember(hotset.Member{ID: s.id, Addr: strings.TrimPrefix(s.srv.URL, "http://")})
 }
 
-func newClient(t *testing.T) *shardclient.Client {
+func newClient(t *testing.T) *api.Client {
 	t.Helper()
-	c, err := shardclient.New(shardclient.Config{Source: "d1", Timeout: 5 * time.Second})
+	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 	c := newClient(t)
 	cs := counts(300)
 
-	if err := c.Send(t.Context(), time.Now(), 0, cs); !errors.Is(err, shardclient.ErrNoMembers) {
+	if err := c.Send(t.Context(), time.Now(), 0, cs); !errors.Is(err, api.ErrNoMembers) {
 		t.Fatalf("Send without members = %v, want ErrNoMembers", err)
 	}
 
@@ -195,7 +195,7 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 		h, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
 			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n})
 		})
-		if err != nil || r.URL.Path != shardclient.PartialsPath {
+		if err != nil || r.URL.Path != api.PartialsPath {
 			w.WriteHeader(400)
 			return
 		}
@@ -225,7 +225,7 @@ func BenchmarkSend(b *testing.B) {
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	c, err := shardclient.New(shardclient.Config{Source: "d1"})
+	c, err := api.New(api.Config{Source: "d1"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,8 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -32,8 +31,6 @@ type Publisher struct {
 	log  *slog.Logger
 }
 
-var _ aggregator.Publisher = (*Publisher)(nil)
-
 // New returns a Publisher that uses s.
 func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
 	if s == nil {
@@ -46,33 +43,6 @@ func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
 	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
-// do runs one blocking ZooKeeper call under ctx. go-zookeeper's calls take no
-// context and wait out a disconnection, so the call runs in its own goroutine
-// and do returns at ctx's end; the abandoned goroutine ends when the
-// connection answers or is closed (Session.Close).
-func do[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // Publish writes s to <root>/hot/<app>/<shard>, creating the node and its
 // parents when missing.
 func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
@@ -81,24 +51,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 		return err
 	}
 	node := hotset.ShardPath(p.root, s.App, s.Shard)
-	_, err = do(ctx, func() (struct{}, error) {
-		conn := p.s.Conn()
-		// A collector may delete an empty app folder between the calls
-		// below, so retry the creation a few times.
-		for range 3 {
-			if _, err := conn.Set(node, data, -1); !errors.Is(err, zk.ErrNoNode) {
-				return struct{}{}, err
-			}
-			if err := zkgroup.EnsurePath(conn, path.Dir(node)); err != nil {
-				return struct{}{}, err
-			}
-			if _, err := conn.Create(node, data, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
-				return struct{}{}, err
-			}
-		}
-		return struct{}{}, zk.ErrNoNode
-	})
-	if err != nil {
+	if err := p.s.Put(ctx, node, data); err != nil {
 		return fmt.Errorf("zkpublish: write %s: %w", node, err)
 	}
 	return nil
@@ -107,7 +60,7 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 // Remove deletes app's node of shard. A missing node is not an error.
 func (p *Publisher) Remove(ctx context.Context, app, shard string) error {
 	node := hotset.ShardPath(p.root, app, shard)
-	_, err := do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, -1) })
+	err := p.s.Delete(ctx, node, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("zkpublish: delete %s: %w", node, err)
 	}
@@ -147,7 +100,7 @@ func (p *Publisher) Load(ctx context.Context, shard string) ([]*hotset.Shard, er
 // aggregators do not all scan the tree; when self is not that member, it
 // returns 0 at the cost of one read.
 func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Duration) (int, error) {
-	names, err := p.children(ctx, hotset.MembersDir(p.root))
+	names, err := p.children(ctx, hotset.AggregatorsDir(p.root))
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +144,7 @@ func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Dur
 		}
 		if left == 0 {
 			// Fails harmlessly (ErrNotEmpty, ErrNoNode) if a shard just wrote here.
-			_, _ = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(dir, -1) })
+			_ = p.s.Delete(ctx, dir, -1)
 		}
 	}
 	return deleted, nil
@@ -216,7 +169,7 @@ func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time,
 	if now.Sub(last) <= bound {
 		return false, nil
 	}
-	_, err = do(ctx, func() (struct{}, error) { return struct{}{}, p.s.Conn().Delete(node, stat.Version) })
+	err = p.s.Delete(ctx, node, stat.Version)
 	switch {
 	case err == nil:
 		p.log.Info("deleted node of a departed shard", "path", node, "updated", last)
@@ -229,9 +182,9 @@ func (p *Publisher) collectNode(ctx context.Context, node string, now time.Time,
 }
 
 // Join registers m under <root>/members/aggregators/<escaped id> until ctx
-// ends (zkgroup.Join), then deregisters and returns nil.
+// ends (zkgroup.Session.Join), then deregisters and returns nil.
 func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
-	err := zkgroup.Join(ctx, p.s, hotset.MembersDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
+	err := p.s.Join(ctx, hotset.AggregatorsDir(p.root), hotset.Escape(m.ID), hotset.EncodeMember(m))
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -239,10 +192,7 @@ func (p *Publisher) Join(ctx context.Context, m hotset.Member) error {
 }
 
 func (p *Publisher) children(ctx context.Context, dir string) ([]string, error) {
-	names, err := do(ctx, func() ([]string, error) {
-		names, _, err := p.s.Conn().Children(dir)
-		return names, err
-	})
+	names, err := p.s.Children(ctx, dir)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil
@@ -253,16 +203,9 @@ func (p *Publisher) children(ctx context.Context, dir string) ([]string, error) 
 }
 
 func (p *Publisher) get(ctx context.Context, node string) ([]byte, *zk.Stat, error) {
-	type got struct {
-		data []byte
-		stat *zk.Stat
-	}
-	g, err := do(ctx, func() (got, error) {
-		data, stat, err := p.s.Conn().Get(node)
-		return got{data, stat}, err
-	})
+	data, stat, err := p.s.Get(ctx, node)
 	if err != nil {
 		return nil, nil, fmt.Errorf("zkpublish: read %s: %w", node, err)
 	}
-	return g.data, g.stat, nil
+	return data, stat, nil
 }

@@ -1,4 +1,4 @@
-package shardclient_test
+package api_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
-	"github.com/hotspot-dev/hotspot/internal/shardclient"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 )
 
 func deleteTree(conn *zk.Conn, p string) {
@@ -79,11 +79,12 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	}
 	root := "/" + stacktest.Name(t)
 	// Registered first, so it runs after the shards' cleanups have stopped them.
-	t.Cleanup(func() { deleteTree(s.Conn(), root); s.Close() })
+	conn := stacktest.ZKConn(t) // closed after the cleanup below
+	t.Cleanup(func() { deleteTree(conn, root); s.Close() })
 
 	a1 := startLiveShard(t, s, root, "agg-1")
 	a2 := startLiveShard(t, s, root, "agg-2")
-	c, err := shardclient.New(shardclient.Config{Root: root, Source: "d1"})
+	c, err := api.New(api.Config{Root: root, Source: "d1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,13 @@ import (
 // Version is the encoding version this package writes.
 const Version = 1
 
-// DefaultRoot is the default ZooKeeper root.
-const DefaultRoot = "/hotspot"
+// Defaults every Hotspot process and app agrees on unless configured
+// otherwise. They are defined here, once.
+const (
+	DefaultRoot  = "/hotspot"         // ZooKeeper root of everything Hotspot keeps
+	DefaultTopic = "hotspot.access"   // Kafka topic of the access events
+	DefaultGroup = "hotspot-detector" // Kafka consumer group of the detectors
+)
 
 // MaxBytes bounds an encoded Shard, well under ZooKeeper's 1 MB jute.maxbuffer.
 const MaxBytes = 900 << 10
@@ -45,7 +50,7 @@ func (s *Shard) Expired(now time.Time) bool {
 	return now.UnixMilli() > s.Updated+s.TTL
 }
 
-// Member is the content of an aggregator's membership node.
+// Member is the content of a membership node, of either role.
 type Member struct {
 	V    int    `json:"v"`
 	ID   string `json:"id"`
@@ -118,8 +123,11 @@ func PinsPath(root, app string) string { return path.Join(AppDir(root, app), Pin
 // BlocksPath is the node of app's blocked keys.
 func BlocksPath(root, app string) string { return path.Join(AppDir(root, app), BlocksNode) }
 
-// MembersDir is the folder of aggregator membership nodes.
-func MembersDir(root string) string { return path.Join(root, "members", "aggregators") }
+// AggregatorsDir is the folder of aggregator membership nodes.
+func AggregatorsDir(root string) string { return path.Join(root, "members", "aggregators") }
+
+// DetectorsDir is the folder of detector membership nodes.
+func DetectorsDir(root string) string { return path.Join(root, "members", "detectors") }
 
 // HotDir is the folder holding one node per app.
 func HotDir(root string) string { return path.Join(root, "hot") }
