@@ -136,6 +136,9 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		case <-a.kick:
 		}
 		a.publish(ctx, time.Now(), false)
+		// After the publication: a loop stuck in a ZooKeeper write stops
+		// this clock, which is what the stalled-aggregator alert watches.
+		a.m.swept.Set(float64(time.Now().UnixNano()) / 1e9)
 		a.record()
 	}
 }

@@ -46,6 +46,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help:    "From the ZooKeeper event of a promotion to the value served from L1, value load time excluded.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
 	m.throttled = vec("throttled_total", "Reads refused by a token bucket (limit=hot|loader); stale=yes when a stale L1 value was served instead.", "limit")
+	for _, l := range []string{"hot", "hot_stale", "loader", "refresh"} {
+		m.throttled.WithLabelValues(l) // exported at 0 from the start, so rates and alerts see the first one
+	}
 	m.fallbackReads = counter("fallback_reads_total", "Reads served from the last-known-value fallback while Redis failed.")
 	m.breakerState = f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "redis_breaker_state",
 		Help: "Redis circuit breaker: 0 closed, 1 half-open, 2 open."})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,7 +33,7 @@ func TestHotkeysTable(t *testing.T) {
 		{nil, []string{"shop  item:1  2500", "web   p       1000", "pinned", "2 hot keys"}},
 	} {
 		var out bytes.Buffer
-		if err := hotkeys(t.Context(), append([]string{"--addr", addr}, tc.args...), func(string) string { return "" }, &out); err != nil {
+		if err := hotkeys(t.Context(), append([]string{"--addr", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {
 			t.Fatalf("hotkeys %q: %v", tc.args, err)
 		}
 		for _, w := range tc.want {

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 // command is one subcommand. run parses its own flags from args (use
@@ -42,6 +43,9 @@ var commands = []command{
 }
 
 func main() {
+	// The libraries' own lines (go-redis, go-zookeeper) are not for the
+	// user of this tool: each subcommand reports the errors that matter.
+	liblog.Route(nil)
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -105,7 +109,11 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // header, then the flags with their environment variables, to stdout (or
 // to what fs.SetOutput names).
 func newFlags(name, header string) *flag.FlagSet {
-	return envflag.New("hotspot "+name, "HOTSPOT", header)
+	fs := envflag.New("hotspot "+name, "HOTSPOT", header)
+	if flagsHook != nil {
+		flagsHook(fs) // completion.go
+	}
+	return fs
 }
 
 // parseFlags parses args and the HOTSPOT_* variables into fs (envflag.Parse);

@@ -178,12 +178,20 @@ func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
 	return nil
 }
 
+// consumedTopic is the topic /v1/config names: only a detector consumes one.
+func (p *process) consumedTopic() string {
+	if p.cfg.detector {
+		return p.cfg.topic
+	}
+	return ""
+}
+
 // handler builds the HTTP routes: the public API and page, the aggregator's
 // internal API when that role runs, and the profiler when asked for.
 func (p *process) handler() (http.Handler, error) {
 	public, err := httpapi.New(httpapi.Config{
 		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
-		Events: p.events, Threshold: p.cfg.threshold,
+		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
 		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
 		History: p.rec.api(), Webhooks: p.rec.webhooks(),
 		Ready: p.ready,

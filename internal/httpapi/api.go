@@ -39,6 +39,10 @@ type Config struct {
 	// Threshold is the cluster's hot-key rate, shown by the page
 	// (/v1/config); 0 leaves it out.
 	Threshold float64
+	// Topic is the access topic this process's detector consumes
+	// (/v1/config), so that tools can tell when they write elsewhere; ""
+	// (no detector role) leaves it out.
+	Topic string
 	// Lists keeps the operators' pins and blocks; nil: the routes answer 501.
 	Lists Lists
 	// AdminToken guards the writes of pins and blocks (Authorization:
@@ -77,7 +81,7 @@ type server struct {
 //	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
-//	GET /v1/config              the threshold, for the page
+//	GET /v1/config              the threshold, for the page, and the consumed topic
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
 func New(cfg Config) (http.Handler, error) {
@@ -101,7 +105,11 @@ func New(cfg Config) (http.Handler, error) {
 		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
 	}
 	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
-		httpjson.Indent(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
+		c := map[string]any{"threshold": cfg.Threshold}
+		if cfg.Topic != "" {
+			c["topic"] = cfg.Topic
+		}
+		httpjson.Indent(w, http.StatusOK, c)
 	})
 	ui, _ := fs.Sub(pageFS, "page") // the folder is embedded below
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(ui)))

@@ -6,7 +6,10 @@ const history = new Map(); // "app\u0000key" -> [rate, ...]
 let threshold = null;
 
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-const fmt = (r) => (r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
+// Every rate on the page reads one way: a whole number of accesses per
+// second with thousands separators ("93", "335", "12,480").
+const rateFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const fmt = (r) => rateFormat.format(r);
 
 async function get(path) {
   const resp = await fetch(path, { cache: "no-store" });
