@@ -77,7 +77,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin and block changes; empty refuses them")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
 	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
 	fs.Int64Var(&c.historyMaxLen, "history-maxlen", 100_000, "promotions and demotions kept per app in the history, about")
 	fs.DurationVar(&c.historyRetention, "history-retention", 7*24*time.Hour, "history events older than this are trimmed; 0 keeps them until --history-maxlen")
