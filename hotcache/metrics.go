@@ -23,6 +23,11 @@ type metrics struct {
 	reportBytes   prometheus.Counter
 	reportDropped *prometheus.CounterVec
 	reportFailed  prometheus.Counter
+
+	localProtected  prometheus.Counter
+	fallbackAnswers prometheus.Counter
+	pendingRetried  prometheus.Counter
+	pendingDropped  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,5 +63,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.reportBytes = counter("reporter_bytes_total", "Bytes of access batches handed to Kafka.")
 	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down).", "reason")
 	m.reportFailed = counter("reporter_failed_records_total", "Access batches Kafka did not accept.")
+	m.localProtected = counter("local_protections_total", "Keys this instance read from its backends more than the local limit in one second and then kept locally for the local TTL.")
+	m.fallbackAnswers = counter("fallback_answers_total", "Gets answered by the WithFallback function instead of ErrThrottled or ErrUnavailable.")
+	m.pendingRetried = counter("invalidations_retried_total", "Invalidations that failed at first and landed on a retry.")
+	m.pendingDropped = counter("invalidations_dropped_total", "Invalidations that failed and were not retried because the retry queue was full.")
 	return m
 }

@@ -358,7 +358,7 @@ func TestRedisOutage(t *testing.T) {
 	src := newSource("hot", "h", "recent", "r", "other", "o")
 	c := startInstances(t, 1, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
 		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond),
-		WithBreaker(3, 300*time.Millisecond, 10*time.Second))[0]
+		WithBreaker(Breaker{Failures: 3, OpenFor: 300 * time.Millisecond, FallbackAge: 10 * time.Second}))[0]
 	hs.set("hot")
 	waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	get(t, c, "recent")

@@ -40,6 +40,7 @@ var commands = []command{
 	{"history", "print an app's stored promotions and demotions and its hot-key timeline", runHistory},
 	{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
 	{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
+	{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},
 }
 
 func main() {
