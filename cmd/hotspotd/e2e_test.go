@@ -48,6 +48,7 @@ func newCluster(t *testing.T, partitions int) *cluster {
 	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	c.cleanHistory(t) // every hotspotd keeps a history in the shared Redis (--redis)
 	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +537,6 @@ func TestLivePage(t *testing.T) {
 		t.Skip("chromium is not installed")
 	}
 	c := newCluster(t, 4)
-	c.cleanHistory(t)
 	p := c.start("page")
 	w := c.watch(t)
 	ctx, cancel := context.WithCancel(context.Background())

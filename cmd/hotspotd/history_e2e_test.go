@@ -30,7 +30,6 @@ func (c *cluster) cleanHistory(t *testing.T) {
 // cluster was stopped and a new one started.
 func TestHistorySurvivesRestart(t *testing.T) {
 	c := newCluster(t, 2)
-	c.cleanHistory(t)
 	p1, p2 := c.start("h1"), c.start("h2")
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -76,7 +76,6 @@ func adminCall(t *testing.T, method, url, auth, body string) int {
 // detection nor the live receiver.
 func TestWebhooks(t *testing.T) {
 	c := newCluster(t, 4)
-	c.cleanHistory(t)
 	p1, p2 := c.start("w1"), c.start("w2")
 	w := c.watch(t)
 

@@ -23,7 +23,6 @@ func TestWebhookDelayFigure(t *testing.T) {
 		t.Skip("a measurement for BENCHMARKS.md; HOTSPOT_FIGURES=1 runs it")
 	}
 	c := newCluster(t, 4)
-	c.cleanHistory(t)
 	p1, _ := c.start("f1"), c.start("f2")
 
 	var mu sync.Mutex
