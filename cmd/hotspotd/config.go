@@ -31,6 +31,10 @@ type config struct {
 	adminToken string
 	pprof      bool
 	logLevel   slog.Level
+
+	redis            string        // host:port or redis:// URL of the history's Redis; "" keeps no history
+	historyMaxLen    int64         // events kept per app, about
+	historyRetention time.Duration // events older are trimmed; 0 keeps them until historyMaxLen
 }
 
 const hotspotdHelp = `Hotspot's server: detector and aggregator roles plus the HTTP API.`
@@ -73,7 +77,10 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin and block changes; empty refuses them")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
+	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
+	fs.Int64Var(&c.historyMaxLen, "history-maxlen", 100_000, "promotions and demotions kept per app in the history, about")
+	fs.DurationVar(&c.historyRetention, "history-retention", 7*24*time.Hour, "history events older than this are trimmed; 0 keeps them until --history-maxlen")
 	fs.StringVar(&l.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
 
@@ -118,6 +125,12 @@ func (c config) check() error {
 	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
+	}
+	if c.historyMaxLen < 1 {
+		return fmt.Errorf("--history-maxlen: %d is not a positive integer", c.historyMaxLen)
+	}
+	if c.historyRetention < 0 {
+		return fmt.Errorf("--history-retention: %v must be >= 0", c.historyRetention)
 	}
 	return nil
 }
