@@ -88,6 +88,7 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.WriteTimeout)
 	a.publish(fctx, time.Now(), true)
 	cancel()
+	a.record()
 	leave()
 	wg.Wait()
 	if joinErr != nil && ctx.Err() == nil {
@@ -138,6 +139,7 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		// After the publication: a loop stuck in a ZooKeeper write stops
 		// this clock, which is what the stalled-aggregator alert watches.
 		a.m.swept.Set(float64(time.Now().UnixNano()) / 1e9)
+		a.record()
 	}
 }
 

@@ -63,6 +63,7 @@ type params struct {
 	maxApps  int
 	maxHot   int
 	topK     int
+	record   bool // keep decisions for Config.Recorder
 }
 
 func newParams(c Config) params {
@@ -81,6 +82,7 @@ func newParams(c Config) params {
 		maxApps:  c.MaxApps,
 		maxHot:   c.MaxHotPerApp,
 		topK:     c.TopK,
+		record:   c.Recorder != nil,
 	}
 }
 
@@ -92,9 +94,10 @@ type table struct {
 
 	mu        sync.Mutex // guards everything below
 	apps      map[string]*appState
-	entries   []*entry  // every tracked key, for sweeps and sampled eviction
-	lastInput time.Time // when the last partials batch (even an empty one) arrived
-	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
+	entries   []*entry   // every tracked key, for sweeps and sampled eviction
+	lastInput time.Time  // when the last partials batch (even an empty one) arrived
+	stalled   bool       // at the last sweep: detectors silent for Stall, not yet MaxStall
+	decided   []Decision // not yet handed to the Recorder
 }
 
 // heard records that a partials batch arrived at now. The caller holds t.mu.
@@ -162,6 +165,7 @@ func (t *table) add(app, key []byte, n uint64, now time.Time, span int64) bool {
 		as.hot[e.key] = e
 		as.dirty = true
 		as.pending = append(as.pending, t.bucketStart(b))
+		t.decide(e, Promoted, now)
 		return true
 	case e.hot && sum >= t.p.lowSum:
 		e.below = time.Time{}
@@ -264,6 +268,7 @@ func (t *table) hold(e *entry, now time.Time) {
 	case e.below.IsZero():
 		e.below = now
 	case now.Sub(e.below) >= t.p.hold:
+		t.decide(e, Demoted, now)
 		e.hot, e.since, e.below, e.seed = false, time.Time{}, time.Time{}, 0
 		delete(e.app.hot, e.key)
 		e.app.dirty = true

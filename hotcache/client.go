@@ -113,9 +113,10 @@ type Client struct {
 
 	rdb           redis.UniversalClient
 	ownRedis      bool
-	logID         uint64 // names this Client in go-redis's log lines (redislog.go)
-	channel       string // invalidation Pub/Sub channel
-	prefixChannel string // prefix invalidation Pub/Sub channel
+	logID         uint64    // names this Client in go-redis's log lines (redislog.go)
+	rep           *replicas // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
+	channel       string    // invalidation Pub/Sub channel
+	prefixChannel string    // prefix invalidation Pub/Sub channel
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
@@ -204,6 +205,9 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	c.logID = redisLogIDs.Add(1)
 	c.rdb, c.ownRedis = newRedis(o, c.redisDialer())
+	if c.rep, err = newReplicas(o, c.redisDialer()); err != nil {
+		return nil, err
+	}
 	if c.rdb != nil {
 		installRedisLogger()
 		redisLoggers.Store(c.logID, c.log)
@@ -230,6 +234,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if c.rdb != nil {
 		c.spawn(c.subscribe)
 		c.spawn(c.retryPending)
+	}
+	if c.rep != nil {
+		for _, nd := range c.rep.list {
+			c.spawn(func() { c.rep.sample(c.bg, nd) })
+		}
 	}
 	if len(o.zkServers) > 0 {
 		start := time.Now()
@@ -493,7 +502,13 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	// copy may predate the write (pending.go), nor written back to it.
 	if c.rdb != nil && !c.pending.covers(key) {
 		if c.br.allow() {
-			data, err := c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			var data []byte
+			var err error
+			if hot && c.rep != nil {
+				data, err = c.rep.get(ctx, key) // the best of its replicas
+			} else {
+				data, err = c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			}
 			switch {
 			case err == nil:
 				c.br.success()
@@ -534,7 +549,11 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	c.m.loads.WithLabelValues("loader").Inc()
 	if redisOK && c.br.allow() {
 		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
-		if err := c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err(); err != nil {
+		set := func() error { return c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err() }
+		if hot && c.rep != nil {
+			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
+		}
+		if err := set(); err != nil {
 			c.br.failure()
 			c.log.Debug("hotcache: write-back to Redis failed", "key", key, "err", err)
 		} else {
@@ -595,6 +614,9 @@ func (c *Client) Close() error {
 		}
 	}
 	redisLoggers.Delete(c.logID)
+	if c.rep != nil {
+		errs = append(errs, c.rep.close())
+	}
 	c.recent.Close()
 	return errors.Join(errs...)
 }

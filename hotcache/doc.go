@@ -38,6 +38,10 @@
 //     until it lands the instance that made it reads the key from the Loader
 //     only. No instance reinstates a value older than a write it has seen.
 //     See Set for the bound.
+//   - With several Redis addresses, a hot key's value lives on its first R
+//     ring nodes (WithRedisReplicas, default 3), every one of which Set and
+//     Delete invalidate, and each read picks one of them with router.Picker;
+//     a cold key lives on its owner alone.
 //
 // docs/hotcache.md gives the design, the bounds and the defaults.
 package hotcache

@@ -161,23 +161,48 @@ func (c *Client) delAndPublish(ctx context.Context, key string) error {
 	if !c.br.allow() {
 		return errBreakerOpen
 	}
-	if err := c.delAndPublishKey(ctx, key); err != nil {
+	err := c.delAndPublishKey(ctx, key)
+	if err != nil && !errors.Is(err, errReplicaDown) {
 		c.br.failure()
 		return err
 	}
 	c.br.success()
-	return nil
+	return err
 }
 
-// delAndPublishKey deletes key in Redis and broadcasts its invalidation,
-// past the breaker (the retrier and second deletes are one caller each).
+// errReplicaDown marks an invalidation that reached the key's owner and the
+// broadcast but not every replica: one node's failure, not Redis's as a
+// whole, so it does not trip the breaker (it is still retried).
+var errReplicaDown = errors.New("hotcache: a replica did not answer")
+
+// delAndPublishKey deletes key in Redis, on its owner and on every replica
+// that may hold a copy, and broadcasts its invalidation, past the breaker
+// (the retrier and second deletes are one caller each).
 func (c *Client) delAndPublishKey(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(c.redisCtx(ctx), c.o.opTimeout)
 	defer cancel()
-	if err := c.rdb.Del(ctx, c.o.redisPrefix+key).Err(); err != nil {
-		return fmt.Errorf("%w: redis del: %w", ErrUnavailable, err)
+	repErr := make(chan error, 1)
+	if c.rep != nil {
+		// Every replica, whether or not the key is hot here, at the same
+		// time as the owner and before the broadcast.
+		go func() { repErr <- c.rep.delAll(ctx, key) }()
+	} else {
+		repErr <- nil
 	}
-	return c.publish(ctx, c.channel, key)
+	err := c.rdb.Del(ctx, c.o.redisPrefix+key).Err()
+	if err != nil {
+		err = fmt.Errorf("%w: redis del: %w", ErrUnavailable, err)
+	} else {
+		err = c.publish(ctx, c.channel, key)
+	}
+	switch rerr := <-repErr; {
+	case rerr == nil:
+		return err
+	case err == nil:
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, errReplicaDown, rerr)
+	default: // the owner's failure is the one that counts; name the replicas too
+		return fmt.Errorf("%w (replicas: %v)", err, rerr)
+	}
 }
 
 func (c *Client) publish(ctx context.Context, channel, msg string) error {

@@ -49,13 +49,14 @@ type options struct {
 	reportMaxKeys int
 	reportSample  int
 
-	localRate  Rate          // cold reads of one key per second before it is kept locally
-	localTTL   time.Duration // how long such a key is kept
-	fallback   FallbackFunc
-	pendingMax int  // invalidations queued for retry at most
-	warmRate   Rate // unless warmSet: half the Loader limit
-	warmSet    bool
-	bulkRate   Rate // keys per second InvalidatePrefix deletes
+	localRate     Rate          // cold reads of one key per second before it is kept locally
+	localTTL      time.Duration // how long such a key is kept
+	fallback      FallbackFunc
+	pendingMax    int  // invalidations queued for retry at most
+	warmRate      Rate // unless warmSet: half the Loader limit
+	warmSet       bool
+	bulkRate      Rate // keys per second InvalidatePrefix deletes
+	redisReplicas int  // R, the Redis nodes holding each hot key (replicas.go)
 
 	reg prometheus.Registerer
 	log *slog.Logger
@@ -93,6 +94,7 @@ func defaults() options {
 		localTTL:        time.Second,
 		pendingMax:      10_000,
 		bulkRate:        10_000,
+		redisReplicas:   defaultReplicas,
 	}
 }
 

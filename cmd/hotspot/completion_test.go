@@ -65,7 +65,7 @@ func TestCompletionBash(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{"hotspot", ""}, "bench completion demo hotkeys load warm watch help"},
+		{[]string{"hotspot", ""}, "bench completion demo history hotkeys load warm watch help"},
 		{[]string{"hotspot", "lo"}, "load"},
 		{[]string{"hotspot", "hotkeys", "--a"}, "--addr --app"},
 		{[]string{"hotspot", "load", "--qu"}, "--quiet"},
@@ -139,7 +139,7 @@ _hotspot`
 		}
 		return strings.TrimSpace(string(out))
 	}
-	if got, want := complete("hotspot", "''"), "bench completion demo hotkeys load warm watch"; got != want {
+	if got, want := complete("hotspot", "''"), "bench completion demo history hotkeys load warm watch"; got != want {
 		t.Errorf("commands: got %q, want %q", got, want)
 	}
 	if got, want := complete("hotspot", "completion", "''"), "bash zsh"; got != want {

@@ -37,6 +37,7 @@ var commands = []command{
 	{"load", "produce a synthetic access workload to Kafka and record its ground truth", runLoad},
 	{"hotkeys", "print the current hot keys from any hotspotd", runHotkeys},
 	{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
+	{"history", "print an app's stored promotions and demotions and its hot-key timeline", runHistory},
 	{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
 	{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
 	{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},

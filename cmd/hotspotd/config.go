@@ -35,6 +35,12 @@ type config struct {
 	// rebound is the --http-addr given when an open cluster (no secret)
 	// was moved to loopback; "" otherwise.
 	rebound string
+
+	redis            string        // host:port or redis:// URL of the history's Redis; "" keeps no history
+	redisUser        string        // its ACL user; the password comes from HOTSPOT_REDIS_PASSWORD (security.go)
+	redisTLSCA       string        // PEM CA: talk TLS to it
+	historyMaxLen    int64         // events kept per app, about
+	historyRetention time.Duration // events older are trimmed; 0 keeps them until historyMaxLen
 }
 
 const hotspotdHelp = `Hotspot's server: detector and aggregator roles plus the HTTP API.`
@@ -83,7 +89,12 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin and block changes; empty refuses them")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
+	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
+	fs.StringVar(&c.redisUser, "redis-user", "", "ACL user of the history's Redis (password from HOTSPOT_REDIS_PASSWORD)")
+	fs.StringVar(&c.redisTLSCA, "redis-tls-ca", "", "PEM CA bundle: talk TLS to the history's Redis, verifying it with this CA")
+	fs.Int64Var(&c.historyMaxLen, "history-maxlen", 100_000, "promotions and demotions kept per app in the history, about")
+	fs.DurationVar(&c.historyRetention, "history-retention", 7*24*time.Hour, "history events older than this are trimmed; 0 keeps them until --history-maxlen")
 	fs.StringVar(&l.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	l.sec = addSecurityFlags(fs)
 }
@@ -144,6 +155,12 @@ func (c config) check() error {
 	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
+	}
+	if c.historyMaxLen < 1 {
+		return fmt.Errorf("--history-maxlen: %d is not a positive integer", c.historyMaxLen)
+	}
+	if c.historyRetention < 0 {
+		return fmt.Errorf("--history-retention: %v must be >= 0", c.historyRetention)
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ func newCluster(t *testing.T, partitions int) *cluster {
 	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	c.cleanHistory(t) // every hotspotd keeps a history in the shared Redis (--redis)
 	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
 		t.Fatal(err)
 	}
@@ -560,6 +561,11 @@ func TestLivePage(t *testing.T) {
 		getJSON(t, "http://"+p.addr+"/v1/hotkeys?app=shop", &got)
 		return len(got.HotKeys) > 0
 	})
+	waitFor(t, 10*time.Second, "the promotion in the history", func() bool {
+		var got struct{ Events []struct{ Key string } }
+		getJSON(t, "http://"+p.addr+"/v1/history?app=shop", &got)
+		return len(got.Events) > 0
+	})
 	// --virtual-time-budget lets the page's fetches and first render finish
 	// before the DOM is dumped.
 	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -579,6 +585,10 @@ func TestLivePage(t *testing.T) {
 	}
 	if !strings.Contains(dom, `class="promoted">promoted<`) {
 		t.Errorf("no promotion in the recent changes; DOM:\n%s", dom)
+	}
+	// The app's timeline over the last hour, from the history, has the key.
+	if !strings.Contains(dom, `<svg class="timeline"`) || !strings.Contains(dom, `<title>item:&lt;on-page&gt;: `) {
+		t.Errorf("the hot key is not on the app's timeline; DOM:\n%s", dom)
 	}
 }
 

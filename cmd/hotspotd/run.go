@@ -47,6 +47,7 @@ type process struct {
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
 	guard   func(http.Handler) http.Handler // checks the cluster's signatures on the internal routes
+	rec     *recording                      // the history and the webhooks
 }
 
 // run serves until ctx is canceled, then shuts down in dependency order: the
@@ -65,6 +66,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			p.aggs.Close()
 		}
 	}()
+	if p.rec, err = newRecording(ctx, cfg, p.sess, log, p.reg); err != nil {
+		return err
+	}
+	defer p.rec.close() // after the aggregator's last decisions: runRoles has returned
+	p.rec.start()
 	if err := p.build(ctx); err != nil {
 		return err
 	}
@@ -120,7 +126,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	if cfg.aggregator {
-		if p.agg, err = newAggregator(cfg, p.sess, log, p.reg); err != nil {
+		if p.agg, err = newAggregator(cfg, p.sess, p.rec.recorder(), log, p.reg); err != nil {
 			return err
 		}
 	}
@@ -133,14 +139,14 @@ func (p *process) build(ctx context.Context) error {
 }
 
 // newAggregator returns the aggregator role, publishing to ZooKeeper.
-func newAggregator(cfg config, sess *zkgroup.Session, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
+func newAggregator(cfg config, sess *zkgroup.Session, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
 	pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return aggregator.New(aggregator.Config{
 		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-		Logger: log, Registerer: reg,
+		Recorder: rec, Logger: log, Registerer: reg,
 	}, pub)
 }
 
@@ -192,6 +198,7 @@ func (p *process) handler() (http.Handler, error) {
 		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
 		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
 		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
+		History: p.rec.api(), Webhooks: p.rec.webhooks(),
 		Ready: p.ready,
 	})
 	if err != nil {

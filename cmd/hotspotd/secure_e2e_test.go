@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
+	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
@@ -181,6 +183,26 @@ func TestSecureStack(t *testing.T) {
 	if crossed, ok := prod.crossing("item:flash", 500); ok {
 		t.Logf("secured stack: promotion within %v of the true crossing", time.Since(crossed))
 	}
+	// The promotion reaches the history in Redis (TLS, ACL user:
+	// --redis-user, HOTSPOT_REDIS_PASSWORD, --redis-tls-ca).
+	waitFor(t, 30*time.Second, "item:flash in the history", func() bool {
+		resp, err := https.Get("https://" + p1.addr + "/v1/history?app=shop&key=item:flash")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var res history.Result
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&res) == nil && len(res.Events) > 0
+	})
+	t.Cleanup(func() {
+		rdb := redis.NewClient(&redis.Options{Addr: s.redis, TLSConfig: s.tlsConf, Username: s.redisUser, Password: s.redisPass})
+		defer rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if keys, _ := rdb.Keys(ctx, "hotspot:history:"+root+"/*").Result(); len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+	})
 
 	// Each refusal, with its own assertion.
 	t.Run("kafka without credentials", func(t *testing.T) {

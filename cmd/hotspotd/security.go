@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
@@ -33,6 +34,7 @@ type security struct {
 	zkAuth        zkgroup.Digest    // HOTSPOT_ZK_DIGEST[_FILE]; zero: no auth, open nodes
 	zkReaders     []zkgroup.Digest  // HOTSPOT_ZK_READERS: app identities that may read; empty: anyone may read
 	kafka         *kafkaio.Security // nil: plaintext, no SASL
+	redisPassword string            // HOTSPOT_REDIS_PASSWORD: of --redis-user, for the history's Redis
 }
 
 // securityFlags registers the security flags on fs; resolve reads them once
@@ -127,6 +129,7 @@ func (f securityFlags) resolve(getenv func(string) string, adminToken string) (s
 		}
 		s.zkReaders = append(s.zkReaders, d)
 	}
+	s.redisPassword = getenv("HOTSPOT_REDIS_PASSWORD")
 	if s.kafka, err = f.kafka.Resolve(getenv); err != nil {
 		return s, "", err
 	}
@@ -252,4 +255,26 @@ func (s security) zkConfig(c zkgroup.Config) zkgroup.Config {
 	c.Auth = s.zkAuth
 	c.ACL = zkgroup.ACL{Writer: s.zkAuth, Readers: s.zkReaders}
 	return c
+}
+
+// redisOptions adds the history Redis's identity and TLS to opts: the ACL
+// user and password when given, and TLS verified with --redis-tls-ca.
+func (c config) redisOptions(opts *redis.Options) error {
+	if c.redisUser != "" {
+		opts.Username = c.redisUser
+	}
+	if c.sec.redisPassword != "" {
+		opts.Password = c.sec.redisPassword
+	}
+	if c.redisTLSCA != "" {
+		tc, err := kafkaio.ClientTLS(c.redisTLSCA, "", "")
+		if err != nil {
+			return fmt.Errorf("--redis-tls-ca: %w", err)
+		}
+		if opts.TLSConfig != nil { // rediss://
+			tc.ServerName = opts.TLSConfig.ServerName
+		}
+		opts.TLSConfig = tc
+	}
+	return nil
 }

@@ -221,6 +221,7 @@ export HOTSPOT_ZK=127.0.0.1:$s_zk_port
 export HOTSPOT_REDIS=127.0.0.1:$s_redis_port
 export HOTSPOT_TLS_CA=$s_tls/ca.pem
 export HOTSPOT_KAFKA_TLS_CA=$s_tls/ca.pem
+export HOTSPOT_REDIS_TLS_CA=$s_tls/ca.pem
 export HOTSPOT_KAFKA_SASL=SCRAM-SHA-512
 export HOTSPOT_KAFKA_USER=$S_KAFKA_USER
 export HOTSPOT_KAFKA_PASSWORD=$S_KAFKA_PASSWORD

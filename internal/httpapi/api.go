@@ -48,6 +48,12 @@ type Config struct {
 	// AdminToken guards the writes of pins and blocks (Authorization:
 	// Bearer TOKEN); "" refuses every write.
 	AdminToken string
+	// History reads the stored promotions and demotions for /v1/history;
+	// nil: the route answers 501.
+	History History
+	// Webhooks keeps the webhook subscriptions (admin calls only); nil:
+	// the routes answer 501.
+	Webhooks Webhooks
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
@@ -71,6 +77,8 @@ type server struct {
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
+//	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
+//	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
 //	GET /v1/config              the threshold, for the page, and the consumed topic
@@ -87,6 +95,10 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/history", a.history)
+	mux.HandleFunc("GET /v1/webhooks", a.listWebhooks)
+	mux.HandleFunc("PUT /v1/webhooks/{name}", a.putWebhook)
+	mux.HandleFunc("DELETE /v1/webhooks/{name}", a.deleteWebhook)
 	for _, kind := range []string{"pins", "blocks"} {
 		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
@@ -286,14 +298,7 @@ func (a *server) listKeys(kind string) http.HandlerFunc {
 // admin adds (put) or removes key from app's pins or blocks.
 func (a *server) admin(kind string, put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		switch auth := r.Header.Get("Authorization"); {
-		case a.cfg.AdminToken == "":
-			httpjson.Indent(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
-			return
-		case !strings.HasPrefix(auth, "Bearer ") ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
-			httpjson.Indent(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		if !a.authorized(w, r) {
 			return
 		}
 		app, key, err := appAndKey(r)
@@ -322,6 +327,22 @@ func (a *server) admin(kind string, put bool) http.HandlerFunc {
 		a.log.Info("operator changed "+kind, "app", app, "key", key, "added", put)
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// authorized checks the admin token of r; when it is missing or wrong it
+// answers w and returns false.
+func (a *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	switch auth := r.Header.Get("Authorization"); {
+	case a.cfg.AdminToken == "":
+		httpjson.Indent(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
+		return false
+	case !strings.HasPrefix(auth, "Bearer ") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
+		httpjson.Indent(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		return false
+	}
+	return true
 }
 
 func (a *server) readyz(w http.ResponseWriter, _ *http.Request) {

@@ -79,3 +79,13 @@ func (a ACL) list() []zk.ACL {
 	}
 	return acl
 }
+
+// private returns the ACL of a node only the writer identity may read and
+// write (secrets such as webhook keys); without a Writer it is list's open
+// ACL.
+func (a ACL) private() []zk.ACL {
+	if a.Writer.IsZero() {
+		return zk.WorldACL(zk.PermAll)
+	}
+	return zk.DigestACL(zk.PermAll, a.Writer.User, a.Writer.Password)
+}

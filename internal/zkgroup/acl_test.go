@@ -82,6 +82,22 @@ func TestACL(t *testing.T) {
 	if _, _, err := anon.Conn().Get(node); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("no auth Get with named readers: %v, want ErrNoAuth", err)
 	}
+	// A private node: the writer alone reads it.
+	private := root + "/webhooks/shop"
+	if err := w.CreatePrivate(ctx, private, []byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := w.Get(ctx, private); err != nil || string(b) != "secret" {
+		t.Errorf("writer Get of a private node = %q, %v", b, err)
+	}
+	for who, s := range map[string]*zkgroup.Session{"app identity": r, "no auth": anon} {
+		if _, _, err := s.Get(ctx, private); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s Get of a private node: %v, want ErrNoAuth", who, err)
+		}
+		if err := s.Set(ctx, private, []byte("evil"), -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s Set of a private node: %v, want ErrNoAuth", who, err)
+		}
+	}
 	cancel()
 	<-joined
 }

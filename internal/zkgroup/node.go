@@ -59,6 +59,21 @@ func (s *Session) Create(ctx context.Context, p string, data []byte) error {
 	return err
 }
 
+// CreatePrivate is Create for a node that holds secrets: the node (not its
+// parents) is readable and writable by the session's own identity
+// (Config.ACL's Writer) only, never by the ACL's readers. Without a Writer
+// identity nodes are open, as for Create.
+func (s *Session) CreatePrivate(ctx context.Context, p string, data []byte) error {
+	_, err := do(ctx, func() (struct{}, error) {
+		if err := ensurePath(s.conn, path.Dir(p), s.acl); err != nil {
+			return struct{}{}, err
+		}
+		_, err := s.conn.Create(p, data, 0, s.secret)
+		return struct{}{}, err
+	})
+	return err
+}
+
 // Put writes data to the persistent node p, creating it and its parents
 // (with the session's ACL) when missing. It retries a few times when a concurrent deletion of a
 // parent gets in between.

@@ -41,6 +41,7 @@ type Config struct {
 type Session struct {
 	conn   *zk.Conn
 	acl    []zk.ACL // what the nodes this session creates carry (Config.ACL)
+	secret []zk.ACL // what CreatePrivate's nodes carry: Config.ACL's writer only
 	log    *slog.Logger
 	m      *metrics
 	closed chan struct{} // closed by Close
@@ -108,6 +109,7 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 		hasSession: make(chan struct{}),
 		expired:    make(chan struct{}),
 		acl:        cfg.ACL.list(),
+		secret:     cfg.ACL.private(),
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
