@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +26,10 @@ Warms an app's Redis before traffic is opened: for each key that is missing
 from Redis it reads the value from the app's source of truth over HTTP and
 writes it to Redis with the app's TTL, at most --rate reads a second, in
 batches (hotcache's Warm). The keys come from --keys FILE (one per line; #
-starts a comment) or from --top N: the app's N busiest keys now, from any
-hotspotd's /v1/top (at most 1000).
+starts a comment), from --top N: the app's N busiest keys now, from any
+hotspotd's /v1/top (at most 1000), or from --hot-since D: every key the app
+had hot in the last D (24h: the last day), from the history any hotspotd
+keeps (/v1/history), busiest first.
 
 --source is a URL template: {key} is replaced by the key, {id} by the part of
 the key after its first ':' (both escaped for a path). A 200 answer's body is
@@ -33,6 +39,8 @@ Examples:
   hotspot warm --app shop --keys keys.txt --rate 500 \
       --source 'http://db-api:8080/items/{key}' --redis 127.0.0.1:16379
   hotspot warm --app shop --top 1000 --addr 127.0.0.1:7070 --rate 2000 \
+      --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
+  hotspot warm --app shop --hot-since 24h --rate 2000 \
       --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
 `
 
@@ -45,7 +53,8 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	app := fs.String("app", "", "the app whose Redis to warm (required)")
 	keysFile := fs.String("keys", "", "file of keys to warm, one per line")
 	top := fs.Int("top", 0, "warm the app's N busiest keys from hotspotd (1 to 1000)")
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd, for --top")
+	hotSince := fs.Duration("hot-since", 0, "warm every key the app had hot in this long back, from hotspotd's history (e.g. 24h)")
+	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd, for --top and --hot-since")
 	rate := fs.Float64("rate", 500, "source reads per second at most")
 	source := fs.String("source", "", "URL template of the source of truth, with {key} or {id} (required)")
 	redisAddrs := fs.String("redis", "127.0.0.1:16379", "the app's Redis servers, comma-separated (several: sharded by Hotspot's ring, as the app does)")
@@ -61,8 +70,10 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 		return usagef("--app is required")
 	case *source == "" || !strings.Contains(*source, "{key}") && !strings.Contains(*source, "{id}"):
 		return usagef("--source: a URL template with {key} or {id} is required")
-	case (*keysFile == "") == (*top == 0):
-		return usagef("give exactly one of --keys FILE and --top N")
+	case countSet(*keysFile != "", *top != 0, *hotSince != 0) != 1:
+		return usagef("give exactly one of --keys FILE, --top N and --hot-since D")
+	case *hotSince < 0:
+		return usagef("--hot-since %v: want > 0", *hotSince)
 	case *top < 0 || *top > 1000:
 		return usagef("--top %d: want 1 to 1000", *top)
 	case !(*rate > 0):
@@ -77,10 +88,13 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 
 	var keys []string
 	var err error
-	if *keysFile != "" {
+	switch {
+	case *keysFile != "":
 		keys, err = readKeys(*keysFile)
-	} else {
+	case *top != 0:
 		keys, err = hotcache.TopKeys(ctx, *addr, *app, *top)
+	default:
+		keys, err = hotSinceKeys(ctx, *addr, *app, time.Now().Add(-*hotSince))
 	}
 	if err != nil {
 		return err
@@ -165,4 +179,46 @@ func (s *httpSource) Load(ctx context.Context, key string) ([]byte, error) {
 		return nil, errors.New(u + ": " + resp.Status)
 	}
 	return body, nil
+}
+
+// countSet is how many of the flags given are true.
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// historyScan is the most history events hotSinceKeys reads: the API's bound.
+const historyScan = 10_000
+
+// hotSinceKeys asks hotspotd at addr for the keys app promoted since since,
+// from its history, busiest (highest promotion rate) first.
+func hotSinceKeys(ctx context.Context, addr, app string, since time.Time) ([]string, error) {
+	q := url.Values{"app": {app}, "limit": {fmt.Sprint(historyScan)}, "since": {since.UTC().Format(time.RFC3339Nano)}}
+	body, err := httpGet(ctx, "http://"+addr+"/v1/history?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Events []historyEvent `json:"events"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("%s answered something that is not the history JSON: %w", addr, err)
+	}
+	rate := map[string]float64{}
+	for _, e := range res.Events {
+		if e.Kind == "promoted" && e.Rate >= rate[e.Key] {
+			rate[e.Key] = e.Rate
+		}
+	}
+	keys := slices.Collect(maps.Keys(rate))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(rate[b], rate[a]), strings.Compare(a, b)) })
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: app %s has no key promoted since %s in its history", addr, app, since.Format(time.RFC3339))
+	}
+	return keys, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,6 +36,14 @@ func TestWarm(t *testing.T) {
 	})
 	mux.HandleFunc("GET /v1/top", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"app":"shop","keys":[{"key":"item:t1","rate":50,"hot":false},{"key":"item:t2","rate":40,"hot":false}]}`)
+	})
+	var historyQuery string
+	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, r *http.Request) {
+		historyQuery = r.URL.RawQuery
+		fmt.Fprint(w, `{"app":"shop","events":[`+
+			`{"at":"2026-11-30T10:00:03Z","key":"item:h1","kind":"demoted","rate":10,"rule":-1},`+
+			`{"at":"2026-11-30T10:00:02Z","key":"item:h2","kind":"promoted","rate":3000,"rule":-1},`+
+			`{"at":"2026-11-30T10:00:01Z","key":"item:h1","kind":"promoted","rate":1200,"rule":-1}]}`)
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -88,13 +97,32 @@ func TestWarm(t *testing.T) {
 		t.Errorf("item:t2 from --top in Redis = %q, want %q", v, "value of t2")
 	}
 
+	// --hot-since: the keys promoted in that span, from the history.
+	out.Reset()
+	if err := warm(t.Context(), append(common, "--hot-since", "24h", "--addr", addr), func(string) string { return "" }, &out); err != nil {
+		t.Fatalf("warm --hot-since: %v", err)
+	}
+	if !strings.Contains(historyQuery, "since=") || !strings.Contains(out.String(), "warming 2 keys") {
+		t.Errorf("warm --hot-since asked /v1/history?%s and printed %q; want a since bound and 2 keys", historyQuery, out.String())
+	}
+	for _, k := range []string{"h1", "h2"} {
+		if v, _ := rdb.Get(context.Background(), prefix+"item:"+k).Result(); v != "value of "+k {
+			t.Errorf("item:%s from --hot-since in Redis = %q, want %q", k, v, "value of "+k)
+		}
+	}
+	if got, err := hotSinceKeys(t.Context(), addr, "shop", time.Now().Add(-time.Hour)); err != nil || strings.Join(got, " ") != "item:h2 item:h1" {
+		t.Errorf("hotSinceKeys = %q, %v; want item:h2 item:h1 (busiest first)", got, err)
+	}
+
 	for _, bad := range [][]string{
-		{"--app", "shop", "--source", srv.URL + "/{key}"},                               // neither --keys nor --top
-		{"--app", "shop", "--source", srv.URL, "--top", "5"},                            // no placeholder
-		{"--source", srv.URL + "/{key}", "--top", "5"},                                  // no app
-		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5", "--keys", file}, // both
-		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5", "--rate", "0"},  // rate
-		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5000"},              // top too big
+		{"--app", "shop", "--source", srv.URL + "/{key}"},                                    // neither --keys nor --top
+		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5", "--hot-since", "1h"}, // two sources of keys
+		{"--app", "shop", "--source", srv.URL + "/{key}", "--hot-since", "-1h"},              // negative span
+		{"--app", "shop", "--source", srv.URL, "--top", "5"},                                 // no placeholder
+		{"--source", srv.URL + "/{key}", "--top", "5"},                                       // no app
+		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5", "--keys", file},      // both
+		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5", "--rate", "0"},       // rate
+		{"--app", "shop", "--source", srv.URL + "/{key}", "--top", "5000"},                   // top too big
 	} {
 		if err := warm(t.Context(), bad, func(string) string { return "" }, &out); !errors.As(err, new(usageError)) {
 			t.Errorf("warm %q: %v, want a usage error", bad, err)
