@@ -50,9 +50,12 @@ type Config struct {
 	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
 	MaxKeyLen int
 
-	// SendTimeout bounds how long one flush's counts are retried when the
-	// Sink fails (30s). After that Run returns an error without committing
-	// them: a restarted detector reads them again.
+	// SendTimeout is how long the Sink may keep failing before the
+	// detector reports itself unhealthy (Detector.Healthy) (30s). It keeps
+	// retrying the same counts, committing nothing past them, until the
+	// Sink takes them, the generation ends (the partitions' next owner
+	// reads them again) or Run is canceled; on cancel it tries for at most
+	// SendTimeout more.
 	SendTimeout time.Duration
 
 	// Kafka group timing (see kafkaio.GroupConfig): 10s, 10s, 1s.

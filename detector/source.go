@@ -11,23 +11,36 @@ type Count struct {
 	N        uint64 // accesses since the previous flush
 }
 
+// Flush describes one flush round's counts.
+type Flush struct {
+	At time.Time // when the round ended
+	// Span and End are the event time the counts happened in: [End-Span,
+	// End]. For a live stream that is about one flush interval ending a
+	// little before At; when the detector catches up on a backlog (after a
+	// rebalance, a pause or an outage) it is the stretch of the past the
+	// round read. The aggregator counts the accesses where they happened,
+	// so what is older than its window is never counted as recent. A zero
+	// End means unknown (no counts, or no event times).
+	Span time.Duration
+	End  time.Time
+	// Seq numbers the detector's rounds, increasing, unique per detector
+	// process (it starts at the start time in milliseconds). A retry of a
+	// round's counts carries the same Seq, so that an aggregator that
+	// applied them once but answered too late does not count them twice.
+	Seq uint64
+}
+
 // Sink receives each flush's partial counts.
 //
 // Send is called once per flush round, with no counts when there is
 // nothing to forward (a liveness signal). It returns once the counts are
 // handed on. Run commits the offsets of the records behind them only after
-// Send returned nil; on an error it retries the same counts with backoff for
-// up to Config.SendTimeout and never commits past them. counts is reused
-// after Send returns: keep the Count values (their strings are immutable),
-// not the slice. Send is called from one goroutine at a time.
-//
-// span is how much event time the counts cover: about one flush interval
-// normally, more when the detector caught up on a backlog (the time the
-// events carry advanced faster than the clock), 0 when it is unknown. The
-// aggregator spreads the counts over it rather than counting a catch-up
-// burst as if it had all happened at once.
+// Send returned nil; on an error it retries the same counts (same Flush)
+// with backoff and never commits past them. counts is reused after Send
+// returns: keep the Count values (their strings are immutable), not the
+// slice. Send is called from one goroutine at a time.
 type Sink interface {
-	Send(ctx context.Context, at time.Time, span time.Duration, counts []Count) error
+	Send(ctx context.Context, f Flush, counts []Count) error
 }
 
 // Source is membership in the consumer group on the access topic. The

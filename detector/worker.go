@@ -29,7 +29,9 @@ type partial struct {
 	counts    []Count // the worker's buffer: valid until it answers the next round
 	offset    int64   // next offset to read; -1 if no record was counted yet
 	keys      int     // keys in the worker's counter
-	newest    int64   // newest event time counted so far, Unix ms (0: none yet)
+	// Event time of the entries counted during the round, Unix ms, never
+	// ahead of the clock (0, 0: none).
+	oldest, newest int64
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -49,9 +51,9 @@ type worker struct {
 	entries     uint64 // entries of the record being decoded
 
 	// Event time, in Unix ms: recMs is the time of the record being decoded
-	// (the default of entries without their own), newest the latest entry
-	// time seen, never ahead of the clock.
-	recMs, newest int64
+	// (the default of entries without their own); oldest and newest bound
+	// the entry times of the current round (0 when it has none).
+	recMs, oldest, newest int64
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
@@ -72,6 +74,9 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 		ts := e.TS
 		if ts <= 0 {
 			ts = w.recMs
+		}
+		if w.oldest == 0 || ts < w.oldest {
+			w.oldest = ts
 		}
 		w.newest = max(w.newest, ts)
 	}
@@ -156,6 +161,8 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// An entry time ahead of this clock counts as now.
-	w.newest = min(w.newest, time.Now().UnixMilli())
-	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(), newest: w.newest}
+	now := time.Now().UnixMilli()
+	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
+		oldest: min(w.oldest, now), newest: min(w.newest, now)}
+	w.oldest, w.newest = 0, 0
 }

@@ -38,7 +38,7 @@ type PartialBatch struct {
 // PartialHeader is the header of a decoded partial-count batch.
 type PartialHeader struct {
 	Source string
-	At     int64 // Unix milliseconds
+	At     int64  // Unix milliseconds
 	Span   int64  // milliseconds; 0 in version 1 batches
 	End    int64  // Unix milliseconds; 0 in version 1 and 2 batches
 	Seq    uint64 // 0 in version 1 and 2 batches
