@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
 		Events: events, Threshold: cfg.threshold,
 		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
-		Ready: func() error { return ready(watcher, sink, cfg.detector) },
+		Ready: func() error { return ready(watcher, sink, det) },
 	})
 	if err != nil {
 		return err
@@ -193,14 +193,19 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	return errors.Join(detErr, bgErr, srvErr)
 }
 
-func ready(w *hotwatch.Watcher, sink *shardclient.Client, detector bool) error {
+func ready(w *hotwatch.Watcher, sink *shardclient.Client, det *detector.Detector) error {
 	select {
 	case <-w.Ready():
 	default:
 		return errors.New("hot set not read from ZooKeeper yet")
 	}
-	if detector && len(sink.Members()) == 0 {
+	if det == nil {
+		return nil
+	}
+	if len(sink.Members()) == 0 {
 		return errors.New("no aggregator member registered")
 	}
-	return nil
+	// An unreachable aggregator makes the detector not ready, never the
+	// process exit: the aggregator and the API here stay up.
+	return det.Healthy()
 }
