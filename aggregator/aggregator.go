@@ -127,7 +127,9 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			a.t.sweep(time.Now())
+			if a.t.sweep(time.Now()) {
+				a.log.Warn("this process was frozen; hot keys not confirmed within a window plus the hold are demoted")
+			}
 		case <-a.kick:
 		}
 		a.publish(ctx, time.Now(), false)
@@ -177,8 +179,9 @@ func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 func (a *Aggregator) Add(app, key string, n uint64) {
 	now := time.Now()
 	a.t.mu.Lock()
-	hot := a.t.add([]byte(app), []byte(key), n, now, 1)
 	a.t.heard(now)
+	a.t.setCover(now)
+	hot := a.t.add([]byte(app), []byte(key), n, now, span{buckets: 1})
 	a.t.mu.Unlock()
 	if hot {
 		a.wake()
