@@ -10,6 +10,10 @@
 //     already older than its TTL by the local clock is ignored until it changes.
 //     A timer drops expired shards, so a dead aggregator's keys age out within
 //     one TTL, not at once and not never.
+//   - While the ZooKeeper connection is down nothing expires (no aggregator
+//     can renew either), for at most Config.MaxStale (5 minutes) past the
+//     TTL; after a reconnect every TTL runs from the reconnect. An outage
+//     never empties the view at once.
 //   - A key hot in several shards is merged: the highest rate, the earliest
 //     since, "pinned" if any shard pins it.
 //   - Readers never block: Snapshot is an atomic load. All state is owned by

@@ -27,6 +27,16 @@ type Config struct {
 	// order. It must not block for long: the next ZooKeeper event waits.
 	OnChange func(Change)
 
+	// MaxStale bounds how long the hot set is kept past its TTL while the
+	// ZooKeeper connection is down (0 means 5 minutes). Meanwhile no shard
+	// expires: the aggregators cannot renew their nodes either, and
+	// dropping every hot key at once would send all of their traffic to the
+	// backing store. The watcher notices the disconnection when a TTL runs
+	// out; MaxStale after that, the TTLs apply again. So a key is kept at
+	// most TTL + MaxStale after ZooKeeper last confirmed it. After a
+	// reconnect every TTL runs from the reconnect.
+	MaxStale time.Duration
+
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: not exported
 }
@@ -56,6 +66,8 @@ type Watcher struct {
 	m     *metrics
 	watch watchFunc
 	now   func() time.Time
+	// connected reports whether the ZooKeeper connection has a session.
+	connected func() bool
 
 	snap    atomic.Pointer[Snapshot]
 	ready   chan struct{}
@@ -84,17 +96,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 func newWatcher(watch watchFunc, cfg Config) *Watcher {
 	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
+	cfg.MaxStale = cmp.Or(cfg.MaxStale, DefaultMaxStale)
 	w := &Watcher{
-		cfg:   cfg,
-		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		m:     newMetrics(cfg.Registerer),
-		watch: watch,
-		now:   time.Now,
-		ready: make(chan struct{}),
+		cfg:       cfg,
+		log:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		m:         newMetrics(cfg.Registerer),
+		watch:     watch,
+		now:       time.Now,
+		connected: func() bool { return true },
+		ready:     make(chan struct{}),
 	}
 	w.snap.Store(empty)
 	return w
 }
+
+// DefaultMaxStale is the default of Config.MaxStale: the longest a reader
+// keeps a hot set it cannot confirm with ZooKeeper.
+const DefaultMaxStale = 5 * time.Minute
+
+// disconnectPoll is how often the watcher checks the connection while it
+// is down.
+const disconnectPoll = 250 * time.Millisecond
 
 // Snapshot returns the current hot set. It never blocks and never returns nil.
 func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
@@ -171,6 +193,26 @@ func (w *Watcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var down time.Time // when the connection was found down; zero while up
+	// checkConn notices a disconnection and a reconnect, and reports
+	// whether shards may expire now.
+	checkConn := func(now time.Time) bool {
+		if !w.connected() {
+			if down.IsZero() {
+				down = now
+				w.log.Warn("hotwatch: ZooKeeper connection lost; keeping the hot set", "max_stale", w.cfg.MaxStale)
+			}
+			return now.Sub(down) >= w.cfg.MaxStale
+		}
+		if !down.IsZero() {
+			w.log.Info("hotwatch: ZooKeeper connection back; TTLs run from now", "down", now.Sub(down).Round(time.Millisecond))
+			down = time.Time{}
+			for _, aw := range apps {
+				aw.state.restart(now)
+			}
+		}
+		return true
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,6 +237,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		case <-timer.C:
 			now := w.now()
+			if !checkConn(now) {
+				break
+			}
 			for app, aw := range apps {
 				if n := aw.state.expire(now); n > 0 {
 					w.m.expired.Add(float64(n))
@@ -203,7 +248,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 		w.markReady(listed, apps)
-		w.arm(timer, apps)
+		checkConn(w.now())
+		w.arm(timer, apps, !down.IsZero())
 	}
 }
 
@@ -273,8 +319,13 @@ func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
 	close(w.ready)
 }
 
-// arm sets timer to the earliest shard expiry, or stops it.
-func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
+// arm sets timer to the earliest shard expiry, or stops it. While the
+// connection is down (down) it polls it instead.
+func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch, down bool) {
+	if down {
+		timer.Reset(disconnectPoll)
+		return
+	}
 	var next time.Time
 	for _, aw := range apps {
 		if e := aw.state.nextExpiry(); !e.IsZero() && (next.IsZero() || e.Before(next)) {

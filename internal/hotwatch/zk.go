@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -17,7 +19,9 @@ func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
 	if cfg.Root != "" && (!strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/")) {
 		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
 	}
-	return newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
+	w := newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
 		return zkgroup.Watch(ctx, s, dir, fn)
-	}, cfg), nil
+	}, cfg)
+	w.connected = func() bool { return s.Conn().State() == zk.StateHasSession }
+	return w, nil
 }
