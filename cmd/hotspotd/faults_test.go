@@ -276,23 +276,31 @@ func scoreViews(truth *loadgen.Truth, samples []sample, threshold float64, bound
 			}
 		}
 	}
-	// Missing: a key at 1.2x or more for the whole bound before a sample is
-	// listed in it.
+	// Missing: a key at 1.2x or more is missing from a view for at most the
+	// bound at a time (the run of samples of that view that miss it while
+	// its true rate is at 1.2x or more).
+	byView := map[string][]sample{}
 	for _, s := range samples {
-		if s.at.After(end) || isExcused(s.at) {
-			continue
-		}
+		byView[s.view] = append(byView[s.view], s)
+	}
+	for view, ss := range byView {
+		slices.SortFunc(ss, func(a, b sample) int { return a.at.Compare(b.at) })
 		for key := range rates {
-			hot := true
-			for d := time.Duration(0); d <= bound; d += time.Duration(truth.SlotMs) * time.Millisecond {
-				if r, ok := rateAt(key, s.at.Add(-d)); !ok || r < 1.2*threshold {
-					hot = false
-					break
+			var since time.Time // start of the current miss; zero when none
+			for _, s := range ss {
+				r, ok := rateAt(key, s.at)
+				if !ok || r < 1.2*threshold || slices.Contains(s.keys, key) || isExcused(s.at) {
+					since = time.Time{}
+					continue
 				}
-			}
-			if hot && !slices.Contains(s.keys, key) {
-				report(kv{key, s.view}, "vanished hot key: view %s did not list %s at +%v, at >= %.0f/s for %v before",
-					s.view, key, s.at.Sub(truth.Start()).Round(time.Millisecond), 1.2*threshold, bound)
+				if since.IsZero() {
+					since = s.at
+				}
+				if s.at.Sub(since) > bound {
+					report(kv{key, view}, "vanished hot key: view %s did not list %s from +%v to +%v, at >= %.0f/s all along",
+						view, key, since.Sub(truth.Start()).Round(time.Millisecond), s.at.Sub(truth.Start()).Round(time.Millisecond), 1.2*threshold)
+					since = time.Time{}
+				}
 			}
 		}
 	}

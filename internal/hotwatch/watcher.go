@@ -27,14 +27,14 @@ type Config struct {
 	// order. It must not block for long: the next ZooKeeper event waits.
 	OnChange func(Change)
 
-	// MaxStale bounds how long the hot set is kept past its TTL while the
-	// ZooKeeper connection is down (0 means 5 minutes). Meanwhile no shard
-	// expires: the aggregators cannot renew their nodes either, and
-	// dropping every hot key at once would send all of their traffic to the
-	// backing store. The watcher notices the disconnection when a TTL runs
-	// out; MaxStale after that, the TTLs apply again. So a key is kept at
-	// most TTL + MaxStale after ZooKeeper last confirmed it. After a
-	// reconnect every TTL runs from the reconnect.
+	// MaxStale bounds how long the hot set is kept while the ZooKeeper
+	// connection is down (0 means 5 minutes). Meanwhile no shard expires:
+	// the aggregators cannot renew their nodes either, and dropping every
+	// hot key at once would send all of their traffic to the backing store.
+	// The watcher notices a disconnection within 250ms; MaxStale after
+	// that, the TTLs apply again. After a reconnect every TTL runs from the
+	// reconnect. A freeze of this process (SIGSTOP) is not an outage: on
+	// resume the TTLs apply at once.
 	MaxStale time.Duration
 
 	Logger     *slog.Logger          // nil discards
@@ -72,6 +72,9 @@ type Watcher struct {
 	snap    atomic.Pointer[Snapshot]
 	ready   chan struct{}
 	running atomic.Bool
+	// beat is when Run's loop last went round (Unix ns; 0 when not
+	// running): it goes round at least every beatEvery.
+	beat atomic.Int64
 }
 
 type metrics struct {
@@ -114,12 +117,28 @@ func newWatcher(watch watchFunc, cfg Config) *Watcher {
 // keeps a hot set it cannot confirm with ZooKeeper.
 const DefaultMaxStale = 5 * time.Minute
 
-// disconnectPoll is how often the watcher checks the connection while it
-// is down.
-const disconnectPoll = 250 * time.Millisecond
+// beatEvery is the longest Run's loop stays idle; freezeGap is the gap
+// between two rounds that tells this process was frozen (SIGSTOP, a paused
+// VM) rather than ZooKeeper away.
+const (
+	beatEvery = 250 * time.Millisecond
+	freezeGap = time.Second
+)
 
-// Snapshot returns the current hot set. It never blocks and never returns nil.
-func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
+// Snapshot returns the current hot set and never returns nil. It does not
+// block, except right after this process was frozen (its loop has not gone
+// round for freezeGap): then it waits, at most freezeGap, for the loop to
+// expire what the freeze made stale, so that a resumed process never serves
+// a hot set older than its TTLs.
+func (w *Watcher) Snapshot() *Snapshot {
+	if b := w.beat.Load(); b != 0 && time.Since(time.Unix(0, b)) > freezeGap {
+		deadline := time.Now().Add(freezeGap)
+		for w.beat.Load() == b && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return w.snap.Load()
+}
 
 // Ready is closed once the hot set has been read in full for the first time.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
@@ -150,6 +169,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return errors.New("hotwatch: Run is already running")
 	}
 	defer w.running.Store(false)
+	defer w.beat.Store(0)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -193,6 +213,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	beat := time.NewTicker(beatEvery)
+	defer beat.Stop()
+	w.beat.Store(w.now().UnixNano())
 	var down time.Time // when the connection was found down; zero while up
 	// checkConn notices a disconnection and a reconnect, and reports
 	// whether shards may expire now.
@@ -236,10 +259,18 @@ func (w *Watcher) Run(ctx context.Context) error {
 				}
 			}
 		case <-timer.C:
-			now := w.now()
-			if !checkConn(now) {
-				break
-			}
+		case <-beat.C:
+		}
+		now := w.now()
+		frozen := now.Sub(time.Unix(0, w.beat.Load())) > freezeGap
+		if frozen {
+			// This process stood still, not ZooKeeper: the TTLs apply
+			// (what they cover went stale while it stood still), and the
+			// connection, lost to the freeze, is not an outage.
+			w.log.Warn("hotwatch: this process was frozen; expiring by TTL", "for", now.Sub(time.Unix(0, w.beat.Load())).Round(time.Millisecond))
+			down = time.Time{}
+		}
+		if frozen || checkConn(now) {
 			for app, aw := range apps {
 				if n := aw.state.expire(now); n > 0 {
 					w.m.expired.Add(float64(n))
@@ -247,9 +278,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 				}
 			}
 		}
+		w.beat.Store(now.UnixNano())
 		w.markReady(listed, apps)
-		checkConn(w.now())
-		w.arm(timer, apps, !down.IsZero())
+		w.arm(timer, apps)
 	}
 }
 
@@ -319,13 +350,8 @@ func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
 	close(w.ready)
 }
 
-// arm sets timer to the earliest shard expiry, or stops it. While the
-// connection is down (down) it polls it instead.
-func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch, down bool) {
-	if down {
-		timer.Reset(disconnectPoll)
-		return
-	}
+// arm sets timer to the earliest shard expiry, or stops it.
+func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
 	var next time.Time
 	for _, aw := range apps {
 		if e := aw.state.nextExpiry(); !e.IsZero() && (next.IsZero() || e.Before(next)) {
