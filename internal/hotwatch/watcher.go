@@ -350,7 +350,9 @@ func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
 	close(w.ready)
 }
 
-// arm sets timer to the earliest shard expiry, or stops it.
+// arm sets timer to the earliest shard expiry still to come, or stops it.
+// An expiry already past is one kept through a ZooKeeper outage: the beat
+// checks it again.
 func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
 	var next time.Time
 	for _, aw := range apps {
@@ -358,9 +360,9 @@ func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
 			next = e
 		}
 	}
-	if next.IsZero() {
+	if d := next.Sub(w.now()); next.IsZero() || d <= 0 {
 		timer.Stop()
-		return
+	} else {
+		timer.Reset(d)
 	}
-	timer.Reset(max(next.Sub(w.now()), 0))
 }
