@@ -241,9 +241,9 @@ func TestShutdownWithSinkDownCommitsNothing(t *testing.T) {
 }
 
 // TestFirstRoundSpansTheBacklog: a generation that starts on a backlog (the
-// partitions of a dead owner) hands the Sink the event time the backlog
-// covers, ending at its newest event, not one flush: the aggregator counts
-// it where it happened.
+// partitions of a dead owner) counts only what is still in the window, and
+// hands the Sink the event time that covers, ending at its newest event, not
+// one flush: the aggregator counts it where it happened.
 func TestFirstRoundSpansTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)
@@ -266,8 +266,11 @@ func TestFirstRoundSpansTheBacklog(t *testing.T) {
 			t.Fatal("no send with counts")
 		}
 		wantEnd := now.Add(-100 * time.Millisecond).UnixMilli()
-		if got := fl[0]; got.Span != 6400*time.Millisecond || got.End.UnixMilli() != wantEnd {
-			t.Errorf("first round: span %v end %d, want 6.4s ending %d", got.Span, got.End.UnixMilli(), wantEnd)
+		if got := fl[0]; got.Span != 900*time.Millisecond || got.End.UnixMilli() != wantEnd {
+			t.Errorf("first round: span %v end %d, want 900ms ending %d", got.Span, got.End.UnixMilli(), wantEnd)
+		}
+		if got := sink.got()["default/k"]; got != 10 {
+			t.Errorf("counted %d accesses of the backlog, want the 10 of the last window", got)
 		}
 	})
 }

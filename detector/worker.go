@@ -49,6 +49,11 @@ type worker struct {
 
 	offset, hwm int64
 	entries     uint64 // entries of the record being decoded
+	stale       uint64 // of them, older than the window
+	// oldestLive is the oldest event time still in the window, Unix ms:
+	// older entries (a backlog replayed after a rebalance, a pause or an
+	// outage) are not counted, since no window they could make hot is left.
+	oldestLive int64
 
 	// Event time, in Unix ms: recMs is the time of the record being decoded
 	// (the default of entries without their own); oldest and newest bound
@@ -70,11 +75,15 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
 	w.add = func(e *wire.Entry) {
 		w.entries++
-		w.c.queue(e.App, e.Key, e.Count)
 		ts := e.TS
 		if ts <= 0 {
 			ts = w.recMs
 		}
+		if ts < w.oldestLive {
+			w.stale++
+			return
+		}
+		w.c.queue(e.App, e.Key, e.Count)
 		if w.oldest == 0 || ts < w.oldest {
 			w.oldest = ts
 		}
@@ -130,14 +139,16 @@ func (w *worker) run(gctx context.Context) {
 func (w *worker) consume(rec Record) {
 	now := time.Now()
 	w.c.advance(now.UnixNano())
-	w.entries = 0
+	w.entries, w.stale = 0, 0
 	w.recMs = now.UnixMilli()
+	w.oldestLive = w.recMs - w.d.cfg.Window.Milliseconds()
 	if !rec.Time.IsZero() {
 		w.recMs = rec.Time.UnixMilli()
 	}
 	err := w.dec.Decode(rec.Value, w.add)
 	w.d.m.records.Inc()
-	w.d.m.entries.Add(float64(w.entries))
+	w.d.m.entries.Add(float64(w.entries - w.stale))
+	w.d.m.stale.Add(float64(w.stale))
 	if err != nil {
 		// Counted by reason in OnInvalid; the record (or line) is skipped.
 		w.d.log.Debug("detector: invalid record", "partition", w.claim.Partition(), "offset", rec.Offset, "err", err)
