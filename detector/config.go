@@ -20,6 +20,11 @@ type Config struct {
 	Group   string   // consumer group, "hotspot-detector"
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
+	// MaxAge is how old an entry's event time may be, by this process's
+	// clock when it is read, to be counted (Window): an older one is out of
+	// every aggregator's window already, so a replayed backlog never makes
+	// a key hot now. Negative counts every entry, however old.
+	MaxAge time.Duration
 	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
 
@@ -88,6 +93,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.Topic = cmp.Or(cfg.Topic, DefaultTopic)
 	cfg.Group = cmp.Or(cfg.Group, DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
+	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
 	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultThreshold)

@@ -192,9 +192,10 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 			stop = time.After(f.d.cfg.SendTimeout)
 		}
 		t := time.NewTimer(backoff)
-		ended := gctx.Done()
-		if runCtx.Err() != nil {
-			ended = nil // Close ends the generation: these are the last counts
+		ended, canceled := gctx.Done(), runCtx.Done()
+		if stop != nil {
+			// Close ends the generation: these are the last counts.
+			ended, canceled = nil, nil
 		}
 		select {
 		case <-ended:
@@ -204,11 +205,9 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 		case <-stop:
 			t.Stop()
 			return fmt.Errorf("detector: sink refused %d counts at shutdown, offsets left uncommitted: %w", len(f.merged), err)
-		case <-runCtx.Done():
-			if stop == nil {
-				stop = time.After(f.d.cfg.SendTimeout)
-			}
-			<-t.C
+		case <-canceled:
+			t.Stop()
+			stop = time.After(f.d.cfg.SendTimeout)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 2*time.Second)

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -141,7 +142,10 @@ func (w *worker) consume(rec Record) {
 	w.c.advance(now.UnixNano())
 	w.entries, w.stale = 0, 0
 	w.recMs = now.UnixMilli()
-	w.oldestLive = w.recMs - w.d.cfg.Window.Milliseconds()
+	w.oldestLive = math.MinInt64
+	if age := w.d.cfg.MaxAge; age > 0 {
+		w.oldestLive = w.recMs - age.Milliseconds()
+	}
 	if !rec.Time.IsZero() {
 		w.recMs = rec.Time.UnixMilli()
 	}
