@@ -120,7 +120,9 @@ func (w *worker) run(gctx context.Context) {
 		if r.ctx.Err() == nil {
 			w.d.m.fetchErrs.Inc()
 			w.d.log.Warn("detector: fetch failed; retrying", "partition", part, "err", err)
-			t := time.NewTimer(time.Second)
+			// Short: after a broker restart, every 250 ms of waiting
+			// here delays detection.
+			t := time.NewTimer(250 * time.Millisecond)
 			select {
 			case <-r.ctx.Done():
 			case <-t.C:
