@@ -51,7 +51,7 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 	defer t.mu.Unlock()
 	var ws []write
 	b := t.bucket(now)
-	if !final && !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= t.p.stall {
+	if !final && !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
 		// This process was frozen and has not swept since: its decisions
 		// are as old as the freeze. Renew nothing until a sweep judged them.
 		return nil

@@ -247,6 +247,11 @@ func (t *table) rate(e *entry, now time.Time) float64 {
 	return r
 }
 
+// freezeGap is the gap between two sweeps (normally a bucket apart) that
+// tells this process was frozen (SIGSTOP, a paused VM), not merely slow on a
+// busy machine.
+const freezeGap = 2 * time.Second
+
 // sweep slides every window to now, runs the demotion side of the rule,
 // forgets idle keys and rebuilds each app's top-K view. It reports whether
 // it found that this process had been frozen (SIGSTOP, a VM pause) since
@@ -255,12 +260,12 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.bucket(now)
-	// Sweeps run every bucket: a gap of Stall or more means this process
-	// stood still, not the detectors. Its silence says nothing about them
+	// Sweeps run every bucket: a gap of freezeGap or more means this
+	// process stood still, not the detectors. Its silence says nothing about them
 	// (they were sending to the shards that took over), and its hot keys'
 	// decisions are as old as the freeze: a key not confirmed within a
 	// window plus the hold is demoted now, before any write renews it.
-	if !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= t.p.stall {
+	if !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
 		resumed = true
 		t.resumed = now
 		t.lastInput = now

@@ -196,12 +196,13 @@ func (g *Group) removeStale(member string) {
 			})
 			cancel()
 			if err == nil && resp.Error == nil {
-				g.log.Debug("kafkaio: removed the stale member from the group", "member", member)
+				g.log.Info("kafkaio: removed the stale member from the group", "member", member)
 				return
 			}
 			if err == nil && errors.Is(resp.Error, kafka.UnknownMemberId) {
 				return
 			}
+			g.log.Info("kafkaio: stale member not removed yet", "member", member, "err", err, "resp", resp)
 			select {
 			case <-g.closed:
 				return
