@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -43,13 +41,6 @@ type Group struct {
 	reader kafka.ReaderConfig // template for the partition readers
 	cg     *kafka.ConsumerGroup
 	client *kafka.Client // offset commits, each bounded by its context
-
-	member  string       // member ID of the last generation; "" before the first
-	leaving atomic.Int32 // goroutines removing a stale member ID (0 or 1)
-	wg      sync.WaitGroup
-	closed  chan struct{} // closed by Close: removeStale gives up
-	once    sync.Once
-	log     *slog.Logger
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
@@ -65,8 +56,6 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	}
 	g.cg = cg
 	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second}
-	g.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	g.closed = make(chan struct{})
 	return g, nil
 }
 
@@ -154,24 +143,11 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 // Next blocks until the group hands this member its next generation. It
 // never returns two live generations: the previous one has ended (and every
 // function started on it has returned) before the next is returned.
-//
-// When a generation ends on an error other than a rebalance (the broker or
-// the coordinator went away), kafka-go forgets its member ID and rejoins
-// with a new one; the coordinator, which may have kept the old member (a
-// restarted broker reloads the group), would hold every rebalance until the
-// old member's session times out. Next removes the old member from the
-// group in the background, as soon as the coordinator answers, so that the
-// group forms again within a join round trip of the broker's return.
 func (g *Group) Next(ctx context.Context) (*Generation, error) {
 	gen, err := g.cg.Next(ctx)
 	if err != nil {
-		if old := g.member; old != "" && !errors.Is(err, kafka.RebalanceInProgress) && ctx.Err() == nil {
-			g.member = ""
-			g.removeStale(old)
-		}
 		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
 	}
-	g.member = gen.MemberID
 	parts := gen.Assignments[g.cfg.Topic]
 	out := &Generation{gen: gen, client: g.client, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
 	for _, p := range parts {
@@ -180,43 +156,9 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 	return out, nil
 }
 
-// removeStale sends LeaveGroup for member until the coordinator takes it
-// (or says it is unknown), for at most a minute, in the background.
-func (g *Group) removeStale(member string) {
-	if !g.leaving.CompareAndSwap(0, 1) {
-		return // one at a time; the next error tries the newer ID
-	}
-	g.wg.Go(func() {
-		defer g.leaving.Store(0)
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			resp, err := g.client.LeaveGroup(ctx, &kafka.LeaveGroupRequest{
-				GroupID: g.cfg.Group, Members: []kafka.LeaveGroupRequestMember{{ID: member}},
-			})
-			cancel()
-			if err == nil && resp.Error == nil {
-				g.log.Info("kafkaio: removed the stale member from the group", "member", member)
-				return
-			}
-			if err == nil && errors.Is(resp.Error, kafka.UnknownMemberId) {
-				return
-			}
-			g.log.Info("kafkaio: stale member not removed yet", "member", member, "err", err, "resp", resp)
-			select {
-			case <-g.closed:
-				return
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	})
-}
-
 // Close ends the current generation, waits for the functions started on it
 // to return, and leaves the group. Later calls do nothing.
 func (g *Group) Close() error {
-	g.once.Do(func() { close(g.closed) })
-	defer g.wg.Wait()
 	if err := g.cg.Close(); err != nil {
 		return fmt.Errorf("kafkaio: close group %s: %w", g.cfg.Group, err)
 	}
