@@ -117,7 +117,7 @@ type faultRun struct {
 	views *sampler
 	load  chan loadResult
 	start time.Time
-	lossy bool // the broker goes away: records written meanwhile may be lost
+	lossy bool   // the broker goes away: records written meanwhile may be lost
 	extra string // a key sent outside the load generator, not scored
 }
 
