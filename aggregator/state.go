@@ -109,7 +109,6 @@ type table struct {
 	lastInput time.Time // when the last partials batch (even an empty one) arrived
 	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
 	lastSweep time.Time // when the last sweep ran
-	resumed   time.Time // when the last sweep found this process had been frozen
 	sources   map[string]*source
 	// cover is how much time the windows' counts reach, in seconds (see
 	// coverage), as of the last batch or sweep; hotAt and lowAt are the
@@ -261,13 +260,13 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 	defer t.mu.Unlock()
 	b := t.bucket(now)
 	// Sweeps run every bucket: a gap of freezeGap or more means this
-	// process stood still, not the detectors. Its silence says nothing about them
-	// (they were sending to the shards that took over), and its hot keys'
-	// decisions are as old as the freeze: a key not confirmed within a
-	// window plus the hold is demoted now, before any write renews it.
+	// process stood still, not the detectors. Its silence says nothing
+	// about them (they were sending to the shards that took over), and its
+	// hot keys' decisions are as old as the freeze: a key not confirmed
+	// within a window plus the hold is demoted now, before any write
+	// renews it.
 	if !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
 		resumed = true
-		t.resumed = now
 		t.lastInput = now
 	}
 	t.lastSweep = now
