@@ -144,8 +144,10 @@ func (f *flusher) collect(id uint64) {
 	// sparse partition gets its next record only now. When it is behind (the
 	// first round of a generation reading the backlog a dead or paused owner
 	// left, or a partition catching up), they cover the whole stretch back
-	// to the oldest, and the aggregator counts them there, not now. The
-	// offsets between producers' clocks cancel out within one producer.
+	// to the oldest, and the aggregator counts them there, not now. Event
+	// times are compared with the clocks of this process (MaxAge) and of the
+	// aggregators: producers' and hotspotd's clocks must agree to well
+	// under a bucket (docs/detector.md).
 	f.span, f.end = 0, newest
 	if newest > 0 {
 		from := oldest
