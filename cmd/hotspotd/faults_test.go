@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,9 +44,10 @@ const faultThreshold = 1000.0
 
 // sample is one read of one process's /v1/hotkeys?app=shop.
 type sample struct {
-	at   time.Time
-	view string
-	keys []string
+	at    time.Time
+	view  string
+	keys  []string
+	rates []float64 // published rate of each key
 }
 
 // sampler reads every process's view every 200 ms.
@@ -90,7 +92,10 @@ func (s *sampler) run(ctx context.Context) {
 				}
 				defer resp.Body.Close()
 				var body struct {
-					HotKeys []struct{ Key string } `json:"hotkeys"`
+					HotKeys []struct {
+						Key  string
+						Rate float64
+					} `json:"hotkeys"`
 				}
 				if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
 					return
@@ -99,6 +104,7 @@ func (s *sampler) run(ctx context.Context) {
 				sm := sample{at: at, view: id}
 				for _, k := range body.HotKeys {
 					sm.keys = append(sm.keys, k.Key)
+					sm.rates = append(sm.rates, k.Rate)
 				}
 				s.mu.Lock()
 				s.samples = append(s.samples, sm)
@@ -194,6 +200,7 @@ func (r *faultRun) finish(excused ...[2]time.Time) {
 			samples[i].keys = slices.DeleteFunc(slices.Clone(samples[i].keys), func(k string) bool { return k == r.extra })
 		}
 	}
+	logRates(t, truth, samples)
 	for _, e := range scoreViews(truth, samples, faultThreshold, recoveryBound, excused) {
 		t.Error(e)
 	}
@@ -216,6 +223,43 @@ func trailing(counts []uint64, slotMs int64) []float64 {
 		out[i] = float64(sum)
 	}
 	return out
+}
+
+// logRates logs how far the published rates of the steady keys were from
+// their true trailing-window rate, from 1 s after a view first listed them:
+// the median and the 95th percentile of the relative error over all samples
+// (faults included).
+func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
+	for _, key := range []string{"fixed:2x", "fixed:3x"} {
+		var counts []uint64
+		for _, k := range truth.Keys {
+			if k.App == "shop" && k.Key == key {
+				counts = k.Counts
+			}
+		}
+		tr := trailing(counts, truth.SlotMs)
+		first := map[string]time.Time{}
+		var errs []float64
+		for _, s := range samples {
+			i := slices.Index(s.keys, key)
+			slot := int((s.at.UnixMilli() - truth.StartMs) / truth.SlotMs)
+			if i < 0 || slot < 0 || slot >= len(tr) || tr[slot] == 0 {
+				continue
+			}
+			if _, ok := first[s.view]; !ok {
+				first[s.view] = s.at
+			}
+			if s.at.Sub(first[s.view]) >= time.Second {
+				errs = append(errs, math.Abs(s.rates[i]-tr[slot])/tr[slot])
+			}
+		}
+		if len(errs) == 0 {
+			continue
+		}
+		slices.Sort(errs)
+		t.Logf("%s: published rate vs true trailing rate over %d samples: median %.1f%%, p95 %.1f%%, max %.1f%%",
+			key, len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)*95/100], 100*errs[len(errs)-1])
+	}
 }
 
 // scoreViews checks samples against truth (see the file comment) and
