@@ -117,7 +117,7 @@ func TestDuplicateBatchAppliedOnce(t *testing.T) {
 
 // TestSteadyRateReadsTrue: a key at a steady rate, its accesses split over
 // three detectors flushing every 100 ms at different phases, each batch
-// reaching an event time 150 ms before its receipt. From one window after
+// reaching an event time 80 ms before its receipt. From one window after
 // it starts, the rate the shard reports (at any time between batches) is
 // within 3% of the true rate.
 func TestSteadyRateReadsTrue(t *testing.T) {
@@ -134,7 +134,7 @@ func TestSteadyRateReadsTrue(t *testing.T) {
 					if (time.Duration(ms)-ph)%(100*time.Millisecond/time.Millisecond) != 0 || time.Duration(ms)*time.Millisecond < ph {
 						continue
 					}
-					end := now.Add(-150 * time.Millisecond)
+					end := now.Add(-80 * time.Millisecond)
 					due := rate / 3 * end.Sub(start).Seconds()
 					n := math.Floor(due - sent[d])
 					sent[d] += n

@@ -55,12 +55,14 @@ func (t *table) source(name string) *source {
 // detectors' counts reached, on average (each detector reads a share of the
 // partitions, so a key's counts in the window lag by the mean of their
 // lags). A detector is live when it sent a batch within Stall and its counts
-// are less than half a window behind: one catching up on a backlog would
-// otherwise make the shard divide the others' counts by too short a time.
+// reach within two buckets of now: one that lags more (replaying after a
+// rebalance) is left out, so that the others' counts are not divided by too
+// short a time; its own missing counts make the rate read low, not high.
 // Without live detectors with event times (version 1 and 2 batches, Add),
 // counts are placed at receipt, where each stands for the flush interval
-// before it, and the result is Window, as before event times. It is within
-// [Window/2, Window]. The caller holds t.mu.
+// before it, and the result is Window, as before event times. It is kept
+// within [Window - 2*Bucket, Window], so that no error in it makes a rate
+// read more than Window/(Window-2*Bucket) (25 %) high. The caller holds t.mu.
 func (t *table) coverage(now time.Time) float64 {
 	nowMs := now.UnixMilli()
 	var sum, n int64
@@ -70,7 +72,7 @@ func (t *table) coverage(now time.Time) float64 {
 			delete(t.sources, name)
 			continue
 		}
-		if s.end == 0 || age >= t.p.stall || nowMs-s.end > t.p.window.Milliseconds()/2 {
+		if s.end == 0 || age >= t.p.stall || nowMs-s.end > 2*t.p.bucketNs/int64(time.Millisecond) {
 			continue
 		}
 		sum += min(s.end, nowMs)
@@ -82,5 +84,5 @@ func (t *table) coverage(now time.Time) float64 {
 	reach := sum / n
 	start := (t.bucket(now) - int64(t.p.buckets) + 1) * t.p.bucketNs / int64(time.Millisecond)
 	c := float64(reach-start) / 1000
-	return min(max(c, t.p.winSec/2), t.p.winSec)
+	return min(max(c, t.p.winSec-2*float64(t.p.bucketNs)/1e9), t.p.winSec)
 }

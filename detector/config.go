@@ -60,7 +60,7 @@ type Config struct {
 	// retrying the same counts, committing nothing past them, until the
 	// Sink takes them, the generation ends (the partitions' next owner
 	// reads them again) or Run is canceled; on cancel it tries for at most
-	// SendTimeout more.
+	// 5s (or SendTimeout if shorter) more.
 	SendTimeout time.Duration
 
 	// Kafka group timing (see kafkaio.GroupConfig): 10s, 10s, 1s.

@@ -159,10 +159,15 @@ func (f *flusher) collect(id uint64) {
 	f.newest = max(f.newest, newest)
 }
 
+// shutdownSend bounds the retries of the last counts once Run is canceled
+// (with SendTimeout): a process told to stop must stop; its partitions' next
+// owner reads the uncommitted records again.
+const shutdownSend = 5 * time.Second
+
 // send hands the merged counts to the Sink, retrying the same Flush with
 // backoff until it takes them. It gives up only when the generation ends
 // (the partitions' next owner reads the records again, so these counts must
-// not be sent late) or, once runCtx ended, after SendTimeout more. A Sink
+// not be sent late) or, once runCtx ended, after shutdownSend more. A Sink
 // failing for SendTimeout makes the detector unhealthy, not the process
 // exit: the co-located aggregator and API stay up, and counting resumes when
 // an aggregator is back. An empty round is sent too: it tells the
@@ -176,7 +181,11 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	backoff := 50 * time.Millisecond
 	var stop <-chan time.Time // after runCtx ended: the last SendTimeout
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), f.d.cfg.SendTimeout)
+		limit := f.d.cfg.SendTimeout
+		if stop != nil {
+			limit = min(limit, shutdownSend)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), limit)
 		err := f.d.sink.Send(ctx, fl, f.merged)
 		cancel()
 		if err == nil {
@@ -191,7 +200,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 		}
 		f.d.log.Warn("detector: sink refused counts; retrying", "keys", len(f.merged), "attempt", attempt, "err", err)
 		if stop == nil && runCtx.Err() != nil {
-			stop = time.After(f.d.cfg.SendTimeout)
+			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
 		}
 		t := time.NewTimer(backoff)
 		ended, canceled := gctx.Done(), runCtx.Done()
@@ -209,7 +218,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 			return fmt.Errorf("detector: sink refused %d counts at shutdown, offsets left uncommitted: %w", len(f.merged), err)
 		case <-canceled:
 			t.Stop()
-			stop = time.After(f.d.cfg.SendTimeout)
+			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 2*time.Second)
