@@ -239,7 +239,7 @@ func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
 		}
 		tr := trailing(counts, truth.SlotMs)
 		first := map[string]time.Time{}
-		var errs []float64
+		var errs, pub, want []float64
 		for _, s := range samples {
 			i := slices.Index(s.keys, key)
 			slot := int((s.at.UnixMilli() - truth.StartMs) / truth.SlotMs)
@@ -251,14 +251,17 @@ func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
 			}
 			if s.at.Sub(first[s.view]) >= time.Second {
 				errs = append(errs, math.Abs(s.rates[i]-tr[slot])/tr[slot])
+				pub, want = append(pub, s.rates[i]), append(want, tr[slot])
 			}
 		}
 		if len(errs) == 0 {
 			continue
 		}
 		slices.Sort(errs)
-		t.Logf("%s: published rate vs true trailing rate over %d samples: median %.1f%%, p95 %.1f%%, max %.1f%%",
-			key, len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)*95/100], 100*errs[len(errs)-1])
+		slices.Sort(pub)
+		slices.Sort(want)
+		t.Logf("%s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%; median published %.0f/s, median true %.0f/s",
+			key, len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)*95/100], 100*errs[len(errs)-1], pub[len(pub)/2], want[len(want)/2])
 	}
 }
 
