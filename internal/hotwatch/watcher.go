@@ -125,14 +125,19 @@ const (
 	freezeGap = time.Second
 )
 
+// freezeWait bounds how long Snapshot waits for the loop after a freeze: on
+// a resumed process the loop runs within it, and a merely busy one does not
+// stall its readers for longer.
+const freezeWait = 50 * time.Millisecond
+
 // Snapshot returns the current hot set and never returns nil. It does not
 // block, except right after this process was frozen (its loop has not gone
-// round for freezeGap): then it waits, at most freezeGap, for the loop to
-// expire what the freeze made stale, so that a resumed process never serves
-// a hot set older than its TTLs.
+// round for freezeGap): then it waits, at most freezeWait, for the loop to
+// expire what the freeze made stale, so that a resumed process does not
+// serve a hot set older than its TTLs.
 func (w *Watcher) Snapshot() *Snapshot {
 	if b := w.beat.Load(); b != 0 && time.Since(time.Unix(0, b)) > freezeGap {
-		deadline := time.Now().Add(freezeGap)
+		deadline := time.Now().Add(freezeWait)
 		for w.beat.Load() == b && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
