@@ -53,15 +53,17 @@ start=$(date +%s)
 while kill -0 "$lpid" 2>/dev/null; do
 	sleep "$sample"
 	kill -0 "$hpid" 2>/dev/null || { echo "soak: hotspotd exited; see $out/hotspotd.log" >&2; exit 1; }
-	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$hpid/status")
-	fds=$(ls "/proc/$hpid/fd" | wc -l)
-	gor=$(curl -fs "127.0.0.1:$port/metrics" | awk '$1 == "go_goroutines" {print $2}')
-	hot=$(curl -fs "127.0.0.1:$port/v1/hotkeys?app=shop" | grep -o '"key"' | wc -l)
+	# A sample that fails (a busy machine, no hot key at all) is recorded
+	# empty rather than ending the run.
+	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$hpid/status" || true)
+	fds=$(ls "/proc/$hpid/fd" | wc -l || true)
+	gor=$( (curl -fs -m 5 "127.0.0.1:$port/metrics" || true) | awk '$1 == "go_goroutines" {print $2}')
+	hot=$( (curl -fs -m 5 "127.0.0.1:$port/v1/hotkeys?app=shop" || true) | { grep -o '"key"' || true; } | wc -l)
 	echo "$(($(date +%s) - start)),$rss,$gor,$fds,$hot" >>"$out/soak.csv"
 done
 wait "$lpid" || { echo "soak: the load generator failed; see $out/load.log" >&2; exit 1; }
 tail -n 3 "$out/load.log"
-awk -F, -v w="$warmup" 'NR > 1 && $1 >= w {
+awk -F, -v w="$warmup" 'NR > 1 && $1 >= w && $2 != "" && $3 != "" {
 	if (!n++) { r0 = $2; g0 = $3; f0 = $4 }
 	r = $2; g = $3; f = $4
 	if ($2 > rm) rm = $2; if ($3 > gm) gm = $3; if ($4 > fm) fm = $4
