@@ -6,7 +6,7 @@ STACK := deployments/local/stack.sh
 BIN := bin
 PKGS := ./...
 
-.PHONY: all build test unit bench demo up down status lint check browser clean soak
+.PHONY: all build test unit bench demo up down status lint check browser tools image clean soak
 
 all: build
 
@@ -24,7 +24,7 @@ status:
 
 # Unit and integration tests, race detector on. CI=true makes an integration
 # test fail, never skip, when a service is missing.
-test: up browser
+test: up browser tools
 	$(GO) vet $(PKGS)
 	eval "$$($(STACK) env)" && $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -37,6 +37,26 @@ browser:
 	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the page test"; \
 		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
+# Debian's Prometheus (promtool; the dashboard test runs a real server) and
+# buildah (make image, and the image test), for deployments/; zsh for the
+# completion test.
+tools:
+	@command -v promtool >/dev/null && command -v buildah >/dev/null && command -v zsh >/dev/null || { \
+		echo "installing Debian's prometheus, buildah and zsh for the deployment and completion tests"; \
+		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh >/dev/null; }
+
+# The hotspotd container image (Containerfile): a static binary built here,
+# copied onto scratch, so nothing is pulled. Podman if installed, else buildah;
+# IMAGE_BUILD overrides the command (e.g. to add --storage-driver vfs).
+IMAGE ?= localhost/hotspotd:dev
+IMAGE_BUILD ?= $(shell command -v podman >/dev/null && echo podman build || echo buildah build)
+
+image:
+	@command -v podman >/dev/null || command -v buildah >/dev/null || $(MAKE) --no-print-directory tools
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/hotspotd ./cmd/hotspotd
+	$(IMAGE_BUILD) -f Containerfile -t $(IMAGE) $(BIN)/image
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)

@@ -10,8 +10,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
+
+// KeyState is one key's state at this shard, as its internal API answers it.
+type KeyState = api.KeyState
 
 var (
 	errNilPublisher = errors.New("aggregator: nil Publisher")
@@ -84,6 +88,7 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.WriteTimeout)
 	a.publish(fctx, time.Now(), true)
 	cancel()
+	a.record()
 	leave()
 	wg.Wait()
 	if joinErr != nil && ctx.Err() == nil {
@@ -133,6 +138,10 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		case <-a.kick:
 		}
 		a.publish(ctx, time.Now(), false)
+		// After the publication: a loop stuck in a ZooKeeper write stops
+		// this clock, which is what the stalled-aggregator alert watches.
+		a.m.swept.Set(float64(time.Now().UnixNano()) / 1e9)
+		a.record()
 	}
 }
 
@@ -172,20 +181,6 @@ func (a *Aggregator) Top(app string, n int) []KeyState {
 // the shard does not track it (no recent counts, or another shard owns it).
 func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 	return a.t.key(app, key, time.Now())
-}
-
-// Add counts n accesses of (app, key) as received now, as a partials body
-// entry does.
-func (a *Aggregator) Add(app, key string, n uint64) {
-	now := time.Now()
-	a.t.mu.Lock()
-	a.t.heard(now)
-	a.t.setCover(now)
-	hot := a.t.add([]byte(app), []byte(key), n, now, span{buckets: 1})
-	a.t.mu.Unlock()
-	if hot {
-		a.wake()
-	}
 }
 
 // wake asks the loop to publish now.

@@ -44,6 +44,8 @@ type Config struct {
 
 	MaxBodyBytes int64 // largest accepted partials body; 0 means 8 MiB
 
+	Recorder Recorder // told every promotion and demotion (history, webhooks); nil: none
+
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: metrics are kept but not exported
 }

@@ -2,36 +2,25 @@ package aggregator
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
-// Paths served by Handler.
-const (
-	PartialsPath = "/internal/v1/partials" // POST: a wire partial-count batch; 204 when counted
-	TopPath      = "/internal/v1/top"      // GET ?app=&n=: this shard's busiest keys
-	KeyPath      = "/internal/v1/key"      // GET ?app=&key=: one key's state at this shard
-)
-
-// Handler serves the shard's internal API, for hotspotd's mux:
-//
-//	POST PartialsPath  body: wire partial-count batch -> 204; 400 {"error":...} on a bad
-//	                   body (nothing counted); 413 over MaxBodyBytes
-//	GET  TopPath       ?app=APP&n=N (default 10, at most TopK) -> 200 {"app":..,"keys":[KeyState..]}
-//	GET  KeyPath       ?app=APP&key=KEY -> 200 KeyState; 404 when not tracked here
-//
-// app defaults to "default" as in the access-event contract.
+// Handler serves the shard's internal API (the paths and answers of package
+// aggregator/api), for hotspotd's mux. The app parameter defaults to
+// wire.DefaultApp, as in the access-event contract.
 func (a *Aggregator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PartialsPath, a.servePartials)
-	mux.HandleFunc("GET "+TopPath, a.serveTop)
-	mux.HandleFunc("GET "+KeyPath, a.serveKey)
+	mux.HandleFunc("POST "+api.PartialsPath, a.servePartials)
+	mux.HandleFunc("GET "+api.TopPath, a.serveTop)
+	mux.HandleFunc("GET "+api.KeyPath, a.serveKey)
 	return mux
 }
 
@@ -47,17 +36,17 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			a.m.rejected.WithLabelValues("too_large").Inc()
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", mbe.Limit))
+			httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", mbe.Limit))
 			return
 		}
 		a.m.rejected.WithLabelValues("bad_body").Inc()
-		writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
 	n, err := a.apply(buf.Bytes(), time.Now())
 	if err != nil {
 		a.m.rejected.WithLabelValues("bad_body").Inc()
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	a.m.batches.Inc()
@@ -126,48 +115,32 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("n"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 0 {
-			writeError(w, http.StatusBadRequest, "n must be an integer >= 0")
+			httpjson.Error(w, http.StatusBadRequest, "n must be an integer >= 0")
 			return
 		}
 		n = v
 	}
-	writeJSON(w, http.StatusOK, struct {
-		App   string     `json:"app"`
-		Shard string     `json:"shard"`
-		Keys  []KeyState `json:"keys"`
-	}{app, a.cfg.ID, a.Top(app, n)})
+	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key := q.Get("key")
 	if key == "" {
-		writeError(w, http.StatusBadRequest, "key is required")
+		httpjson.Error(w, http.StatusBadRequest, "key is required")
 		return
 	}
 	st, ok := a.Key(appParam(q.Get("app")), key)
 	if !ok {
-		writeError(w, http.StatusNotFound, "key not tracked by this shard")
+		httpjson.Error(w, http.StatusNotFound, "key not tracked by this shard")
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpjson.Write(w, http.StatusOK, st)
 }
 
 func appParam(s string) string {
 	if s == "" {
-		return "default"
+		return wire.DefaultApp
 	}
 	return s
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, struct {
-		Error string `json:"error"`
-	}{msg})
 }

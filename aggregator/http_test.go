@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -33,17 +34,17 @@ func TestHandler(t *testing.T) {
 		code     int
 		contains string
 	}{
-		{"bad body counts nothing", "POST", PartialsPath, truncated, 400, `"error":`},
-		{"not a batch", "POST", PartialsPath, []byte(`{"key":"a"}`), 400, `"error":`},
-		{"over the size cap", "POST", PartialsPath, bytes.Repeat([]byte{0xA6}, 2000), 413, `"error":"body over 1024 bytes"`},
-		{"good body", "POST", PartialsPath, good, 204, ""},
-		{"wrong method", "GET", PartialsPath, nil, 405, ""},
-		{"top", "GET", TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
-		{"top of the default app", "GET", TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false}]`},
-		{"bad n", "GET", TopPath + "?n=x", nil, 400, `"error":`},
-		{"key", "GET", KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false}`},
-		{"untracked key", "GET", KeyPath + "?app=app&key=zz", nil, 404, `"error":`},
-		{"missing key", "GET", KeyPath + "?app=app", nil, 400, `"error":`},
+		{"bad body counts nothing", "POST", api.PartialsPath, truncated, 400, `"error":`},
+		{"not a batch", "POST", api.PartialsPath, []byte(`{"key":"a"}`), 400, `"error":`},
+		{"over the size cap", "POST", api.PartialsPath, bytes.Repeat([]byte{0xA6}, 2000), 413, `"error":"body over 1024 bytes"`},
+		{"good body", "POST", api.PartialsPath, good, 204, ""},
+		{"wrong method", "GET", api.PartialsPath, nil, 405, ""},
+		{"top", "GET", api.TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
+		{"top of the default app", "GET", api.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false}]`},
+		{"bad n", "GET", api.TopPath + "?n=x", nil, 400, `"error":`},
+		{"key", "GET", api.KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false}`},
+		{"untracked key", "GET", api.KeyPath + "?app=app&key=zz", nil, 404, `"error":`},
+		{"missing key", "GET", api.KeyPath + "?app=app", nil, 400, `"error":`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func BenchmarkApplyPartials(b *testing.B) {
 	h := a.Handler()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PartialsPath, bytes.NewReader(body)))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body)))
 		if rec.Code != http.StatusNoContent {
 			b.Fatalf("code %d: %s", rec.Code, rec.Body)
 		}

@@ -17,12 +17,13 @@ type metrics struct {
 	tracked    prometheus.Gauge         // tracked (app, key) pairs
 	evicted    *prometheus.CounterVec   // keys forgotten, by reason
 	collected  prometheus.Counter       // dead shards' nodes deleted
+	swept      prometheus.Gauge         // Unix time of the last sweep
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg) // nil reg: counts, exports nothing
 	const ns, sub = "hotspot", "aggregator"
-	return &metrics{
+	m := &metrics{
 		batches: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "partial_batches_total", Help: "Partial-count batches accepted from detectors."}),
 		entries: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
@@ -51,5 +52,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"reason"}),
 		collected: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "gc_nodes_deleted_total", Help: "Shard nodes of departed aggregators deleted after 2*TTL."}),
+		swept: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "last_sweep_timestamp_seconds",
+			Help: "Unix time at which the shard's loop last swept its windows and published what was due; it advances every bucket while the shard is alive."}),
 	}
+	for _, op := range []string{"publish", "remove", "load", "collect"} {
+		m.zkErrors.WithLabelValues(op) // exported at 0 from the start, so rates and alerts see the first one
+	}
+	return m
 }

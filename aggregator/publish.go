@@ -9,12 +9,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Publisher stores the published hot set and the aggregator's membership.
-// aggregator/zkpublish implements it on ZooKeeper with the layout of
-// internal/hotset; tests fake it.
+// internal/zkpublish implements it on ZooKeeper with the layout of
+// package hotset; tests fake it.
 type Publisher interface {
 	// Publish creates or overwrites the node of s.App written by shard
 	// s.Shard, creating its parents.

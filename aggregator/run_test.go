@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // fakePub records Publisher calls with their (fake) time.
@@ -347,5 +348,52 @@ func TestStallPausesDemotion(t *testing.T) {
 		if st, _ := a.Key("app", "k"); st.Hot {
 			t.Fatalf("after MaxStall and the hold k = %+v, want cold", st)
 		}
+	})
+}
+
+// blockPub's Publish waits until release is closed: a ZooKeeper write that
+// hangs.
+type blockPub struct {
+	fakePub
+	release chan struct{}
+}
+
+func (b *blockPub) Publish(ctx context.Context, s *hotset.Shard) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.fakePub.Publish(ctx, s)
+}
+
+// The last-sweep clock advances every bucket and stops while the loop is
+// stuck in a write, which is what the stalled-aggregator alert relies on.
+func TestLastSweepClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub := &blockPub{release: make(chan struct{})}
+		a := mustNew(t, Config{Registerer: prometheus.NewRegistry(), WriteTimeout: time.Hour}, pub)
+		stop := startRun(t, a)
+		start := time.Now()
+		unix := func(d time.Duration) float64 { return float64(start.Add(d).UnixNano()) / 1e9 }
+
+		time.Sleep(350 * time.Millisecond)
+		synctest.Wait()
+		if got, want := testutil.ToFloat64(a.m.swept), unix(300*time.Millisecond); got != want {
+			t.Fatalf("idle: last sweep %v, want %v (the +300ms tick)", got, want)
+		}
+		a.Add("app", "k", 1000) // its publication blocks the loop
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if got, want := testutil.ToFloat64(a.m.swept), unix(300*time.Millisecond); got != want {
+			t.Errorf("stuck in a write for 5s: last sweep %v, want %v", got, want)
+		}
+		close(pub.release)
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		if got, min := testutil.ToFloat64(a.m.swept), unix(5*time.Second); got < min {
+			t.Errorf("after the write returned: last sweep %v, want >= %v", got, min)
+		}
+		_ = stop()
 	})
 }

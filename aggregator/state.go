@@ -7,17 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
-
-// KeyState is one key's state at this shard.
-type KeyState struct {
-	App   string    `json:"app"`
-	Key   string    `json:"key"`
-	Rate  float64   `json:"rate"`           // accesses per second over the window
-	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
-	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
-}
 
 // evictSamples is how many random tracked keys a newcomer is compared with
 // when the table is full (Redis-style sampled eviction): the evicted key is
@@ -76,6 +67,7 @@ type params struct {
 	window   time.Duration
 	maxKeys  int
 	topK     int
+	record   bool // keep decisions for Config.Recorder
 }
 
 func newParams(c Config) params {
@@ -94,6 +86,7 @@ func newParams(c Config) params {
 		window:   c.Window,
 		maxKeys:  c.MaxKeys,
 		topK:     c.TopK,
+		record:   c.Recorder != nil,
 	}
 }
 
@@ -110,6 +103,7 @@ type table struct {
 	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
 	lastSweep time.Time // when the last sweep ran
 	sources   map[string]*source
+	decided   []Decision // not yet handed to the Recorder
 	// cover is how much time the windows' counts reach, in seconds (see
 	// coverage), as of the last batch or sweep; hotAt and lowAt are the
 	// window totals that make a key hot and keep it so over that time.
@@ -195,6 +189,7 @@ func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 		as.hot[e.key] = e
 		as.dirty = true
 		as.pending = append(as.pending, t.bucketStart(b))
+		t.decide(e, Promoted, now)
 		return true
 	case e.hot && sum >= t.lowAt:
 		e.below, e.confirmed = time.Time{}, now
@@ -280,7 +275,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 		e := t.entries[i]
 		e.win.advance(b)
 		if e.hot && resumed && now.Sub(e.confirmed) > t.p.window+t.p.hold && !now.Before(e.holdFrom) {
-			t.demote(e)
+			t.demote(e, now)
 		}
 		if e.hot {
 			t.hold(e, now)
@@ -325,12 +320,13 @@ func (t *table) hold(e *entry, now time.Time) {
 	case e.below.IsZero():
 		e.below = now
 	case now.Sub(e.below) >= t.p.hold:
-		t.demote(e)
+		t.demote(e, now)
 	}
 }
 
 // demote makes e cold.
-func (t *table) demote(e *entry) {
+func (t *table) demote(e *entry, now time.Time) {
+	t.decide(e, Demoted, now)
 	e.hot, e.since, e.below, e.seed, e.pubRate = false, time.Time{}, time.Time{}, 0, 0
 	delete(e.app.hot, e.key)
 	e.app.dirty = true

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // t0 is a bucket-aligned start time for tests that drive the table directly.

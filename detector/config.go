@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
@@ -16,8 +17,8 @@ import (
 // Config configures a Detector. A zero field means the default shown.
 type Config struct {
 	Brokers []string // Kafka bootstrap addresses; required unless Source is set
-	Topic   string   // "hotspot.access"
-	Group   string   // consumer group, "hotspot-detector"
+	Topic   string   // "" means hotset.DefaultTopic
+	Group   string   // consumer group; "" means hotset.DefaultGroup
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
 	// MaxAge is how old an entry's event time may be, by this process's
@@ -37,11 +38,20 @@ type Config struct {
 	// Alpha*Threshold*Window/(D*P), P being this detector's partitions.
 	// A negative Alpha turns the filter off: every access is forwarded.
 	Alpha float64
-	// Detectors returns the current number of detectors D (e.g. from
-	// ZooKeeper). It is called once per flush, so it must be cheap. Nil
-	// means 1. If it reports fewer detectors than there are, the loss bound
-	// grows in proportion.
+	// Detectors returns the current number of detectors D. It is called
+	// once per flush, so it must be cheap. Nil means the number of members
+	// registered through Membership, or 1 without Membership. If it reports
+	// fewer detectors than there are, the loss bound grows in proportion.
 	Detectors func() int
+
+	// Membership, when set, registers this detector as ID (required with
+	// it) at Addr under hotset.DetectorsDir(Root) while Run runs, and
+	// counts the registered detectors for Detectors. Root "" means
+	// hotset.DefaultRoot.
+	Membership Membership
+	Root       string
+	ID         string
+	Addr       string // host:port others reach this process at; informative
 
 	// MaxKeys caps the keys tracked by the detector, all partitions
 	// together (1<<19 = 524288); each of P partitions gets MaxKeys/P.
@@ -81,8 +91,6 @@ type Config struct {
 
 // Defaults not expressed inline.
 const (
-	DefaultTopic       = "hotspot.access"
-	DefaultGroup       = "hotspot-detector"
 	DefaultMaxKeys     = 1 << 19
 	DefaultMaxKeyBytes = 32 << 20
 	DefaultAlpha       = 0.05
@@ -90,8 +98,8 @@ const (
 )
 
 func (cfg Config) withDefaults() (Config, error) {
-	cfg.Topic = cmp.Or(cfg.Topic, DefaultTopic)
-	cfg.Group = cmp.Or(cfg.Group, DefaultGroup)
+	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
+	cfg.Group = cmp.Or(cfg.Group, hotset.DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
 	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
@@ -102,6 +110,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxKeyBytes = cmp.Or(cfg.MaxKeyBytes, DefaultMaxKeyBytes)
 	cfg.MaxKeyLen = cmp.Or(cfg.MaxKeyLen, wire.DefaultMaxKeyLen)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, 30*time.Second)
+	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -120,6 +129,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("detector: negative MaxKeys, MaxKeyBytes or MaxKeyLen")
 	case cfg.MaxKeys > 1<<31:
 		return cfg, errors.New("detector: MaxKeys above 2^31")
+	case cfg.Membership != nil && cfg.ID == "":
+		return cfg, errors.New("detector: Membership needs an ID")
 	case cfg.MaxKeyBytes < cfg.MaxKeyLen:
 		return cfg, fmt.Errorf("detector: MaxKeyBytes %d below MaxKeyLen %d", cfg.MaxKeyBytes, cfg.MaxKeyLen)
 	}

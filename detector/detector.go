@@ -20,8 +20,9 @@ type Detector struct {
 	m    *metrics
 	log  *slog.Logger
 
-	seq    atomic.Uint64         // the last Flush.Seq handed out
-	health atomic.Pointer[error] // nil, or why the Sink is failing
+	seq     atomic.Uint64         // the last Flush.Seq handed out
+	health  atomic.Pointer[error] // nil, or why the Sink is failing
+	members atomic.Int64          // detectors registered, with Config.Membership
 
 	mu    sync.Mutex // guards fatal
 	fatal error      // the first error that stops Run
@@ -65,14 +66,18 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 	// process, flushing far less often than every millisecond, never reuses
 	// one of its predecessor's.
 	d.seq.Store(uint64(time.Now().UnixMilli()))
+	if cfg.Membership != nil && cfg.Detectors == nil {
+		d.cfg.Detectors = func() int { return max(1, int(d.members.Load())) }
+	}
 	return d, nil
 }
 
-// Run joins the group and counts until ctx is canceled. Then it stops
-// consuming, hands the counts in flight to the Sink, commits their offsets,
-// leaves the group and returns nil. It returns an error only when the Sink
-// refused the last counts for SendTimeout at shutdown (nothing past them is
-// committed) or the group cannot be created. A Sink that keeps failing
+// Run joins the group (and Config.Membership) and counts until ctx is
+// canceled. Then it stops consuming, hands the counts in flight to the Sink,
+// commits their offsets, leaves the group (and the membership) and returns
+// nil. It returns an error only when the Sink refused the last counts for
+// SendTimeout at shutdown (nothing past them is committed), the group cannot
+// be created or the membership failed for good. A Sink that keeps failing
 // while it runs makes the detector unhealthy (Healthy); Run goes on
 // retrying. Run may be called once.
 func (d *Detector) Run(ctx context.Context) error {
@@ -93,6 +98,15 @@ func (d *Detector) Run(ctx context.Context) error {
 		}
 		d.mu.Unlock()
 		stop()
+	}
+
+	if d.cfg.Membership != nil {
+		// Membership outlives the counting: the last flush still divides
+		// by this detector, and the node goes once Run is done.
+		memberCtx, leave := context.WithCancel(context.WithoutCancel(ctx))
+		var mwg sync.WaitGroup
+		mwg.Go(func() { d.member(memberCtx, fail) })
+		defer func() { leave(); mwg.Wait() }()
 	}
 
 	var wg sync.WaitGroup

@@ -3,32 +3,18 @@ package detector
 import (
 	"context"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 )
 
-// Count is one key's accesses since the previous flush.
-type Count struct {
-	App, Key string
-	N        uint64 // accesses since the previous flush
-}
+// Count is one key's accesses since the previous flush. It is the partial
+// count of the aggregators' contract (package aggregator/api), so that
+// api.Client is a Sink.
+type Count = api.Count
 
-// Flush describes one flush round's counts.
-type Flush struct {
-	At time.Time // when the round ended
-	// Span and End are the event time the counts happened in: [End-Span,
-	// End]. For a live stream that is about one flush interval ending a
-	// little before At; when the detector catches up on a backlog (after a
-	// rebalance, a pause or an outage) it is the stretch of the past the
-	// round read. The aggregator counts the accesses where they happened,
-	// so what is older than its window is never counted as recent. A zero
-	// End means unknown (no counts, or no event times).
-	Span time.Duration
-	End  time.Time
-	// Seq numbers the detector's rounds, increasing, unique per detector
-	// process (it starts at the start time in milliseconds). A retry of a
-	// round's counts carries the same Seq, so that an aggregator that
-	// applied them once but answered too late does not count them twice.
-	Seq uint64
-}
+// Flush describes one flush round's counts: when it ended, the event
+// time its counts happened in and its sequence number (see api.Flush).
+type Flush = api.Flush
 
 // Sink receives each flush's partial counts.
 //

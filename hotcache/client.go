@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -102,11 +103,20 @@ type Client struct {
 	sf      singleflight.Group
 	hotLim  *rate.Limiter
 	loadLim *rate.Limiter
+	warmLim *rate.Limiter // Warm's own pace, on top of loadLim
+	bulkLim *rate.Limiter // keys per second InvalidatePrefix deletes
 	br      *breaker
+	guard   *localGuard   // instant local protection of keys read too often
+	pending *pendingSet   // invalidations not landed yet
+	invSeq  atomic.Uint64 // bumped by every local drop; a cold read started before one is not remembered
+	clearMu sync.Mutex    // serializes recent.Clear calls
 
-	rdb      redis.UniversalClient
-	ownRedis bool
-	channel  string // invalidation Pub/Sub channel
+	rdb           redis.UniversalClient
+	ownRedis      bool
+	logID         uint64    // names this Client in go-redis's log lines (redislog.go)
+	rep           *replicas // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
+	channel       string    // invalidation Pub/Sub channel
+	prefixChannel string    // prefix invalidation Pub/Sub channel
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
@@ -151,18 +161,26 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.doubleDelete < 0 {
 		return nil, fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
 	}
+	if err := o.validateProtection(); err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
 		log:      cmp.Or(o.log, slog.New(slog.DiscardHandler)),
 		m:        newMetrics(o.reg),
 		instance: cmp.Or(o.instance, fmt.Sprintf("%s-%d", host, os.Getpid())),
-		hotLim:   rate.NewLimiter(rate.Limit(o.hotRate), max(1, int(o.hotRate))),
-		loadLim:  rate.NewLimiter(rate.Limit(o.loaderRate), max(1, int(o.loaderRate))),
+		hotLim:   rate.NewLimiter(o.hotRate.limit(), o.hotRate.burst()),
+		loadLim:  rate.NewLimiter(o.loaderRate.limit(), o.loaderRate.burst()),
+		warmLim:  newWarmLimiter(o),
+		bulkLim:  rate.NewLimiter(o.bulkRate.limit(), min(o.bulkRate.burst(), bulkBatch)),
+		guard:    newLocalGuard(o.localRate, o.localTTL),
+		pending:  newPendingSet(o.pendingMax),
 		channel:  o.redisPrefix + "hotcache:invalidate:" + o.app,
 		table:    newCountTable(o.reportMaxKeys),
 		loadq:    make(chan *hotEntry, 4096),
 	}
+	c.prefixChannel = o.redisPrefix + "hotcache:invalidate-prefix:" + o.app
 	c.log = c.log.With("app", o.app, "instance", c.instance)
 	c.hot.Store(&hotTable{m: map[string]*hotEntry{}})
 	c.br = &breaker{failures: o.breakerFailures, openFor: o.breakerOpen, now: time.Now,
@@ -182,7 +200,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
 	}
-	c.rdb, c.ownRedis = newRedis(o)
+	c.logID = redisLogIDs.Add(1)
+	c.rdb, c.ownRedis = newRedis(o, c.redisDialer())
+	if c.rep, err = newReplicas(o, c.redisDialer()); err != nil {
+		return nil, err
+	}
+	if c.rdb != nil {
+		installRedisLogger()
+		redisLoggers.Store(c.logID, c.log)
+	}
 	switch {
 	case o.sink != nil:
 		c.sink = o.sink
@@ -190,6 +216,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		c.sink = newKafkaSink(o.brokers, o.topic, c.m, c.log)
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())
+	c.bg = c.redisCtx(c.bg)
 
 	rep := &reporter{app: o.app, every: o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m}
 	c.spawn(func() { rep.run(c.bg) })
@@ -199,6 +226,12 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	if c.rdb != nil {
 		c.spawn(c.subscribe)
+		c.spawn(c.retryPending)
+	}
+	if c.rep != nil {
+		for _, nd := range c.rep.list {
+			c.spawn(func() { c.rep.sample(c.bg, nd) })
+		}
 	}
 	if len(o.zkServers) > 0 {
 		start := time.Now()
@@ -216,13 +249,13 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-func newRedis(o options) (redis.UniversalClient, bool) {
+func newRedis(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (redis.UniversalClient, bool) {
 	switch {
 	case o.redisClient != nil:
 		return o.redisClient, false
 	case len(o.redisAddrs) == 1:
 		return redis.NewClient(&redis.Options{
-			Addr: o.redisAddrs[0], DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
+			Addr: o.redisAddrs[0], Dialer: dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 		}), true
 	case len(o.redisAddrs) > 1:
@@ -234,7 +267,7 @@ func newRedis(o options) (redis.UniversalClient, bool) {
 		return redis.NewRing(&redis.RingOptions{
 			Addrs:             addrs,
 			NewConsistentHash: func(shards []string) redis.ConsistentHash { return newHash(shards) },
-			DialTimeout:       o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
+			Dialer:            dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
 			PoolTimeout: o.opTimeout, MaxRetries: -1,
 		}), true
 	}
@@ -260,18 +293,26 @@ func (c *Client) spawn(fn func()) {
 // instance, written back to Redis). Every call counts one access for Hotspot.
 // The returned slice is shared: do not modify it.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
+	v, _, err := c.lookup(ctx, key)
+	return v, err
+}
+
+func (c *Client) lookup(ctx context.Context, key string) ([]byte, Served, error) {
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, Fresh, ErrClosed
 	}
 	if e := c.hot.Load().m[key]; e != nil {
 		c.countHot(e)
 		if v := e.val.Load(); v != nil && !v.stale {
-			return v.result()
+			data, err := v.result()
+			return data, Fresh, err
 		}
-		return c.getHot(ctx, e)
+		data, s, err := c.getHot(ctx, e)
+		return c.withFallback(ctx, key, data, s, err)
 	}
 	c.countCold(key)
-	return c.getCold(ctx, key)
+	data, s, err := c.getCold(ctx, key)
+	return c.withFallback(ctx, key, data, s, err)
 }
 
 func (c *Client) countHot(e *hotEntry) {
@@ -298,30 +339,33 @@ func (c *Client) countCold(key string) {
 
 // getHot serves a hot key whose value is missing or stale: one backend read
 // per key at a time, within the hot-read token bucket.
-func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, error) {
+func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, error) {
 	c.m.l1Misses.Inc()
 	stale := e.val.Load()
 	// A caller that would only join a read in flight takes no token.
 	if !e.loading.Load() && !c.hotLim.Allow() {
 		if stale != nil {
 			c.m.throttled.WithLabelValues("hot_stale").Inc()
-			return stale.result()
+			data, err := stale.result()
+			return data, Stale, err
 		}
 		c.m.throttled.WithLabelValues("hot").Inc()
-		return nil, ErrThrottled
+		return nil, Fresh, ErrThrottled
 	}
 	ch := c.sf.DoChan("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
 	select {
 	case r := <-ch:
 		if r.Err != nil {
 			if stale != nil && !errors.Is(r.Err, ErrThrottled) {
-				return stale.result() // a hot key outlives its backends for a while
+				data, err := stale.result() // a hot key outlives its backends for a while
+				return data, Stale, err
 			}
-			return nil, r.Err
+			return nil, Fresh, r.Err
 		}
-		return r.Val.(*value).result()
+		data, err := r.Val.(*value).result()
+		return data, Fresh, err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("hotcache: get %q: %w", e.key, ctx.Err())
+		return nil, Fresh, fmt.Errorf("hotcache: get %q: %w", e.key, ctx.Err())
 	}
 }
 
@@ -377,39 +421,52 @@ func (c *Client) install(e *hotEntry, gen uint64, v *value, load time.Duration) 
 // getCold serves a key that is not hot: Redis, else the Loader, one flight
 // per key at a time. While Redis fails, a value read in the last fallback age
 // is served instead; without one the call fails at once with ErrUnavailable.
-func (c *Client) getCold(ctx context.Context, key string) ([]byte, error) {
+func (c *Client) getCold(ctx context.Context, key string) ([]byte, Served, error) {
 	c.m.l1Misses.Inc()
+	if v := c.guard.get(key, time.Now()); v != nil {
+		data, err := v.result()
+		return data, Fresh, err
+	}
 	if v, ok := c.recent.Get(key); ok && v.notFound {
-		return nil, ErrNotFound
+		return nil, Fresh, ErrNotFound
 	}
 	if c.bloom != nil && !c.bloom.test(key) {
-		return nil, ErrNotFound
+		return nil, Fresh, ErrNotFound
 	}
 	ch := c.sf.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 		defer cancel()
+		seq := c.invSeq.Load()
 		data, notFound, err := c.fetch(ctx, key, false)
 		if err != nil {
 			return nil, err
 		}
 		v := &value{data: data, notFound: notFound, loaded: time.Now()}
-		c.remember(key, v)
+		// A read that raced with an invalidation may hold the old value:
+		// return it to the callers that were waiting, but keep no copy.
+		if c.invSeq.Load() == seq {
+			if c.guard.read(key, v, v.loaded) {
+				c.m.localProtected.Inc()
+			}
+			c.remember(key, v)
+		}
 		return v, nil
 	})
 	select {
 	case r := <-ch:
 		if r.Err == nil {
-			return r.Val.(*value).result()
+			data, err := r.Val.(*value).result()
+			return data, Fresh, err
 		}
 		if errors.Is(r.Err, ErrUnavailable) {
 			if v, ok := c.recent.Get(key); ok && !v.notFound && time.Since(v.loaded) <= c.o.fallbackAge {
 				c.m.fallbackReads.Inc()
-				return v.data, nil
+				return v.data, Stale, nil
 			}
 		}
-		return nil, r.Err
+		return nil, Fresh, r.Err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("hotcache: get %q: %w", key, ctx.Err())
+		return nil, Fresh, fmt.Errorf("hotcache: get %q: %w", key, ctx.Err())
 	}
 }
 
@@ -432,9 +489,17 @@ func (c *Client) remember(key string, v *value) {
 func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, notFound bool, err error) {
 	redisOK := false
 	var redisErr error
-	if c.rdb != nil {
+	// A key whose invalidation has not landed is not read from Redis, whose
+	// copy may predate the write (pending.go), nor written back to it.
+	if c.rdb != nil && !c.pending.covers(key) {
 		if c.br.allow() {
-			data, err := c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			var data []byte
+			var err error
+			if hot && c.rep != nil {
+				data, err = c.rep.get(ctx, key) // the best of its replicas
+			} else {
+				data, err = c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
+			}
 			switch {
 			case err == nil:
 				c.br.success()
@@ -475,7 +540,11 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	c.m.loads.WithLabelValues("loader").Inc()
 	if redisOK && c.br.allow() {
 		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
-		if err := c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err(); err != nil {
+		set := func() error { return c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err() }
+		if hot && c.rep != nil {
+			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
+		}
+		if err := set(); err != nil {
 			c.br.failure()
 			c.log.Debug("hotcache: write-back to Redis failed", "key", key, "err", err)
 		} else {
@@ -485,15 +554,15 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	return data, false, nil
 }
 
-// IsHot reports whether key is hot for this app right now.
+// IsHot reports whether key is hot for this app right now (false after Close).
 func (c *Client) IsHot(key string) bool {
-	return c.hot.Load().m[key] != nil
+	return !c.closed.Load() && c.hot.Load().m[key] != nil
 }
 
-// Hot returns the app's current hot keys, by rate, descending.
+// Hot returns the app's current hot keys, by rate, descending; nil after Close.
 func (c *Client) Hot() []HotKey {
 	z := c.zk.Load()
-	if z == nil {
+	if z == nil || c.closed.Load() {
 		return nil
 	}
 	t := c.hot.Load()
@@ -534,6 +603,10 @@ func (c *Client) Close() error {
 		if err := c.rdb.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("hotcache: close Redis: %w", err))
 		}
+	}
+	redisLoggers.Delete(c.logID)
+	if c.rep != nil {
+		errs = append(errs, c.rep.close())
 	}
 	c.recent.Close()
 	return errors.Join(errs...)

@@ -99,7 +99,7 @@ func TestPromotedKeysServedFromL1(t *testing.T) {
 		src.data[k] = []byte("v" + k)
 		keys = append(keys, k)
 	}
-	c := newClient(t, WithLoader(src), WithRateLimits(1e6, 1e6))
+	c := newClient(t, WithLoader(src), WithHotReadLimit(NoLimit), WithLoaderLimit(NoLimit))
 	promote(t, c, keys...)
 	src.setFail(errors.New("source down"))
 	before := src.loads.Load()
@@ -148,7 +148,7 @@ func TestL1BudgetRefusesPromotion(t *testing.T) {
 func TestHotThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource("k", "v1")
-		c := newClient(t, WithLoader(src), WithRateLimits(1, 0), WithL1(0, 10*time.Second))
+		c := newClient(t, WithLoader(src), WithHotReadLimit(1), WithL1(0, 10*time.Second))
 		promote(t, c, "k") // the load takes the single token
 		// Not yet stale: served from L1 without a token.
 		if got := get(t, c, "k"); got != "v1" {
@@ -247,7 +247,7 @@ func TestColdPath(t *testing.T) {
 func TestLoaderLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource("a", "1", "b", "2")
-		c := newClient(t, WithLoader(src), WithRateLimits(0, 1))
+		c := newClient(t, WithLoader(src), WithLoaderLimit(1))
 		get(t, c, "a")
 		if _, err := c.Get(context.Background(), "b"); !errors.Is(err, ErrThrottled) {
 			t.Fatalf("second load within a second: err = %v, want ErrThrottled", err)
@@ -298,6 +298,14 @@ func TestNewRejects(t *testing.T) {
 		{"zero not-found TTL", []Option{WithApp("a"), WithNotFoundTTL(0)}},
 		{"negative Redis TTL", []Option{WithApp("a"), WithRedisTTL(-time.Second)}},
 		{"two Redis", []Option{WithApp("a"), WithRedis("127.0.0.1:1"), WithRedisClient(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))}},
+		{"zero Loader limit", []Option{WithApp("a"), WithLoaderLimit(0)}},
+		{"negative hot-read limit", []Option{WithApp("a"), WithHotReadLimit(-1)}},
+		{"zero local limit", []Option{WithApp("a"), WithLocalProtection(0, time.Second)}},
+		{"zero local TTL", []Option{WithApp("a"), WithLocalProtection(400, 0)}},
+		{"zero warm limit", []Option{WithApp("a"), WithWarmLimit(0)}},
+		{"zero bulk limit", []Option{WithApp("a"), WithBulkLimit(0)}},
+		{"empty retry queue", []Option{WithApp("a"), WithInvalidationQueue(0)}},
+		{"negative breaker", []Option{WithApp("a"), WithBreaker(Breaker{Failures: -1})}},
 	}
 	for _, tt := range tests {
 		if c, err := New(context.Background(), tt.opts...); err == nil {

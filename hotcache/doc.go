@@ -24,13 +24,24 @@
 //     Kafka or ZooKeeper.
 //   - Backend reads are bounded per instance: one read per key at a time
 //     (single flight), hot-key reads by a token bucket (default 400/s),
-//     Loader calls by another (default 2000/s). Past a bucket a Get serves a
-//     stale L1 value if it has one, else fails at once with ErrThrottled.
+//     Loader calls by another (default 2000/s) that Warm shares with live
+//     misses, and a cold key this instance reads more than 400 times in a
+//     second is kept locally for 1 s. Past a bucket a Get serves a stale L1
+//     value if it has one, else the WithFallback answer, else fails at once
+//     with ErrThrottled.
 //   - While Redis fails, hot keys are still served and cold keys fail fast
 //     (ErrUnavailable) or are served from values read in the last 10 s; a
 //     Redis outage never turns into a stampede on the Loader.
-//   - Set and Delete invalidate the key in Redis and in every instance's L1;
-//     see Set for the time bound.
+//   - Set, Delete, Invalidate and InvalidatePrefix invalidate in Redis and
+//     in every instance's L1 within the broadcast latency; an invalidation
+//     that cannot land is retried every 100 ms from a bounded queue, and
+//     until it lands the instance that made it reads the key from the Loader
+//     only. No instance reinstates a value older than a write it has seen.
+//     See Set for the bound.
+//   - With several Redis addresses, a hot key's value lives on its first R
+//     ring nodes (WithRedisReplicas, default 3), every one of which Set and
+//     Delete invalidate, and each read picks one of them with router.Picker;
+//     a cold key lives on its owner alone.
 //
 // docs/hotcache.md gives the design, the bounds and the defaults.
 package hotcache

@@ -80,7 +80,7 @@ func ExampleNew() {
 		hotcache.WithRedis("10.0.0.1:6379", "10.0.0.2:6379"),
 		hotcache.WithKafka([]string{"127.0.0.1:9092"}, "hotspot.access"),
 		hotcache.WithLoader(db),
-		hotcache.WithRateLimits(400, 2000),
+		hotcache.WithHotReadLimit(400), hotcache.WithLoaderLimit(2000),
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -113,4 +113,29 @@ func ExampleClient_Get() {
 		fmt.Println("500")
 	}
 	// Output: 404
+}
+
+// A limit can answer instead of failing: seed 003 serves a blank page when
+// its back-source bucket is empty. Lookup tells the app which answer it got.
+func ExampleWithFallback() {
+	ctx := context.Background()
+	c, err := hotcache.New(ctx, hotcache.WithApp("shop"),
+		hotcache.WithLoader(hotcache.LoaderFunc(func(ctx context.Context, key string) ([]byte, error) {
+			return []byte("page of " + key), nil
+		})),
+		hotcache.WithLoaderLimit(0.01), // one Loader call per 100 s, to show the fallback
+		hotcache.WithFallback(func(ctx context.Context, key string, err error) ([]byte, error) {
+			return []byte("blank page"), nil
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for _, key := range []string{"item:1", "item:2"} {
+		v, served, err := c.Lookup(ctx, key)
+		fmt.Println(string(v), served, err)
+	}
+	// Output:
+	// page of item:1 fresh <nil>
+	// blank page fallback <nil>
 }

@@ -155,7 +155,9 @@ func (c *Client) refresher() {
 // A hot key stays hot and is reloaded at once; a load that started before
 // the drop does not install its (possibly old) value.
 func (c *Client) dropLocal(key string) {
+	c.invSeq.Add(1)
 	c.recent.Del(key)
+	c.guard.drop(key)
 	e := c.hot.Load().m[key]
 	if e == nil {
 		return
@@ -176,7 +178,9 @@ func (c *Client) dropLocal(key string) {
 // connection was lost): every hot value is reloaded at once, and served
 // meanwhile only if its reload is refused or fails.
 func (c *Client) markAllStale() {
-	c.recent.Clear()
+	c.invSeq.Add(1)
+	c.clearRecent()
+	c.guard.dropPrefix("")
 	for _, e := range c.hot.Load().m {
 		if v := e.val.Load(); v != nil && !v.stale {
 			s := *v

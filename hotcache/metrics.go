@@ -23,6 +23,11 @@ type metrics struct {
 	reportBytes   prometheus.Counter
 	reportDropped *prometheus.CounterVec
 	reportFailed  prometheus.Counter
+
+	localProtected  prometheus.Counter
+	fallbackAnswers prometheus.Counter
+	pendingRetried  prometheus.Counter
+	pendingDropped  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,6 +51,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help:    "From the ZooKeeper event of a promotion to the value served from L1, value load time excluded.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
 	m.throttled = vec("throttled_total", "Reads refused by a token bucket (limit=hot|loader); stale=yes when a stale L1 value was served instead.", "limit")
+	for _, l := range []string{"hot", "hot_stale", "loader", "refresh"} {
+		m.throttled.WithLabelValues(l) // exported at 0 from the start, so rates and alerts see the first one
+	}
 	m.fallbackReads = counter("fallback_reads_total", "Reads served from the last-known-value fallback while Redis failed.")
 	m.breakerState = f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "redis_breaker_state",
 		Help: "Redis circuit breaker: 0 closed, 1 half-open, 2 open."})
@@ -55,5 +63,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.reportBytes = counter("reporter_bytes_total", "Bytes of access batches handed to Kafka.")
 	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down).", "reason")
 	m.reportFailed = counter("reporter_failed_records_total", "Access batches Kafka did not accept.")
+	m.localProtected = counter("local_protections_total", "Keys this instance read from its backends more than the local limit in one second and then kept locally for the local TTL.")
+	m.fallbackAnswers = counter("fallback_answers_total", "Gets answered by the WithFallback function instead of ErrThrottled or ErrUnavailable.")
+	m.pendingRetried = counter("invalidations_retried_total", "Invalidations that failed at first and landed on a retry.")
+	m.pendingDropped = counter("invalidations_dropped_total", "Invalidations that failed and were not retried because the retry queue was full.")
 	return m
 }

@@ -1,13 +1,18 @@
 package hotcache
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/hotset"
+	"golang.org/x/time/rate"
 )
 
 // Option configures a Client.
@@ -29,8 +34,8 @@ type options struct {
 
 	l1Bytes     int64
 	l1TTL       time.Duration
-	hotRate     float64
-	loaderRate  float64
+	hotRate     Rate
+	loaderRate  Rate
 	notFoundTTL time.Duration
 	bloom       *bloom.BloomFilter
 
@@ -43,6 +48,15 @@ type options struct {
 	reportEvery   time.Duration
 	reportMaxKeys int
 	reportSample  int
+
+	localRate     Rate          // cold reads of one key per second before it is kept locally
+	localTTL      time.Duration // how long such a key is kept
+	fallback      FallbackFunc
+	pendingMax    int  // invalidations queued for retry at most
+	warmRate      Rate // unless warmSet: half the Loader limit
+	warmSet       bool
+	bulkRate      Rate // keys per second InvalidatePrefix deletes
+	redisReplicas int  // R, the Redis nodes holding each hot key (replicas.go)
 
 	reg prometheus.Registerer
 	log *slog.Logger
@@ -57,10 +71,10 @@ type options struct {
 
 func defaults() options {
 	return options{
-		zkRoot:          "/hotspot",
+		zkRoot:          hotset.DefaultRoot,
 		redisTTL:        10 * time.Minute,
 		opTimeout:       250 * time.Millisecond,
-		topic:           "hotspot.access",
+		topic:           hotset.DefaultTopic,
 		l1Bytes:         64 << 20,
 		l1TTL:           10 * time.Second,
 		hotRate:         400,
@@ -74,6 +88,11 @@ func defaults() options {
 		reportEvery:     100 * time.Millisecond,
 		reportMaxKeys:   1 << 16,
 		reportSample:    1,
+		localRate:       400,
+		localTTL:        time.Second,
+		pendingMax:      10_000,
+		bulkRate:        10_000,
+		redisReplicas:   defaultReplicas,
 	}
 }
 
@@ -150,19 +169,36 @@ func WithL1(bytes int64, ttl time.Duration) Option {
 	}
 }
 
-// WithRateLimits sets this instance's token buckets: backend reads of hot
-// keys per second (default 400) and Loader calls per second (default 2000).
-// Zero keeps a default.
-func WithRateLimits(hotReads, loads float64) Option {
-	return func(o *options) {
-		if hotReads > 0 {
-			o.hotRate = hotReads
-		}
-		if loads > 0 {
-			o.loaderRate = loads
-		}
+// Rate is a limit in operations per second. NoLimit switches a limit off;
+// zero and negative rates are refused by New.
+type Rate float64
+
+// NoLimit switches a limit off.
+const NoLimit Rate = math.MaxFloat64
+
+func (r Rate) limit() rate.Limit {
+	if r >= NoLimit {
+		return rate.Inf
 	}
+	return rate.Limit(r)
 }
+
+// burst is one second's worth of r (at least 1).
+func (r Rate) burst() int {
+	if r >= NoLimit || r > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return max(1, int(r))
+}
+
+// WithHotReadLimit sets this instance's token bucket for backend reads of hot
+// keys, refreshes included (default 400/s; burst one second's worth).
+func WithHotReadLimit(r Rate) Option { return func(o *options) { o.hotRate = r } }
+
+// WithLoaderLimit sets this instance's token bucket for Loader calls (default
+// 2000/s; burst one second's worth). Live reads and Warm share it, so
+// together they never call the Loader faster.
+func WithLoaderLimit(r Rate) Option { return func(o *options) { o.loaderRate = r } }
 
 // WithNotFoundTTL sets how long a key the Loader did not find is answered
 // with ErrNotFound without asking again (default 30 s).
@@ -170,24 +206,32 @@ func WithNotFoundTTL(d time.Duration) Option { return func(o *options) { o.notFo
 
 // WithBloomFilter sets a filter of keys that exist: a key it rules out is
 // answered with ErrNotFound without any backend read. The Client adds every
-// key it Sets; it owns f from then on (f is not safe for concurrent use).
+// key it Sets, and every key another instance's invalidation names (so a key
+// Set through one instance passes every instance's filter once the broadcast
+// has arrived); it owns f from then on (f is not safe for concurrent use).
 func WithBloomFilter(f *bloom.BloomFilter) Option { return func(o *options) { o.bloom = f } }
 
-// WithBreaker tunes the Redis circuit breaker: it opens after failures
-// consecutive failed or timed-out calls (default 5) and lets one probe
-// through after openFor (default 1 s). While open, a cold key is served from
-// the last value read within maxAge (default 10 s), else fails at once.
-func WithBreaker(failures int, openFor, maxAge time.Duration) Option {
+// Breaker tunes the Redis circuit breaker. A zero field keeps its default.
+type Breaker struct {
+	// Failures is how many consecutive failed or timed-out Redis calls open
+	// the breaker (default 5).
+	Failures int
+	// OpenFor is how long it stays open before one probe goes through
+	// (default 1 s).
+	OpenFor time.Duration
+	// FallbackAge is how old a cold key's last-known value may be to be
+	// served while Redis fails (default 10 s).
+	FallbackAge time.Duration
+}
+
+// WithBreaker tunes the Redis circuit breaker. While it is open, a cold key
+// is served from the last value read within FallbackAge, else fails at once
+// with ErrUnavailable.
+func WithBreaker(b Breaker) Option {
 	return func(o *options) {
-		if failures > 0 {
-			o.breakerFailures = failures
-		}
-		if openFor > 0 {
-			o.breakerOpen = openFor
-		}
-		if maxAge > 0 {
-			o.fallbackAge = maxAge
-		}
+		o.breakerFailures = cmp.Or(b.Failures, o.breakerFailures)
+		o.breakerOpen = cmp.Or(b.OpenFor, o.breakerOpen)
+		o.fallbackAge = cmp.Or(b.FallbackAge, o.fallbackAge)
 	}
 }
 

@@ -17,10 +17,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
@@ -357,7 +358,7 @@ func TestRedisOutage(t *testing.T) {
 	src := newSource("hot", "h", "recent", "r", "other", "o")
 	c := startInstances(t, 1, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
 		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond),
-		WithBreaker(3, 300*time.Millisecond, 10*time.Second))[0]
+		WithBreaker(Breaker{Failures: 3, OpenFor: 300 * time.Millisecond, FallbackAge: 10 * time.Second}))[0]
 	hs.set("hot")
 	waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	get(t, c, "recent")
@@ -595,14 +596,44 @@ func TestZooKeeperLate(t *testing.T) {
 	hs.set("k")
 	px := newCutProxy(t, zkAddr, true)
 	start := time.Now()
+	// The registry also checks that connecting again registers nothing twice
+	// and that the session's state is exported.
+	reg := prometheus.NewRegistry()
 	c := newClient(t, WithApp(hs.app), WithZooKeeper([]string{px.ln.Addr().String()}, hs.root),
-		WithLoader(newSource("k", "v")))
+		WithLoader(newSource("k", "v")), WithRegisterer(reg))
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("New with ZooKeeper unreachable took %v, want <= 4s (2s to connect, then closing the attempt)", took)
 	}
 	if got := get(t, c, "k"); got != "v" || c.IsHot("k") {
 		t.Fatalf("Get without ZooKeeper = %q, hot %v; want v, not hot", got, c.IsHot("k"))
 	}
+	if got := testutil.ToFloat64(gaugeOf(t, reg, "hotspot_zk_connected")); got != 0 {
+		t.Errorf("hotspot_zk_connected = %v without a session, want 0", got)
+	}
 	px.cut.Store(false)
 	waitFor(t, "the hot set once ZooKeeper answers", func() bool { return c.IsHot("k") })
+	if got := testutil.ToFloat64(gaugeOf(t, reg, "hotspot_zk_connected")); got != 1 {
+		t.Errorf("hotspot_zk_connected = %v with a session, want 1", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "hotspot_hotwatch_keys"); err != nil || n != 1 {
+		t.Errorf("hotspot_hotwatch_keys: %d series, %v; want 1", n, err)
+	}
+}
+
+// gaugeOf returns the one gauge named name in reg, as a collector.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) prometheus.Gauge {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			g.Set(f.GetMetric()[0].GetGauge().GetValue())
+			return g
+		}
+	}
+	t.Fatalf("%s not exported", name)
+	return nil
 }

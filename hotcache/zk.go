@@ -19,12 +19,12 @@ type zkFollower struct {
 // a background loop keeps connecting until it succeeds or Close.
 func (c *Client) startZK(ctx context.Context, wait time.Duration) {
 	connect := func(ctx context.Context) bool {
-		s, err := zkgroup.Connect(ctx, c.o.zkServers, zkgroup.Config{Logger: c.log})
+		s, err := zkgroup.Connect(ctx, c.o.zkServers, zkgroup.Config{Logger: c.log, Registerer: c.o.reg})
 		if err != nil {
 			c.log.Warn("hotcache: ZooKeeper not reachable; no key is hot until it is", "err", err)
 			return false
 		}
-		w, err := hotwatch.New(s, hotwatch.Config{Root: c.o.zkRoot, App: c.o.app, OnChange: c.onChange, Logger: c.log})
+		w, err := hotwatch.New(s, hotwatch.Config{Root: c.o.zkRoot, App: c.o.app, OnChange: c.onChange, Logger: c.log, Registerer: c.o.reg})
 		if err != nil { // a bad root: retrying will not help
 			s.Close()
 			c.log.Error("hotcache: cannot watch the hot set", "err", err)

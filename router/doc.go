@@ -11,7 +11,8 @@
 // A Ring is immutable; a Table swaps rings atomically as membership changes,
 // so lookups never lock. A Picker chooses among a key's first few nodes by
 // their recent hit ratio, load, latency and staleness, skipping unhealthy
-// ones. ConsistentHash plugs a Ring into go-redis's Ring client.
+// ones (hotcache reads hot keys' Redis replicas through one).
+// ConsistentHash plugs a Ring into go-redis's Ring client.
 //
 // The package does no I/O and imports only the standard library.
 package router

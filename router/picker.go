@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,11 @@ type PickerConfig struct {
 	UnhealthyFor   time.Duration // how long MarkUnhealthy excludes a node; 0 means 10s
 	LatencyScale   time.Duration // the latency that scores 0.5; 0 means 1ms
 	StalenessScale time.Duration // the staleness that scores 0.5; 0 means 1s
+	// Tolerance spreads reads over near-equal nodes: Pick chooses at random
+	// among the healthy candidates that score within Tolerance of the best.
+	// 0 (the default) always returns the best, ties to ring order. In
+	// [0, 1]; with DefaultWeights a score is in [0, 1].
+	Tolerance float64
 }
 
 // Picker chooses, for each key, one of the key's first Candidates nodes in
@@ -55,7 +61,7 @@ type PickerConfig struct {
 // StalenessScale/(StalenessScale+staleness). Each is a time-decayed average
 // of its samples (half-life HalfLife) that slides back to the neutral 0.5 as
 // the samples age (see docs/router.md), and is ignored after MaxAge. Ties go
-// to the earlier node in ring order.
+// to the earlier node in ring order, unless Tolerance spreads them.
 //
 // Pick, Observe, MarkUnhealthy and MarkHealthy may be called concurrently;
 // none of them takes a lock except Observe/Mark* on a node ID seen for the
@@ -91,6 +97,8 @@ func NewPicker(table *Table, cfg PickerConfig) (*Picker, error) {
 	switch {
 	case cfg.Candidates < 0 || cfg.Candidates > maxCandidates:
 		return nil, fmt.Errorf("router: Candidates %d must be in [0, %d]", cfg.Candidates, maxCandidates)
+	case !(cfg.Tolerance >= 0 && cfg.Tolerance <= 1): // also rejects NaN
+		return nil, fmt.Errorf("router: Tolerance %v must be in [0, 1]", cfg.Tolerance)
 	case cfg.HalfLife < 0 || cfg.MaxAge < 0 || cfg.UnhealthyFor < 0 || cfg.LatencyScale < 0 || cfg.StalenessScale < 0:
 		return nil, fmt.Errorf("router: negative duration in PickerConfig")
 	case w.HitRatio < 0 || w.Load < 0 || w.Latency < 0 || w.Freshness < 0 ||
@@ -158,9 +166,10 @@ func (p *Picker) MarkHealthy(nodeID string) {
 }
 
 // Pick returns the node to use for key: the best-scoring healthy node among
-// the key's first Candidates nodes in ring order. If all of them are
-// unhealthy it returns the first healthy node further along the ring. It
-// returns false when the ring is empty or every node is unhealthy.
+// the key's first Candidates nodes in ring order, or with Tolerance > 0 a
+// random one of those that score within Tolerance of the best. If all of
+// them are unhealthy it returns the first healthy node further along the
+// ring. It returns false when the ring is empty or every node is unhealthy.
 func (p *Picker) Pick(key string) (Node, bool) {
 	r := p.table.Ring()
 	var buf [maxCandidates]Node
@@ -173,8 +182,10 @@ func (p *Picker) Pick(key string) (Node, bool) {
 	nowNano := now.UnixNano()
 	w := p.cfg.Weights
 	neutral := 0.5 * (w.HitRatio + w.Load + w.Latency + w.Freshness)
+	var scores [maxCandidates]float64
 	best, bestScore := -1, 0.0
 	for i, c := range cands {
+		scores[i] = -1 // unhealthy
 		st := states[c.ID]
 		if st != nil && st.unhealthyUntil.Load() > nowNano {
 			continue
@@ -183,12 +194,25 @@ func (p *Picker) Pick(key string) (Node, bool) {
 		if !ok {
 			score = neutral
 		}
+		scores[i] = score
 		if best < 0 || score > bestScore {
 			best, bestScore = i, score
 		}
 	}
 	if best < 0 {
 		return p.firstHealthy(r, key, states, nowNano)
+	}
+	if tol := p.cfg.Tolerance; tol > 0 {
+		// Reservoir sampling of one among the near-best, without a second
+		// pass or a buffer.
+		seen := 0
+		for i := range cands {
+			if scores[i] >= 0 && scores[i] >= bestScore-tol {
+				if seen++; rand.IntN(seen) == 0 {
+					best = i
+				}
+			}
+		}
 	}
 	// Without any metrics all scores are equal and best is the first
 	// healthy candidate: ring order.

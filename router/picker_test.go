@@ -48,6 +48,10 @@ func TestNewPickerConfig(t *testing.T) {
 		{"one weight", router.PickerConfig{Weights: router.Weights{Latency: 1}}, true},
 		{"negative half-life", router.PickerConfig{HalfLife: -time.Second}, false},
 		{"negative max age", router.PickerConfig{MaxAge: -time.Second}, false},
+		{"tolerance 0.1", router.PickerConfig{Tolerance: 0.1}, true},
+		{"tolerance 1", router.PickerConfig{Tolerance: 1}, true},
+		{"tolerance above 1", router.PickerConfig{Tolerance: 1.5}, false},
+		{"negative tolerance", router.PickerConfig{Tolerance: -0.1}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,12 +291,20 @@ func TestPickerConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func BenchmarkPick(b *testing.B) {
+func BenchmarkPick(b *testing.B) { benchPick(b, router.PickerConfig{}) }
+
+// BenchmarkPickTolerance is BenchmarkPick with hotcache's Tolerance and
+// LatencyScale.
+func BenchmarkPickTolerance(b *testing.B) {
+	benchPick(b, router.PickerConfig{Tolerance: 0.1, LatencyScale: 5 * time.Millisecond})
+}
+
+func benchPick(b *testing.B, cfg router.PickerConfig) {
 	tab := router.NewTable(router.Config{})
 	if err := tab.Update(nodeSet("redis", 6)); err != nil {
 		b.Fatal(err)
 	}
-	p, err := router.NewPicker(tab, router.PickerConfig{})
+	p, err := router.NewPicker(tab, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -306,4 +318,46 @@ func BenchmarkPick(b *testing.B) {
 		p.Pick(keys[i&(len(keys)-1)])
 		i++
 	}
+}
+
+// TestPickTolerance: with Tolerance, Pick spreads a key's picks evenly over
+// the candidates within Tolerance of the best, and never picks one below
+// that or an unhealthy one.
+func TestPickTolerance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const key, picks = "item:5", 30000
+		tab, p := newPicker(t, nodeSet("n", 6), router.PickerConfig{Candidates: 4, Tolerance: 0.1})
+		c := tab.Ring().LookupN(key, 4, nil)
+		near := router.Sample{HitRatio: 1, Load: 0.1, Latency: 200 * time.Microsecond}
+		far := router.Sample{HitRatio: 1, Load: 0.1, Latency: 20 * time.Millisecond} // ~0.18 below the best
+		for range 5 {
+			p.Observe(c[0].ID, good)
+			p.Observe(c[1].ID, near)
+			p.Observe(c[2].ID, far)
+			p.Observe(c[3].ID, good)
+			time.Sleep(100 * time.Millisecond)
+		}
+		count := func() map[string]int {
+			got := map[string]int{}
+			for range picks {
+				n, _ := p.Pick(key)
+				got[n.ID]++
+			}
+			return got
+		}
+		got := count()
+		for _, n := range []router.Node{c[0], c[1], c[3]} {
+			if share := float64(got[n.ID]) / picks; share < 0.30 || share > 0.37 {
+				t.Errorf("near-best %s: %.3f of the picks, want 1/3 within [0.30, 0.37] (picks %v)", n.ID, share, got)
+			}
+		}
+		if got[c[2].ID] != 0 {
+			t.Errorf("%s, ~0.18 below the best, picked %d times, want 0", c[2].ID, got[c[2].ID])
+		}
+		p.MarkUnhealthy(c[0].ID)
+		got = count()
+		if got[c[0].ID] != 0 || got[c[1].ID] == 0 || got[c[3].ID] == 0 {
+			t.Errorf("owner unhealthy: picks %v, want none on %s and some on %s and %s", got, c[0].ID, c[1].ID, c[3].ID)
+		}
+	})
 }

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
-	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
-	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
 const benchHelp = `
@@ -30,6 +26,11 @@ It takes the workload flags of hotspot load (see hotspot load --help for the
 flash syntax); the run uses an app of its own (default bench-<time>) so keys
 hot before the run do not count. By default it plants keys at 0.5, 0.8, 1.2,
 2 and 10 times the threshold, starting 3 s into the run.
+
+It exits non-zero when the run measured nothing (no hotspotd consumes the
+workload's topic, or the detectors counted no record of it), when the
+generator could not keep its schedule, and when a key at 1.2 times the
+threshold or more was never reported (unless --allow-missed).
 
 Examples:
   hotspot bench --rate 200000 --duration 30s
@@ -81,7 +82,58 @@ type benchResult struct {
 	L1DelayP99 float64 `json:"l1_delay_p99_ms"`
 }
 
+// benchOptions is what the flags of hotspot bench ask for.
+type benchOptions struct {
+	w           *workload
+	cfg         loadgen.Config // the workload
+	servers     []string       // ZooKeeper
+	hotspotds   []string       // HTTP addresses
+	root        string         // ZooKeeper root
+	settle      time.Duration
+	jsonPath    string
+	allowMissed bool
+}
+
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	o, err := parseBenchFlags(args, getenv, out)
+	if err != nil {
+		return err
+	}
+	if _, err := scrapeAll(ctx, o.hotspotds); err != nil {
+		return fmt.Errorf("%w: is hotspotd running? (--hotspotd)", err)
+	}
+	if m := topicMismatch(ctx, o.hotspotds, o.cfg.Topic); m != "" {
+		return fmt.Errorf("the workload would never reach a detector: %s", m)
+	}
+	if _, err := o.w.ensureTopic(ctx, o.cfg); err != nil {
+		return err
+	}
+	obs, err := startBenchObserver(ctx, o.servers, o.root, o.cfg.App, o.hotspotds)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	run, err := runBenchWorkload(ctx, out, o)
+	if err != nil {
+		return err
+	}
+	r := gradeBench(o, run, obs.stop())
+	printBench(out, r)
+	if err := writeBenchJSON(o.jsonPath, r); err != nil {
+		return err
+	}
+	if err := measuredSomething(r, o.cfg.Topic); err != nil {
+		return err
+	}
+	if err := fairRun(run.stats); err != nil {
+		return err
+	}
+	return missedNone(r, o.allowMissed)
+}
+
+// parseBenchFlags reads the flags and fills in the defaults that depend on
+// others: an app of the run's own and the planted accuracy probe.
+func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (benchOptions, error) {
 	fs := newFlags("bench", benchHelp)
 	w := addWorkloadFlags(fs, 30*time.Second)
 	addrs := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of every hotspotd, comma-separated (for CPU, memory and counts)")
@@ -89,9 +141,10 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	root := fs.String("zk-root", hotset.DefaultRoot, "ZooKeeper root of Hotspot")
 	settle := fs.Duration("settle", 3*time.Second, "wait after the workload for the pipeline to drain")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this `FILE`")
+	allowMissed := fs.Bool("allow-missed", false, "exit 0 even when keys that had to be reported were missed (for exploring)")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
+		return benchOptions{}, err
 	}
 	if *w.app == "" && *w.apps == 1 {
 		*w.app = "bench-" + time.Now().UTC().Format("150405.000")
@@ -105,140 +158,67 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	}
 	cfg, err := w.config()
 	if err != nil {
-		return err
+		return benchOptions{}, err
 	}
-	servers, hotspotds := envflag.SplitList(*zkServers), envflag.SplitList(*addrs)
-	if len(servers) == 0 || len(hotspotds) == 0 {
-		return usagef("--zk and --hotspotd need at least one address each")
+	o := benchOptions{w: w, cfg: cfg, servers: envflag.SplitList(*zkServers), hotspotds: envflag.SplitList(*addrs),
+		root: *root, settle: *settle, jsonPath: *jsonPath, allowMissed: *allowMissed}
+	if len(o.servers) == 0 || len(o.hotspotds) == 0 {
+		return o, usagef("--zk and --hotspotd need at least one address each")
 	}
-	if _, err := scrapeAll(ctx, hotspotds); err != nil {
-		return fmt.Errorf("%w: is hotspotd running? (--hotspotd)", err)
-	}
-	if _, err := w.ensureTopic(ctx, cfg); err != nil {
-		return err
-	}
+	return o, nil
+}
 
-	// Follow the published hot set, recording when each key first appeared.
-	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("no ZooKeeper session with %v: %w", servers, err)
-	}
-	defer sess.Close()
-	var mu sync.Mutex
-	seen := make(map[loadgen.AppKey]time.Time)
-	watcher, err := hotwatch.New(sess, hotwatch.Config{Root: *root, OnChange: func(c hotwatch.Change) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range c.Added {
-			ak := loadgen.AppKey{App: c.App, Key: k.Key}
-			if _, ok := seen[ak]; !ok {
-				seen[ak] = c.At
-			}
-		}
-	}})
-	if err != nil {
-		return err
-	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { watcher.Run(watchCtx) })
-	<-watcher.Ready()
+// benchRun is the workload's outcome and the hotspotd metrics around it.
+type benchRun struct {
+	stats         loadgen.Stats
+	before, after []map[string]float64 // per hotspotd, before the run and after the settle time
+}
 
-	// An app of the workload's app, as an SDK user would embed it: it
-	// watches the hot set and loads each promoted key into its L1 (from a
-	// constant loader: the load itself is not what is measured).
-	app, err := hotcache.New(ctx, hotcache.WithApp(*w.app), hotcache.WithZooKeeper(servers, *root),
-		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
-	if err != nil {
-		return fmt.Errorf("hotcache client: %w", err)
+// runBenchWorkload runs the workload, printing a progress line a second,
+// then waits o.settle for the pipeline to drain.
+func runBenchWorkload(ctx context.Context, out io.Writer, o benchOptions) (benchRun, error) {
+	var run benchRun
+	var err error
+	if run.before, err = scrapeAll(ctx, o.hotspotds); err != nil {
+		return run, err
 	}
-	defer app.Close()
-	inL1 := make(map[loadgen.AppKey]time.Time)
-	wg.Go(func() {
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-watchCtx.Done():
-				return
-			case now := <-t.C:
-				mu.Lock()
-				for _, k := range app.Hot() {
-					ak := loadgen.AppKey{App: *w.app, Key: k.Key}
-					if _, ok := inL1[ak]; !ok && k.Loaded {
-						inL1[ak] = now
-					}
-				}
-				mu.Unlock()
-			}
-		}
-	})
-
-	// Resident memory, sampled every second.
-	var maxRSS float64
-	wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			ms, _ := scrapeAll(watchCtx, hotspotds)
-			mu.Lock()
-			for _, m := range ms {
-				maxRSS = max(maxRSS, m["process_resident_memory_bytes"])
-			}
-			mu.Unlock()
-			select {
-			case <-watchCtx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
-
-	before, err := scrapeAll(ctx, hotspotds)
-	if err != nil {
-		return err
-	}
+	cfg := o.cfg
 	fmt.Fprintf(out, "hotspot bench: %s records, %.0f background events/s over %d keys (s=%.2f), app %s, %v\n",
-		cfg.Form, cfg.Rate, cfg.Keys, cfg.Skew, *w.app, cfg.Duration)
+		cfg.Form, cfg.Rate, cfg.Keys, cfg.Skew, cfg.App, cfg.Duration)
 	var prev loadgen.Stats
 	cfg.Progress = func(s loadgen.Stats) { printProgress(out, prev, s); prev = s }
-	st, err := loadgen.Run(ctx, cfg)
-	if err != nil {
-		return err
+	if run.stats, err = loadgen.Run(ctx, cfg); err != nil {
+		return run, err
 	}
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(*settle):
+		return run, ctx.Err()
+	case <-time.After(o.settle):
 	}
-	after, err := scrapeAll(ctx, hotspotds)
-	if err != nil {
-		return err
-	}
-	stopWatch()
-	mu.Lock()
-	defer mu.Unlock()
+	run.after, err = scrapeAll(ctx, o.hotspotds)
+	return run, err
+}
 
+// gradeBench scores what the observer saw against the workload's truth and
+// adds the hotspotd processes' own counts over the run.
+func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
+	st := run.stats
 	delta := func(name string) float64 {
 		var d float64
-		for i := range after {
-			d += after[i][name] - before[i][name]
+		for i := range run.after {
+			d += run.after[i][name] - run.before[i][name]
 		}
 		return d
 	}
-	rep := score.Grade(st.Truth, seen, score.Config{Threshold: cfg.Threshold})
+	rep := score.Grade(st.Truth, seen.published, score.Config{Threshold: o.cfg.Threshold})
 	r := benchResult{
-		Workload: st.Truth.Workload, Form: cfg.Form.String(), Seconds: st.Elapsed.Seconds(),
+		Workload: st.Truth.Workload, Form: o.cfg.Form.String(), Seconds: st.Elapsed.Seconds(),
 		Events: st.Events, Records: st.Records, Entries: st.Entries, FailedEvent: st.FailedEvents,
 		MaxLagMs:    st.MaxLag.Milliseconds(),
 		DetRecords:  delta("hotspot_detector_records_total"),
 		DetEntries:  delta("hotspot_detector_entries_total"),
 		HotspotdCPU: delta("process_cpu_seconds_total"),
-		MaxRSSBytes: maxRSS,
+		MaxRSSBytes: seen.maxRSS,
 		Invalid:     delta("hotspot_events_invalid_total"),
 		MustReport:  rep.MustReport, Found: rep.Found, Reported: rep.Reported, FalseHot: rep.FalseHot,
 		Precision: rep.Precision, Recall: rep.Recall,
@@ -248,8 +228,8 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 		r.EntriesPerCPU = r.DetEntries / r.HotspotdCPU
 		r.RecordsPerCPU = r.DetRecords / r.HotspotdCPU
 	}
-	r.EntriesPerSecond = r.DetEntries / (st.Elapsed + *settle).Seconds()
-	l1 := score.Grade(st.Truth, inL1, score.Config{Threshold: cfg.Threshold})
+	r.EntriesPerSecond = r.DetEntries / (st.Elapsed + o.settle).Seconds()
+	l1 := score.Grade(st.Truth, seen.inL1, score.Config{Threshold: o.cfg.Threshold})
 	r.L1Keys = l1.Found
 	r.L1DelayP50, r.L1DelayP95, r.L1DelayP99 = ms(l1.P50), ms(l1.P95), ms(l1.P99)
 	for _, k := range rep.Missed {
@@ -258,13 +238,40 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	for _, k := range rep.False {
 		r.False = append(r.False, k.App+"/"+k.Key)
 	}
-	printBench(out, r)
-	if *jsonPath != "" {
-		b, _ := json.MarshalIndent(r, "", "  ")
-		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	return r
+}
+
+// writeBenchJSON writes r to path; "" writes nothing.
+func writeBenchJSON(path string, r benchResult) error {
+	if path == "" {
+		return nil
 	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// measuredSomething reports a run whose workload never reached the
+// detectors: they counted nothing while it ran, so every figure is empty.
+func measuredSomething(r benchResult, topic string) error {
+	if r.Records > 0 && (r.DetRecords == 0 || r.DetEntries == 0) {
+		return fmt.Errorf("measured nothing: the workload sent %d records to topic %q, but the detectors counted %.0f records and %.0f entries meanwhile; does a hotspotd of --hotspotd consume that topic?",
+			r.Records, topic, r.DetRecords, r.DetEntries)
+	}
+	return nil
+}
+
+// missedNone reports keys that had to be reported and were not, unless
+// allowed.
+func missedNone(r benchResult, allowed bool) error {
+	if len(r.Missed) == 0 || allowed {
+		return nil
+	}
+	return fmt.Errorf("missed %d of %d keys that had to be reported (>= 1.2x the threshold): %v (--allow-missed accepts misses)",
+		len(r.Missed), r.MustReport, r.Missed)
+}
+
+// fairRun reports a run in which the generator could not keep its schedule.
+func fairRun(st loadgen.Stats) error {
 	if st.FailedEvents > 0 || st.MaxLag > time.Second {
 		return fmt.Errorf("the generator failed %d events or fell %v behind: the run is not a fair measurement", st.FailedEvents, st.MaxLag)
 	}

@@ -11,23 +11,32 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/httpapi"
 )
 
 const hotkeysHelp = `
 Prints the current hot keys from any hotspotd (each one answers for the
-whole cluster), as a table or as the API's JSON.`
+whole cluster), as a table or as the API's JSON. It warns (on stderr) when
+that hotspotd consumes another access topic than --topic.`
 
 func runHotkeys(ctx context.Context, args []string) error {
-	return hotkeys(ctx, args, os.Getenv, os.Stdout)
+	return hotkeys(ctx, args, os.Getenv, os.Stdout, os.Stderr)
 }
 
-func hotkeys(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+// hotkeys prints the table (or JSON) to out and warnings to errOut.
+func hotkeys(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
 	fs := newFlags("hotkeys", hotkeysHelp)
 	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
 	app := fs.String("app", "", "only this app (default: every app)")
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
+	topic := fs.String("topic", hotset.DefaultTopic, "access topic the keys are expected from (a warning when hotspotd consumes another)")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
+	}
+	if m := topicMismatch(ctx, []string{*addr}, *topic); m != "" {
+		fmt.Fprintf(errOut, "warning: these hot keys are not those of your topic: %s\n", m)
 	}
 	u := "http://" + *addr + "/v1/hotkeys"
 	if *app != "" {
@@ -41,25 +50,13 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 		_, err := out.Write(body)
 		return err
 	}
-	type hotKey struct {
-		Key    string  `json:"key"`
-		Rate   float64 `json:"rate"`
-		Since  string  `json:"since"`
-		Source string  `json:"source"`
-	}
-	type appKeys struct {
-		App     string   `json:"app"`
-		HotKeys []hotKey `json:"hotkeys"`
-	}
-	var apps []appKeys
+	var apps []httpapi.AppHotKeys
 	if *app != "" {
-		var one appKeys
+		var one httpapi.AppHotKeys
 		err = json.Unmarshal(body, &one)
-		apps = []appKeys{one}
+		apps = []httpapi.AppHotKeys{one}
 	} else {
-		var all struct {
-			Apps []appKeys `json:"apps"`
-		}
+		var all httpapi.AllHotKeys
 		err = json.Unmarshal(body, &all)
 		apps = all.Apps
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -23,7 +24,8 @@ keys plus planted keys (flash crowds, or fixed rates for accuracy tests), as
 JSON records, newline-separated JSON or the SDK's binary batches. It creates
 the topic if it is missing, prints a progress line a second and a summary, and
 with --truth writes the ground truth (events sent per key per 100 ms) for
-hotspot bench to score against. Ctrl-C or SIGTERM stops it cleanly.
+hotspot bench to score against. Ctrl-C or SIGTERM stops it cleanly. It
+warns when the hotspotd at --hotspotd consumes another topic than --topic.
 
 Flash crowds (--flash, repeatable; several specs may share one value,
 separated by spaces):
@@ -77,7 +79,7 @@ type workload struct {
 func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w := &workload{}
 	w.brokers = fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
-	w.topic = fs.String("topic", loadgen.DefaultTopic, "topic to write")
+	w.topic = fs.String("topic", hotset.DefaultTopic, "topic to write")
 	w.partitions = fs.Int("partitions", 8, "partitions of the topic when it has to be created")
 	w.rate = fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
 	w.keys = fs.Uint64("keys", 1_000_000, "distinct background keys")
@@ -163,6 +165,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	w := addWorkloadFlags(fs, time.Minute)
 	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
 	quiet := fs.Bool("quiet", false, "no progress line every second")
+	hotspotds := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -189,6 +192,9 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	}
 	fmt.Fprintf(out, "hotspot load: %s records to %s (%d partitions) at %s, %s\n",
 		form, cfg.Topic, n, strings.Join(cfg.Brokers, ","), run)
+	if m := topicMismatch(ctx, envflag.SplitList(*hotspotds), cfg.Topic); m != "" {
+		fmt.Fprintf(out, "warning: no detector will count this workload: %s\n", m)
+	}
 
 	st, runErr := loadgen.Run(ctx, cfg)
 	if st.Truth == nil { // nothing ran

@@ -4,8 +4,8 @@
 //
 // Every flag has an environment variable, HOTSPOT_ and the flag name in upper
 // case with - as _ (--brokers is HOTSPOT_BROKERS); a flag given on the command
-// line wins. SIGINT or SIGTERM asks the running subcommand to stop cleanly; a
-// second one kills it.
+// line wins, and an empty variable counts as unset. SIGINT or SIGTERM asks the
+// running subcommand to stop cleanly; a second one kills it.
 package main
 
 import (
@@ -16,10 +16,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 // command is one subcommand. run parses its own flags from args (use
@@ -37,11 +37,16 @@ var commands = []command{
 	{"load", "produce a synthetic access workload to Kafka and record its ground truth", runLoad},
 	{"hotkeys", "print the current hot keys from any hotspotd", runHotkeys},
 	{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
+	{"history", "print an app's stored promotions and demotions and its hot-key timeline", runHistory},
 	{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
 	{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
+	{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},
 }
 
 func main() {
+	// The libraries' own lines (go-redis, go-zookeeper) are not for the
+	// user of this tool: each subcommand reports the errors that matter.
+	liblog.Route(nil)
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -93,7 +98,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun hotspot <command> --help for its flags. Every flag can also be set with\n"+
-		"HOTSPOT_<FLAG> (upper case, - as _); the command line wins.\n")
+		"HOTSPOT_<FLAG> (upper case, - as _); the command line wins, an empty variable counts as unset.\n")
 }
 
 // usageError marks a bad flag or argument: exit status 2.
@@ -105,51 +110,20 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // header, then the flags with their environment variables, to stdout (or
 // to what fs.SetOutput names).
 func newFlags(name, header string) *flag.FlagSet {
-	fs := flag.NewFlagSet("hotspot "+name, flag.ContinueOnError)
-	fs.SetOutput(os.Stdout)
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "usage: hotspot %s [flags]\n\n%s\n\nFlags (each also read from the environment variable shown):\n", name, strings.TrimSpace(header))
-		fs.VisitAll(func(f *flag.Flag) {
-			arg, text := flag.UnquoteUsage(f)
-			fmt.Fprintf(out, "  --%s", f.Name)
-			if arg != "" {
-				fmt.Fprintf(out, " %s", arg)
-			}
-			fmt.Fprintf(out, "   [%s]\n    \t%s", envName(f.Name), strings.ReplaceAll(text, "\n", "\n    \t"))
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
-				fmt.Fprintf(out, " (default %s)", f.DefValue)
-			}
-			fmt.Fprintln(out)
-		})
+	fs := envflag.New("hotspot "+name, "HOTSPOT", header)
+	if flagsHook != nil {
+		flagsHook(fs) // completion.go
 	}
 	return fs
 }
 
-// parseFlags parses args, then sets every flag not given on the command
-// line from its environment variable. Positional arguments are refused.
-// --help prints the usage to fs.Output() and returns flag.ErrHelp; other
-// errors are returned (as usageError) for dispatch to print, not printed.
+// parseFlags parses args and the HOTSPOT_* variables into fs (envflag.Parse);
+// errors other than flag.ErrHelp come back as usageError, for dispatch to
+// print.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	out := fs.Output()
-	fs.SetOutput(io.Discard) // flag would print errors and the usage itself
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
+	err := envflag.Parse(fs, "HOTSPOT", args, getenv)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return usageError{err}
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (flags only)", fs.Arg(0))
-	}
-	if err := envflag.Apply(fs, "HOTSPOT", envflag.NonEmpty(getenv)); err != nil {
-		return usageError{err}
-	}
-	return nil
+	return err
 }
-
-// envName returns the environment variable of flag name.
-func envName(name string) string { return envflag.Name("HOTSPOT", name) }

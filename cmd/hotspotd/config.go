@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
 )
 
 type config struct {
@@ -31,86 +31,116 @@ type config struct {
 	adminToken string
 	pprof      bool
 	logLevel   slog.Level
+
+	redis            string        // host:port or redis:// URL of the history's Redis; "" keeps no history
+	historyMaxLen    int64         // events kept per app, about
+	historyRetention time.Duration // events older are trimmed; 0 keeps them until historyMaxLen
 }
 
-// parseConfig reads flags, each of which its HOTSPOT_* environment variable
-// sets when the command line does not (an empty variable counts as unset).
-func parseConfig(args []string, getenv func(string) string) (config, error) {
-	fs := flag.NewFlagSet("hotspotd", flag.ContinueOnError)
-	env := func(name, usage string) string { return usage + " (env " + envflag.Name("HOTSPOT", name) + ")" }
-	brokers := fs.String("brokers", "127.0.0.1:19092", env("brokers", "Kafka bootstrap brokers, comma-separated"))
-	topic := fs.String("topic", "hotspot.access", env("topic", "access-event topic"))
-	group := fs.String("group", "hotspot-detector", env("group", "detector consumer group"))
-	zkServers := fs.String("zk", "127.0.0.1:12181", env("zk", "ZooKeeper servers, comma-separated"))
-	zkRoot := fs.String("zk-root", hotset.DefaultRoot, env("zk-root", "ZooKeeper root of everything Hotspot keeps"))
-	httpAddr := fs.String("http-addr", "127.0.0.1:7070", env("http-addr", "HTTP listen address (API, metrics, internal aggregator API)"))
-	advertise := fs.String("advertise-addr", "", env("advertise-addr", "host:port other hotspotd processes reach this one at (default: --http-addr)"))
-	id := fs.String("id", "", env("id", "aggregator shard id, stable across restarts (default: host name and HTTP port)"))
-	roles := fs.String("roles", "detector,aggregator", env("roles", "roles to run: detector, aggregator or both"))
-	threshold := fs.Float64("threshold", 1000, env("threshold", "accesses per second that make a key hot"))
-	window := fs.Duration("window", time.Second, env("window", "sliding window of the rate, a multiple of 100ms"))
-	fromOldest := fs.Bool("from-oldest", false, env("from-oldest", "read partitions without a committed offset from the oldest record"))
-	partitions := fs.Int("partitions", 8, env("partitions", "partitions of the access topic when the detector has to create it"))
-	pprof := fs.Bool("pprof", false, env("pprof", "serve Go's profiler at /debug/pprof/ on the HTTP address"))
-	adminToken := fs.String("admin-token", "", env("admin-token", "bearer token that authorizes pin and block changes; empty refuses them"))
-	level := fs.String("log-level", "info", env("log-level", "log level: debug, info, warn, error"))
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: hotspotd [flags]\n\nHotspot's server: detector and aggregator roles plus the HTTP API.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
-	if err := envflag.Apply(fs, "HOTSPOT", envflag.NonEmpty(getenv)); err != nil {
-		return config{}, err
-	}
+const hotspotdHelp = `Hotspot's server: detector and aggregator roles plus the HTTP API.`
 
-	c := config{
-		brokers: envflag.SplitList(*brokers), topic: *topic, group: *group,
-		zk: envflag.SplitList(*zkServers), zkRoot: *zkRoot, httpAddr: *httpAddr,
-		advertise: *advertise, id: *id, adminToken: *adminToken,
-		threshold: *threshold, window: *window, fromOldest: *fromOldest, partitions: *partitions, pprof: *pprof,
+// parseConfig reads the flags and their HOTSPOT_* variables (envflag's
+// rule), then checks them and fills in the defaults that depend on others.
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	fs := envflag.New("hotspotd", "HOTSPOT", hotspotdHelp)
+	var c config
+	var l lists
+	declareFlags(fs, &c, &l)
+	if err := envflag.Parse(fs, "HOTSPOT", args, getenv); err != nil {
+		return config{}, err
 	}
-	for _, r := range envflag.SplitList(*roles) {
+	if err := c.convert(l); err != nil {
+		return c, err
+	}
+	if err := c.check(); err != nil {
+		return c, err
+	}
+	return c, c.fillAddrs()
+}
+
+// lists are the flag values that convert into config fields.
+type lists struct{ brokers, zk, roles, logLevel string }
+
+// declareFlags declares hotspotd's flags on fs, to be parsed into c and l.
+func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
+	fs.StringVar(&l.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
+	fs.StringVar(&c.topic, "topic", hotset.DefaultTopic, "access-event topic")
+	fs.StringVar(&c.group, "group", hotset.DefaultGroup, "detector consumer group")
+	fs.StringVar(&l.zk, "zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
+	fs.StringVar(&c.zkRoot, "zk-root", hotset.DefaultRoot, "ZooKeeper root of everything Hotspot keeps")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:7070", "HTTP listen address (API, metrics, internal aggregator API)")
+	fs.StringVar(&c.advertise, "advertise-addr", "", "host:port other hotspotd processes reach this one at (default: --http-addr)")
+	fs.StringVar(&c.id, "id", "", "aggregator shard id, stable across restarts (default: host name and HTTP port)")
+	fs.StringVar(&l.roles, "roles", "detector,aggregator", "roles to run: detector, aggregator or both")
+	fs.Float64Var(&c.threshold, "threshold", 1000, "accesses per second that make a key hot")
+	fs.DurationVar(&c.window, "window", time.Second, "sliding window of the rate, a multiple of 100ms")
+	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
+	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
+	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
+	fs.Int64Var(&c.historyMaxLen, "history-maxlen", 100_000, "promotions and demotions kept per app in the history, about")
+	fs.DurationVar(&c.historyRetention, "history-retention", 7*24*time.Hour, "history events older than this are trimmed; 0 keeps them until --history-maxlen")
+	fs.StringVar(&l.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// convert sets the fields that come from lists: servers, roles, log level.
+func (c *config) convert(l lists) error {
+	c.brokers, c.zk = envflag.SplitList(l.brokers), envflag.SplitList(l.zk)
+	for _, r := range envflag.SplitList(l.roles) {
 		switch r {
 		case "detector":
 			c.detector = true
 		case "aggregator":
 			c.aggregator = true
 		default:
-			return c, fmt.Errorf("--roles: unknown role %q (want detector, aggregator or both)", r)
+			return fmt.Errorf("--roles: unknown role %q (want detector, aggregator or both)", r)
 		}
 	}
+	if err := c.logLevel.UnmarshalText([]byte(l.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	return nil
+}
+
+// check refuses values hotspotd cannot run with.
+func (c config) check() error {
 	if !c.detector && !c.aggregator {
-		return c, fmt.Errorf("--roles: at least one of detector, aggregator")
+		return fmt.Errorf("--roles: at least one of detector, aggregator")
 	}
 	if c.detector && len(c.brokers) == 0 {
-		return c, fmt.Errorf("--brokers: the detector role needs at least one broker")
+		return fmt.Errorf("--brokers: the detector role needs at least one broker")
 	}
 	if len(c.zk) == 0 {
-		return c, fmt.Errorf("--zk: at least one ZooKeeper server")
+		return fmt.Errorf("--zk: at least one ZooKeeper server")
 	}
 	if !strings.HasPrefix(c.zkRoot, "/") || (len(c.zkRoot) > 1 && strings.HasSuffix(c.zkRoot, "/")) {
-		return c, fmt.Errorf("--zk-root: %q must be an absolute znode path without a trailing slash", c.zkRoot)
+		return fmt.Errorf("--zk-root: %q must be an absolute znode path without a trailing slash", c.zkRoot)
 	}
 	if !(c.threshold > 0) {
-		return c, fmt.Errorf("--threshold: %v is not a positive number", c.threshold)
+		return fmt.Errorf("--threshold: %v is not a positive number", c.threshold)
 	}
 	if c.window < 100*time.Millisecond || c.window%(100*time.Millisecond) != 0 {
-		return c, fmt.Errorf("--window: %v must be a multiple of 100ms", c.window)
+		return fmt.Errorf("--window: %v must be a multiple of 100ms", c.window)
 	}
 	if c.partitions < 1 {
-		return c, fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
+		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
 	}
-	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return c, fmt.Errorf("--log-level: %w", err)
+	if c.historyMaxLen < 1 {
+		return fmt.Errorf("--history-maxlen: %d is not a positive integer", c.historyMaxLen)
 	}
+	if c.historyRetention < 0 {
+		return fmt.Errorf("--history-retention: %v must be >= 0", c.historyRetention)
+	}
+	return nil
+}
+
+// fillAddrs derives the advertised address and the id from --http-addr when
+// they are not given.
+func (c *config) fillAddrs() error {
 	host, port, err := net.SplitHostPort(c.httpAddr)
 	if err != nil {
-		return c, fmt.Errorf("--http-addr: %w", err)
+		return fmt.Errorf("--http-addr: %w", err)
 	}
 	if c.advertise == "" {
 		if host == "" || host == "0.0.0.0" || host == "::" {
@@ -123,5 +153,5 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		h, _ := os.Hostname()
 		c.id = h + "-" + port
 	}
-	return c, nil
+	return nil
 }

@@ -26,6 +26,15 @@ func TestParseConfig(t *testing.T) {
 			func(c config) bool { return c.threshold == 2000 && c.adminToken == "flag" }, ""},
 		{"advertise defaults to the listen address", []string{"--http-addr", "127.0.0.1:9000"}, nil,
 			func(c config) bool { return c.advertise == "127.0.0.1:9000" && strings.HasSuffix(c.id, "-9000") }, ""},
+		{"history defaults", nil, nil, func(c config) bool {
+			return c.redis == "127.0.0.1:16379" && c.historyMaxLen == 100_000 && c.historyRetention == 7*24*time.Hour
+		}, ""},
+		{"history from the environment", []string{"--history-retention", "0"}, map[string]string{"HOTSPOT_REDIS": "redis://h:6379/2", "HOTSPOT_HISTORY_MAXLEN": "500"},
+			func(c config) bool {
+				return c.redis == "redis://h:6379/2" && c.historyMaxLen == 500 && c.historyRetention == 0
+			}, ""},
+		{"history length not positive", []string{"--history-maxlen", "0"}, nil, nil, "not a positive integer"},
+		{"negative retention", []string{"--history-retention", "-1h"}, nil, nil, "must be >= 0"},
 		{"unknown role", []string{"--roles", "both"}, nil, nil, `unknown role "both"`},
 		{"no role", []string{"--roles", ","}, nil, nil, "at least one of"},
 		{"window not in 100ms steps", []string{"--window", "250ms"}, nil, nil, "multiple of 100ms"},

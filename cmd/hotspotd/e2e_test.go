@@ -48,6 +48,7 @@ func newCluster(t *testing.T, partitions int) *cluster {
 	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	c.cleanHistory(t) // every hotspotd keeps a history in the shared Redis (--redis)
 	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestFlashCrowd(t *testing.T) {
 	defer cancel()
 	wg.Go(func() { prod.run(ctx, t, nil, 2000) })
 	time.Sleep(2 * time.Second) // background only
-	if n := w.Snapshot().Len("shop"); n != 0 {
+	if n := len(w.Snapshot().App("shop")); n != 0 {
 		t.Fatalf("background traffic made %d keys hot, want 0", n)
 	}
 	cancel()
@@ -342,7 +343,7 @@ func TestKillAndRestart(t *testing.T) {
 	prod := newProducer(t, c.brokers, c.topic, true)
 	wg.Go(func() { prod.run(ctx, t, rates, 1000) })
 
-	all := func() bool { return w.Snapshot().Len("shop") == len(rates) }
+	all := func() bool { return len(w.Snapshot().App("shop")) == len(rates) }
 	waitFor(t, 30*time.Second, "all 24 keys hot", all)
 	before := c.owners(t)
 	victim := procs[0]
@@ -355,7 +356,7 @@ func TestKillAndRestart(t *testing.T) {
 	deadline := time.Now().Add(25 * time.Second)
 	moved := false
 	for time.Now().Before(deadline) {
-		if n := w.Snapshot().Len("shop"); n < len(rates) {
+		if n := len(w.Snapshot().App("shop")); n < len(rates) {
 			t.Fatalf("hot set shrank to %d of %d keys %v after the kill", n, len(rates), time.Since(killed))
 		}
 		if o := c.owners(t); !ownedBy(o, victim.id) && len(o) == len(rates) {
@@ -396,7 +397,7 @@ func TestKillAndRestart(t *testing.T) {
 	if limit := len(rates)/3 + 4; changed > limit {
 		t.Errorf("%d keys moved on restart, want about 1/3 (<= %d)", changed, limit)
 	}
-	if n := w.Snapshot().Len("shop"); n != len(rates) {
+	if n := len(w.Snapshot().App("shop")); n != len(rates) {
 		t.Errorf("after the restart %d keys hot, want %d", n, len(rates))
 	}
 }
@@ -405,16 +406,15 @@ func TestKillAndRestart(t *testing.T) {
 // (the freshest node wins while a dead shard's node ages out).
 func (c *cluster) owners(t *testing.T) map[string]string {
 	t.Helper()
-	sess := c.session(t)
 	dir := c.root + "/hot/shop"
-	shards, _, err := sess.Conn().Children(dir)
+	shards, _, err := stacktest.ZKConn(t).Children(dir)
 	if err != nil {
 		return nil
 	}
 	out := make(map[string]string)
 	newest := make(map[string]int64)
 	for _, s := range shards {
-		data, _, err := sess.Conn().Get(dir + "/" + s)
+		data, _, err := stacktest.ZKConn(t).Get(dir + "/" + s)
 		if err != nil {
 			continue
 		}
@@ -440,7 +440,7 @@ func (c *cluster) owners(t *testing.T) map[string]string {
 
 // isMember reports whether aggregator id is registered at addr.
 func (c *cluster) isMember(t *testing.T, id, addr string) bool {
-	data, _, err := c.session(t).Conn().Get(c.root + "/members/aggregators/" + id)
+	data, _, err := stacktest.ZKConn(t).Get(c.root + "/members/aggregators/" + id)
 	return err == nil && strings.Contains(string(data), `"addr":"`+addr+`"`)
 }
 
@@ -559,6 +559,11 @@ func TestLivePage(t *testing.T) {
 		getJSON(t, "http://"+p.addr+"/v1/hotkeys?app=shop", &got)
 		return len(got.HotKeys) > 0
 	})
+	waitFor(t, 10*time.Second, "the promotion in the history", func() bool {
+		var got struct{ Events []struct{ Key string } }
+		getJSON(t, "http://"+p.addr+"/v1/history?app=shop", &got)
+		return len(got.Events) > 0
+	})
 	// --virtual-time-budget lets the page's fetches and first render finish
 	// before the DOM is dumped.
 	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -578,6 +583,10 @@ func TestLivePage(t *testing.T) {
 	}
 	if !strings.Contains(dom, `class="promoted">promoted<`) {
 		t.Errorf("no promotion in the recent changes; DOM:\n%s", dom)
+	}
+	// The app's timeline over the last hour, from the history, has the key.
+	if !strings.Contains(dom, `<svg class="timeline"`) || !strings.Contains(dom, `<title>item:&lt;on-page&gt;: `) {
+		t.Errorf("the hot key is not on the app's timeline; DOM:\n%s", dom)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -467,6 +468,12 @@ func newPrivateStack(t *testing.T) *privateStack {
 			dir = filepath.Join(top, ".stack")
 		}
 		matches, _ := filepath.Glob(filepath.Join(dir, "kafka-*", "libs"))
+		// The version that stack runs, when it recorded it.
+		if v, err := os.ReadFile(filepath.Join(dir, "kafka.version")); err == nil {
+			if p := filepath.Join(dir, "kafka-"+strings.TrimSpace(string(v)), "libs"); slices.Contains(matches, p) {
+				matches = []string{p}
+			}
+		}
 		if len(matches) == 0 {
 			msg := "no downloaded Kafka jars (run `make up`, or set HOTSPOT_KAFKA_LIBS or HOTSPOT_STACK_DIR)"
 			if os.Getenv("CI") == "true" {

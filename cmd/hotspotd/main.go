@@ -5,9 +5,10 @@
 // detectors and ZooKeeper membership moves keys between aggregators.
 //
 // Every flag has an environment variable (HOTSPOT_ and the flag name in
-// upper case with - as _), which the flag overrides. SIGTERM or SIGINT: stop
-// consuming, hand the counts in flight to the aggregators, commit, publish the
-// final hot set, leave ZooKeeper and exit 0.
+// upper case with - as _), which the flag overrides; an empty variable
+// counts as unset. SIGTERM or SIGINT: stop consuming, hand the counts in
+// flight to the aggregators, commit, publish the final hot set, leave
+// ZooKeeper and exit 0.
 package main
 
 import (
@@ -19,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 func main() {
@@ -31,6 +34,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	liblog.Route(log) // the libraries' own lines, at debug
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {

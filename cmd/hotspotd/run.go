@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,122 +15,251 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/zkpublish"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
-	"github.com/hotspot-dev/hotspot/internal/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
-	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 )
 
-var _ detector.Sink = (*shardclient.Client)(nil)
+// The adapters this process wires into the services.
+var (
+	_ detector.Sink        = (*api.Client)(nil)
+	_ detector.Membership  = (*zkgroup.Session)(nil)
+	_ api.Membership       = (*zkgroup.Session)(nil)
+	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
+	_ httpapi.Aggregators  = (*api.Client)(nil)
+	_ httpapi.Lists        = (*pinstore.Store)(nil)
+)
+
+// process is one hotspotd's parts, wired; nil roles are off.
+type process struct {
+	cfg     config
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	sess    *zkgroup.Session
+	aggs    *api.Client       // the aggregator shards: the detector's Sink and the API's source
+	watcher *hotwatch.Watcher // the published hot set
+	events  *httpapi.Events   // its recent changes
+	agg     *aggregator.Aggregator
+	det     *detector.Detector
+	rec     *recording // the history and the webhooks
+}
 
 // run serves until ctx is canceled, then shuts down in dependency order: the
 // detector stops and hands its last counts to the aggregators (which are
 // still serving), then the aggregator publishes its final hot set and leaves
 // ZooKeeper, then the HTTP server closes.
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	p := &process{cfg: cfg, log: log, reg: newRegistry()}
+	var err error
+	if p.sess, err = connectZK(ctx, cfg, log, p.reg); err != nil {
+		return err
+	}
+	defer p.sess.Close()
+	defer func() {
+		if p.aggs != nil {
+			p.aggs.Close()
+		}
+	}()
+	if p.rec, err = newRecording(ctx, cfg, p.sess, log, p.reg); err != nil {
+		return err
+	}
+	defer p.rec.close() // after the aggregator's last decisions: runRoles has returned
+	p.rec.start()
+	if err := p.build(ctx); err != nil {
+		return err
+	}
+	handler, err := p.handler()
+	if err != nil {
+		return err
+	}
+	srv, addr, served, err := listen(cfg.httpAddr, handler)
+	if err != nil {
+		return err
+	}
+	log.Info("hotspotd serving", "http", addr, "id", cfg.id,
+		"detector", cfg.detector, "aggregator", cfg.aggregator, "zk", cfg.zk, "root", cfg.zkRoot)
+	runErr, srvErr := p.runRoles(ctx, served)
+	shutdown(srv, log)
+	return errors.Join(runErr, srvErr)
+}
+
+// newRegistry returns the process's metrics registry, with Go's and the
+// process's collectors.
+func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
 
-	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, cfg.zk, zkgroup.Config{Logger: log, Registerer: reg})
-	cancel()
+// connectZK opens the process's one ZooKeeper session, waiting up to 30s.
+func connectZK(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*zkgroup.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, err := zkgroup.Connect(ctx, cfg.zk, zkgroup.Config{Logger: log, Registerer: reg})
 	if err != nil {
-		return fmt.Errorf("no ZooKeeper session with %v (is ZooKeeper running? `make up` starts one): %w", cfg.zk, err)
+		return nil, fmt.Errorf("no ZooKeeper session with %v (is ZooKeeper running? `make up` starts one): %w", cfg.zk, err)
 	}
-	defer sess.Close()
+	return sess, nil
+}
 
-	sink, err := shardclient.New(shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: reg})
+// build makes the aggregator client and hot-set watcher every process has,
+// and the roles cfg turns on.
+func (p *process) build(ctx context.Context) error {
+	cfg, log := p.cfg, p.log
+	var err error
+	if p.aggs, err = api.New(api.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: p.reg}); err != nil {
+		return err
+	}
+	p.events = httpapi.NewEvents(500)
+	p.watcher, err = hotwatch.New(p.sess, hotwatch.Config{Root: cfg.zkRoot, OnChange: p.events.Record, Logger: log, Registerer: p.reg})
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	events := httpapi.NewEvents(500)
-	watcher, err := hotwatch.New(sess, hotwatch.Config{Root: cfg.zkRoot, OnChange: events.Record, Logger: log, Registerer: reg})
-	if err != nil {
-		return err
-	}
-
-	var agg *aggregator.Aggregator
 	if cfg.aggregator {
-		pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
-		if err != nil {
-			return err
-		}
-		agg, err = aggregator.New(aggregator.Config{
-			ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-			Logger: log, Registerer: reg,
-		}, pub)
-		if err != nil {
+		if p.agg, err = newAggregator(cfg, p.sess, p.rec.recorder(), log, p.reg); err != nil {
 			return err
 		}
 	}
-
-	var detectors atomic.Int64 // live detectors, from ZooKeeper
-	detectorsDir := path.Join(cfg.zkRoot, "members", "detectors")
-	var det *detector.Detector
 	if cfg.detector {
-		// A group formed before its topic exists gets no partitions until
-		// the next rebalance: make sure the topic is there first.
-		n, err := kafkaio.EnsureTopic(ctx, cfg.brokers, cfg.topic, cfg.partitions)
-		switch {
-		case errors.Is(err, kafkaio.ErrNoBroker):
-			return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
-		case err != nil:
-			log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", cfg.topic, "err", err)
-		default:
-			log.Info("access topic", "topic", cfg.topic, "partitions", n)
-		}
-		det, err = detector.New(detector.Config{
-			Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
-			Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,
-			// The broker's minimum: a dead detector's partitions wait this
-			// long for a new owner.
-			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
-			Detectors: func() int { return max(1, int(detectors.Load())) },
-			Logger:    log, Registerer: reg,
-		}, sink)
-		if err != nil {
+		if p.det, err = newDetector(ctx, cfg, p.sess, p.aggs, log, p.reg); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	api, err := httpapi.New(httpapi.Config{
-		HotSet: watcher.Snapshot, Members: sink.Members, Gatherer: reg, Logger: log,
-		Events: events, Threshold: cfg.threshold,
-		Lists: pinstore.New(sess, cfg.zkRoot), AdminToken: cfg.adminToken,
-		Ready: func() error { return ready(watcher, sink, det) },
+// newAggregator returns the aggregator role, publishing to ZooKeeper.
+func newAggregator(cfg config, sess *zkgroup.Session, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
+	pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return aggregator.New(aggregator.Config{
+		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
+		Recorder: rec, Logger: log, Registerer: reg,
+	}, pub)
+}
+
+// newDetector returns the detector role, sending to sink and registered in
+// ZooKeeper through sess.
+func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink detector.Sink, log *slog.Logger, reg prometheus.Registerer) (*detector.Detector, error) {
+	if err := ensureTopic(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	return detector.New(detector.Config{
+		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
+		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,
+		// The broker's minimum: a dead detector's partitions wait this
+		// long for a new owner.
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
+		Membership: sess, Root: cfg.zkRoot, ID: cfg.id, Addr: cfg.advertise,
+		Logger: log, Registerer: reg,
+	}, sink)
+}
+
+// ensureTopic makes sure the access topic exists: a group formed before its
+// topic exists gets no partitions until the next rebalance. Only a missing
+// broker is an error; otherwise the detector waits for the topic.
+func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
+	n, err := kafkaio.EnsureTopic(ctx, cfg.brokers, cfg.topic, cfg.partitions)
+	switch {
+	case errors.Is(err, kafkaio.ErrNoBroker):
+		return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
+	case err != nil:
+		log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", cfg.topic, "err", err)
+	default:
+		log.Info("access topic", "topic", cfg.topic, "partitions", n)
+	}
+	return nil
+}
+
+// consumedTopic is the topic /v1/config names: only a detector consumes one.
+func (p *process) consumedTopic() string {
+	if p.cfg.detector {
+		return p.cfg.topic
+	}
+	return ""
+}
+
+// handler builds the HTTP routes: the public API and page, the aggregator's
+// internal API when that role runs, and the profiler when asked for.
+func (p *process) handler() (http.Handler, error) {
+	public, err := httpapi.New(httpapi.Config{
+		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
+		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
+		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
+		History: p.rec.api(), Webhooks: p.rec.webhooks(),
+		Ready: p.ready,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	if agg != nil {
-		mux.Handle("/internal/v1/", agg.Handler())
+	mux.Handle("/", public)
+	if p.agg != nil {
+		mux.Handle(api.Prefix, p.agg.Handler())
 	}
-	if cfg.pprof {
+	if p.cfg.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	ln, err := net.Listen("tcp", cfg.httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http-addr: %w", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("hotspotd serving", "http", ln.Addr().String(), "id", cfg.id,
-		"detector", cfg.detector, "aggregator", cfg.aggregator, "zk", cfg.zk, "root", cfg.zkRoot)
+	return mux, nil
+}
 
-	// The background roles outlive the detector (see above): they stop on
-	// their own context, canceled only after the detector returned.
+// ready is /readyz: the hot set was read, and a detector has somewhere to
+// send its counts.
+func (p *process) ready() error {
+	select {
+	case <-p.watcher.Ready():
+	default:
+		return errors.New("hot set not read from ZooKeeper yet")
+	}
+	if p.det == nil {
+		return nil
+	}
+	if len(p.aggs.Members()) == 0 {
+		return errors.New("no aggregator member registered")
+	}
+	// An unreachable aggregator makes the detector not ready, never the
+	// process exit: the aggregator and the API here stay up.
+	return p.det.Healthy()
+}
+
+// listen serves h on addr and returns the address it listens at; served
+// receives Serve's error.
+func listen(addr string, h http.Handler) (srv *http.Server, at string, served <-chan error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--http-addr: %w", err)
+	}
+	srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	ch := make(chan error, 1)
+	go func() { ch <- srv.Serve(ln) }()
+	return srv, ln.Addr().String(), ch, nil
+}
+
+// shutdown closes the HTTP server, waiting up to 5s for requests in flight.
+func shutdown(srv *http.Server, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("HTTP server shutdown", "err", err)
+	}
+}
+
+// runRoles runs the roles until ctx ends, a background role fails or the
+// HTTP server stops (served). The background roles (the ring, the hot-set
+// watcher, the aggregator) outlive the detector: they stop on their own
+// context, canceled only after the detector returned. It returns the roles'
+// error and the server's, if it stopped by itself.
+func (p *process) runRoles(ctx context.Context, served <-chan error) (runErr, srvErr error) {
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	g, gctx := errgroup.WithContext(bg)
@@ -145,27 +272,19 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return nil
 		})
 	}
-	goRole(func(ctx context.Context) error { return sink.Follow(ctx, sess) })
-	goRole(watcher.Run)
-	if agg != nil {
-		goRole(agg.Run)
-	}
-	if det != nil {
-		member := hotset.EncodeMember(hotset.Member{ID: cfg.id, Addr: cfg.advertise})
-		goRole(func(ctx context.Context) error {
-			return zkgroup.Join(ctx, sess, detectorsDir, hotset.Escape(cfg.id), member)
-		})
-		goRole(func(ctx context.Context) error {
-			return zkgroup.Watch(ctx, sess, detectorsDir, func(m map[string][]byte) { detectors.Store(int64(len(m))) })
-		})
+	goRole(func(ctx context.Context) error { return p.aggs.Follow(ctx, p.sess) })
+	goRole(p.watcher.Run)
+	if p.agg != nil {
+		goRole(p.agg.Run)
 	}
 
 	// The detector (or, without one, the wait) ends on a signal, or when a
 	// background role or the HTTP server fails.
 	fgCtx, stopFg := context.WithCancel(ctx)
 	defer stopFg()
-	var srvErr error
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		select {
 		case <-gctx.Done():
 		case srvErr = <-served:
@@ -174,38 +293,16 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		stopFg()
 	}()
 	var detErr error
-	if det != nil {
-		detErr = det.Run(fgCtx)
+	if p.det != nil {
+		detErr = p.det.Run(fgCtx)
 	} else {
 		<-fgCtx.Done()
 	}
 	stopBg()
 	bgErr := g.Wait()
-
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("HTTP server shutdown", "err", err)
-	}
+	<-stopped
 	if errors.Is(srvErr, http.ErrServerClosed) {
 		srvErr = nil
 	}
-	return errors.Join(detErr, bgErr, srvErr)
-}
-
-func ready(w *hotwatch.Watcher, sink *shardclient.Client, det *detector.Detector) error {
-	select {
-	case <-w.Ready():
-	default:
-		return errors.New("hot set not read from ZooKeeper yet")
-	}
-	if det == nil {
-		return nil
-	}
-	if len(sink.Members()) == 0 {
-		return errors.New("no aggregator member registered")
-	}
-	// An unreachable aggregator makes the detector not ready, never the
-	// process exit: the aggregator and the API here stay up.
-	return det.Healthy()
+	return errors.Join(detErr, bgErr), srvErr
 }

@@ -8,9 +8,9 @@
 // own counter); GET /healthz.
 //
 // Every flag has an environment variable (ITEMAPP_ and the flag name in upper
-// case with - as _), which the flag overrides. SIGTERM or SIGINT: stop
-// accepting requests, finish those in flight, flush the access reports and
-// exit 0.
+// case with - as _), which the flag overrides; an empty variable counts as
+// unset. SIGTERM or SIGINT: stop accepting requests, finish those in flight,
+// flush the access reports and exit 0.
 package main
 
 import (
@@ -22,10 +22,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 func main() {
-	cfg, err := parseConfig(os.Args[1:], os.LookupEnv)
+	cfg, err := parseConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
@@ -34,6 +36,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	liblog.Route(log) // the libraries' own lines, at debug
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

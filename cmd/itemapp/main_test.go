@@ -28,7 +28,10 @@ func TestParseConfig(t *testing.T) {
 		{"flag beats env", []string{"--app", "web"}, map[string]string{"ITEMAPP_APP": "shop"}, func(c config) bool {
 			return c.app == "web"
 		}, false},
-		{"empty env turns ZooKeeper off", nil, map[string]string{"ITEMAPP_ZK": ""}, func(c config) bool {
+		{"empty env counts as unset", nil, map[string]string{"ITEMAPP_ZK": ""}, func(c config) bool {
+			return len(c.zk) == 1
+		}, false},
+		{"empty flag turns ZooKeeper off", []string{"--zk", ""}, nil, func(c config) bool {
 			return len(c.zk) == 0
 		}, false},
 		{"bad latency", []string{"--source-latency", "fast"}, nil, nil, true},
@@ -36,8 +39,8 @@ func TestParseConfig(t *testing.T) {
 		{"stray argument", []string{"x"}, nil, nil, true},
 	}
 	for _, tt := range tests {
-		lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-		c, err := parseConfig(tt.args, lookup)
+		getenv := func(k string) string { return tt.env[k] }
+		c, err := parseConfig(tt.args, getenv)
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: err = %v, want error %v", tt.name, err, tt.wantErr)
 			continue
@@ -52,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 func startApp(t *testing.T, args ...string) string {
 	t.Helper()
 	cfg, err := parseConfig(append([]string{"--http-addr", "127.0.0.1:0", "--source-latency", "1ms"}, args...),
-		func(string) (string, bool) { return "", false })
+		func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 )
 
 // source simulates the app's database: every read takes a fixed latency and
@@ -173,8 +173,7 @@ func handler(c *hotcache.Client, src *source, reg *prometheus.Registry, log *slo
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(struct {
+		httpjson.Write(w, http.StatusOK, struct {
 			SourceReads   int64             `json:"source_reads"`
 			SourceLatency string            `json:"source_latency"`
 			HotKeys       []hotcache.HotKey `json:"hot_keys"`

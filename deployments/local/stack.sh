@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# stack.sh up|down|status|env: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# stack.sh up|down|status|env|install: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
 #
-# On a fresh machine `up` installs what is missing (Debian's zookeeper and
-# redis-server packages; Apache Kafka and its dependencies from Maven Central)
-# and starts the three services bound to loopback, waiting until each answers
-# a real request. It is idempotent: a service it already started is left alone.
+# On a fresh Debian machine `up` installs what is missing (Debian's zookeeper,
+# redis-server, openjdk-17-jre-headless and maven packages; Apache Kafka and
+# its dependencies from Maven Central) and starts the three services bound to
+# loopback, waiting until each answers a real request. `install` installs and
+# fetches without starting anything. It is idempotent: a service it already
+# started is left alone.
 # `down` stops only the processes this script started (by their pid files).
 #
 # Everything it keeps (downloads, data, logs, pid files) lives in one folder,
@@ -14,9 +16,17 @@
 # HOTSPOT_ZK_PORT (12181), HOTSPOT_REDIS_PORT (16379). The defaults are not the
 # services' usual ports so the stack never collides with a system-wide install.
 #
+# HOTSPOT_KAFKA_VERSION (4.4.0) picks the Apache Kafka release, any 4.x on
+# Maven Central, to test against the broker you run. Each version is fetched
+# once into its own folder; a running broker of another version is left
+# running until `down`. Each version keeps its own data folder, so that a
+# switch never hands one version's log to another (Kafka cannot downgrade).
+#
 # A second, private stack (the fault tests restart its broker and ZooKeeper)
 # takes its own HOTSPOT_STACK_DIR and ports, and HOTSPOT_KAFKA_LIBS, the libs/
-# folder of an already downloaded Kafka, so that nothing is fetched again.
+# folder of an already downloaded Kafka (the shared stack's
+# .stack/kafka-<version>/libs), so that nothing is fetched again; the version
+# is then that of the jars there unless HOTSPOT_KAFKA_VERSION says otherwise.
 # `start SERVICE...` and `stop SERVICE...` (zookeeper, redis, kafka) start or
 # stop single services of a stack, without installing or probing.
 set -euo pipefail
@@ -24,13 +34,20 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 state=${HOTSPOT_STACK_DIR:-$top/.stack}
-kafka_version=4.1.1
+kafka_libs=${HOTSPOT_KAFKA_LIBS:-}
+kafka_version=${HOTSPOT_KAFKA_VERSION:-}
+if [[ -z $kafka_version && -n $kafka_libs ]]; then # the version of the jars given
+	for jar in "$kafka_libs"/kafka_2.13-[0-9]*.jar; do
+		[[ -f $jar ]] && kafka_version=${jar##*/kafka_2.13-} && kafka_version=${kafka_version%.jar}
+	done
+fi
+kafka_version=${kafka_version:-4.4.0}
 kafka_port=${HOTSPOT_KAFKA_PORT:-19092}
 kafka_ctl_port=${HOTSPOT_KAFKA_CONTROLLER_PORT:-19093}
 zk_port=${HOTSPOT_ZK_PORT:-12181}
 redis_port=${HOTSPOT_REDIS_PORT:-16379}
 partitions=${HOTSPOT_KAFKA_PARTITIONS:-8}
-kafka_libs=${HOTSPOT_KAFKA_LIBS:-$state/kafka-$kafka_version/libs}
+kafka_libs=${kafka_libs:-$state/kafka-$kafka_version/libs}
 
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -47,6 +64,7 @@ install_debs() {
 	command -v redis-server >/dev/null || missing+=(redis-server)
 	[[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper)
 	command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+	command -v mvn >/dev/null || missing+=(maven) # fetches Apache Kafka from Maven Central
 	((${#missing[@]} == 0)) && return
 	log "installing ${missing[*]} from Debian's packages"
 	local sudo=""
@@ -58,10 +76,10 @@ install_debs() {
 install_kafka() {
 	local libs=$kafka_libs
 	[[ -f $libs/kafka_2.13-$kafka_version.jar ]] && return
-	command -v mvn >/dev/null || die "Maven is needed to fetch Apache Kafka from Maven Central (apt-get install maven)"
+	command -v mvn >/dev/null || die "Maven is needed to fetch Apache Kafka from Maven Central, and installing Debian's maven did not provide it"
 	log "fetching Apache Kafka $kafka_version from Maven Central"
 	mkdir -p "$libs.tmp"
-	mvn -q -B -f "$here/kafka-pom.xml" -Dkafka.version="$kafka_version" \
+	mvn -q -B -Dstyle.color=never -f "$here/kafka-pom.xml" -Dkafka.version="$kafka_version" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$libs.tmp" >&2 ||
 		die "could not fetch org.apache.kafka:kafka_2.13:$kafka_version from Maven Central"
 	mv "$libs.tmp" "$libs"
@@ -116,7 +134,13 @@ kafka_java() {
 }
 
 start_kafka() {
-	alive kafka && return
+	if alive kafka; then
+		local running
+		running=$(cat "$state/kafka.version" 2>/dev/null || echo "of an unrecorded version")
+		[[ $running == "$kafka_version" ]] ||
+			log "Apache Kafka $running is running; HOTSPOT_KAFKA_VERSION=$kafka_version takes effect after \`$0 down\`"
+		return
+	fi
 	port_open "$kafka_port" && die "port $kafka_port is taken by a process this script did not start (set HOTSPOT_KAFKA_PORT)"
 	local dir=$state/kafka
 	mkdir -p "$dir"
@@ -129,7 +153,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$dir/data
+log.dirs=$dir/data-$kafka_version
 num.partitions=$partitions
 auto.create.topics.enable=true
 offsets.topic.replication.factor=1
@@ -158,7 +182,7 @@ Configuration:
       - name: kafka.server.KafkaRaftServer
         level: INFO
 EOF
-	if [[ ! -f $dir/data/meta.properties ]]; then
+	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
 		log "formatting Kafka storage (KRaft)"
 		local id
 		id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
@@ -173,6 +197,7 @@ EOF
 		-cp "$kafka_libs/*" kafka.Kafka "$dir/server.properties" \
 		>"$state/kafka.log" 2>&1 </dev/null &
 	echo $! >"$state/kafka.pid"
+	echo "$kafka_version" >"$state/kafka.version"
 }
 
 probe() { # probe: every service answers a real request (Go probe, see probe/main.go)
@@ -242,11 +267,12 @@ status() {
 }
 
 case ${1:-} in
+install) mkdir -p "$state"; install_debs; install_kafka ;;
 up) up ;;
 down) down ;;
 status) status ;;
 env) print_env ;;
 start | stop) services "$@" ;;
 purge) down; rm -rf "$state/kafka" "$state/zookeeper" "$state/redis" ;;
-*) echo "usage: $0 up|down|status|env|purge|start SERVICE...|stop SERVICE..." >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|env|install|purge|start SERVICE...|stop SERVICE..." >&2; exit 2 ;;
 esac

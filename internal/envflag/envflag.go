@@ -1,6 +1,8 @@
-// Package envflag lets every flag of a flag.FlagSet also be set from an
+// Package envflag is the one flags-and-environment rule of Hotspot's three
+// binaries (hotspotd, hotspot, itemapp): every flag can also be set from an
 // environment variable, PREFIX_NAME (the flag name upper-cased, - as _); the
-// command line wins. Hotspot's three binaries share it.
+// command line wins; an empty variable counts as unset. New and Parse give
+// them one --help style, which lists each flag with its variable.
 //
 // Invariant: the environment is applied after parsing, so a flag's default
 // (what --help shows) is always the built-in one, never a value, or a
@@ -8,10 +10,61 @@
 package envflag
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 )
+
+// New returns a flag set for the program prog (e.g. "hotspot load") whose
+// flags read PREFIX_* variables. Its --help prints the usage line, header,
+// then every flag with its variable and default, to stdout (or to what
+// fs.SetOutput names).
+func New(prog, prefix, header string) *flag.FlagSet {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(os.Stdout)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "usage: %s [flags]\n\n%s\n\nFlags (each also read from the environment variable shown):\n", prog, strings.TrimSpace(header))
+		fs.VisitAll(func(f *flag.Flag) {
+			arg, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(out, "  --%s", f.Name)
+			if arg != "" {
+				fmt.Fprintf(out, " %s", arg)
+			}
+			fmt.Fprintf(out, "   [%s]\n    \t%s", Name(prefix, f.Name), strings.ReplaceAll(text, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+				fmt.Fprintf(out, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
+	return fs
+}
+
+// Parse parses args into fs, then sets every flag the command line did not
+// set from its PREFIX_* variable as getenv (os.Getenv) reads it, an empty
+// value counting as unset. Positional arguments are refused. --help prints
+// the usage to fs.Output() and returns flag.ErrHelp; other errors are
+// returned for the caller to print, never printed.
+func Parse(fs *flag.FlagSet, prefix string, args []string, getenv func(string) string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // flag would print errors and the usage itself
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	return Apply(fs, prefix, NonEmpty(getenv))
+}
 
 // Name returns the environment variable of flag name: Name("HOTSPOT",
 // "zk-root") is "HOTSPOT_ZK_ROOT".

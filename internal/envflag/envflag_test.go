@@ -61,3 +61,44 @@ func TestNameAndSplitList(t *testing.T) {
 		t.Error("NonEmpty found an empty variable")
 	}
 }
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    string // the flag's value
+		wantErr string
+		help    []string // what --help prints
+	}{
+		{"environment", nil, map[string]string{"P_ZK_ROOT": "/env"}, "/env", "", nil},
+		{"an empty variable counts as unset", nil, map[string]string{"P_ZK_ROOT": ""}, "/def", "", nil},
+		{"command line wins", []string{"--zk-root", "/cli"}, map[string]string{"P_ZK_ROOT": "/env"}, "/cli", "", nil},
+		{"an empty flag is a value", []string{"--zk-root", ""}, nil, "", "", nil},
+		{"stray argument", []string{"x"}, nil, "", `unexpected argument "x"`, nil},
+		{"unknown flag", []string{"--nope"}, nil, "", "flag provided but not defined", nil},
+		{"help", []string{"--help"}, map[string]string{"P_ZK_ROOT": "/secret"}, "", "flag: help requested",
+			[]string{"usage: prog [flags]\n\nWhat it does.\n", "--zk-root string   [P_ZK_ROOT]", "root (default /def)"}},
+	}
+	for _, tt := range tests {
+		fs := New("prog", "P", "What it does.")
+		var out strings.Builder
+		fs.SetOutput(&out)
+		root := fs.String("zk-root", "/def", "root")
+		err := Parse(fs, "P", tt.args, func(k string) string { return tt.env[k] })
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.wantErr)
+		case tt.wantErr == "" && (err != nil || *root != tt.want):
+			t.Errorf("%s: got %q, %v; want %q", tt.name, *root, err, tt.want)
+		}
+		for _, h := range tt.help {
+			if !strings.Contains(out.String(), h) {
+				t.Errorf("%s: --help printed %q, want it to contain %q", tt.name, out.String(), h)
+			}
+		}
+		if strings.Contains(out.String(), "/secret") || (tt.help == nil && out.Len() > 0) {
+			t.Errorf("%s: printed %q", tt.name, out.String())
+		}
+	}
+}

@@ -1,5 +1,5 @@
 // Package hotwatch follows the hot set that the aggregators publish in
-// ZooKeeper (layout and encoding in internal/hotset) for one app or for every
+// ZooKeeper (layout and encoding in package hotset) for one app or for every
 // app, and keeps an immutable Snapshot of app -> key -> hotset.Key that any
 // number of goroutines read without locks.
 //

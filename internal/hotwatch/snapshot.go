@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Snapshot is the hot set at one moment. It is immutable: the Watcher
@@ -21,9 +21,6 @@ func (s *Snapshot) Key(app, key string) (hotset.Key, bool) {
 	k, ok := s.apps[app][key]
 	return k, ok
 }
-
-// Len returns the number of hot keys of app.
-func (s *Snapshot) Len(app string) int { return len(s.apps[app]) }
 
 // Apps returns the apps that have at least one hot key, sorted.
 func (s *Snapshot) Apps() []string {

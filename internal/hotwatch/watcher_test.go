@@ -9,10 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 )
 
-// fakeZK is an in-memory stand-in for zkgroup.Watch: it calls fn with a
+// fakeZK is an in-memory stand-in for zkgroup.Session.Watch: it calls fn with a
 // directory's full contents at first and after every change.
 type fakeZK struct {
 	mu   sync.Mutex

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -20,8 +18,8 @@ func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
 		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
 	}
 	w := newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
-		return zkgroup.Watch(ctx, s, dir, fn)
+		return s.Watch(ctx, dir, fn)
 	}, cfg)
-	w.connected = func() bool { return s.Conn().State() == zk.StateHasSession }
+	w.connected = s.Connected
 	return w, nil
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
-	"github.com/hotspot-dev/hotspot/router"
 )
 
 // fakeLists keeps pins and blocks in memory.
@@ -41,13 +41,21 @@ func (f *fakeLists) Remove(_ context.Context, kind, app, key string) error {
 	return nil
 }
 
+// noAggregators is a cluster without aggregator shards.
+type noAggregators struct{}
+
+func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) { return nil, nil }
+func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
+	return api.KeyState{}, false, nil
+}
+
 func TestAdminRoutes(t *testing.T) {
 	lists := &fakeLists{lists: map[string][]string{}}
 	newAPI := func(token string) http.Handler {
 		h, err := New(Config{
-			HotSet:  func() *hotwatch.Snapshot { return nil },
-			Members: func() []router.Node { return nil },
-			Lists:   lists, AdminToken: token,
+			HotSet:      func() *hotwatch.Snapshot { return nil },
+			Aggregators: noAggregators{},
+			Lists:       lists, AdminToken: token,
 		})
 		if err != nil {
 			t.Fatal(err)

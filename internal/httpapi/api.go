@@ -4,17 +4,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"embed"
@@ -23,18 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
-	"github.com/hotspot-dev/hotspot/router"
-)
-
-// Internal aggregator paths (aggregator.TopPath and KeyPath; repeated so the
-// API needs no aggregator in this process).
-const (
-	topPath = "/internal/v1/top"
-	keyPath = "/internal/v1/key"
 )
 
 // MaxTopN is the largest n accepted by /v1/top.
@@ -42,28 +32,43 @@ const MaxTopN = 1000
 
 // Config wires the API to the process's views of the cluster.
 type Config struct {
-	HotSet  func() *hotwatch.Snapshot // the published hot set; required
-	Members func() []router.Node      // the aggregator members; required
-	Ready   func() error              // nil when the process serves its roles; nil func means always ready
-	Events  *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
+	HotSet      func() *hotwatch.Snapshot // the published hot set; required
+	Aggregators Aggregators               // the aggregator shards (an *api.Client); required
+	Ready       func() error              // nil when the process serves its roles; nil func means always ready
+	Events      *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
 	// Threshold is the cluster's hot-key rate, shown by the page
 	// (/v1/config); 0 leaves it out.
 	Threshold float64
+	// Topic is the access topic this process's detector consumes
+	// (/v1/config), so that tools can tell when they write elsewhere; ""
+	// (no detector role) leaves it out.
+	Topic string
 	// Lists keeps the operators' pins and blocks; nil: the routes answer 501.
 	Lists Lists
 	// AdminToken guards the writes of pins and blocks (Authorization:
 	// Bearer TOKEN); "" refuses every write.
 	AdminToken string
-	Client     *http.Client // for the aggregators' internal API; nil means a 2s-timeout client
+	// History reads the stored promotions and demotions for /v1/history;
+	// nil: the route answers 501.
+	History History
+	// Webhooks keeps the webhook subscriptions (admin calls only); nil:
+	// the routes answer 501.
+	Webhooks Webhooks
 	// Gatherer serves /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger // nil discards
 }
 
-type api struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
+// Aggregators answers for every aggregator shard (api.Client, whose
+// errors name the shards that did not answer).
+type Aggregators interface {
+	Top(ctx context.Context, app string, n int) ([]api.KeyState, error)
+	Key(ctx context.Context, app, key string) (api.KeyState, bool, error)
+}
+
+type server struct {
+	cfg Config
+	log *slog.Logger
 }
 
 // New returns the API's handler. Routes (docs/api.md):
@@ -72,35 +77,39 @@ type api struct {
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
+//	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
+//	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
-//	GET /v1/config              the threshold, for the page
+//	GET /v1/config              the threshold, for the page, and the consumed topic
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
 func New(cfg Config) (http.Handler, error) {
-	if cfg.HotSet == nil || cfg.Members == nil {
-		return nil, errors.New("httpapi: HotSet and Members are required")
+	if cfg.HotSet == nil || cfg.Aggregators == nil {
+		return nil, errors.New("httpapi: HotSet and Aggregators are required")
 	}
-	a := &api{cfg: cfg, client: cfg.Client, log: cfg.Logger}
-	if a.client == nil {
-		a.client = &http.Client{Timeout: 2 * time.Second}
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
+	a := &server{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	g := cmp.Or[prometheus.Gatherer](cfg.Gatherer, prometheus.DefaultGatherer)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/history", a.history)
+	mux.HandleFunc("GET /v1/webhooks", a.listWebhooks)
+	mux.HandleFunc("PUT /v1/webhooks/{name}", a.putWebhook)
+	mux.HandleFunc("DELETE /v1/webhooks/{name}", a.deleteWebhook)
 	for _, kind := range []string{"pins", "blocks"} {
 		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
 		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
 	}
 	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"threshold": cfg.Threshold})
+		c := map[string]any{"threshold": cfg.Threshold}
+		if cfg.Topic != "" {
+			c["topic"] = cfg.Topic
+		}
+		httpjson.Indent(w, http.StatusOK, c)
 	})
 	ui, _ := fs.Sub(pageFS, "page") // the folder is embedded below
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(ui)))
@@ -109,7 +118,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpjson.Indent(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", a.readyz)
 	return mux, nil
@@ -132,8 +141,14 @@ type AppHotKeys struct {
 	HotKeys []HotKey `json:"hotkeys"`
 }
 
-// KeyState is the answer of /v1/hotkeys/{key}.
-type KeyState struct {
+// AllHotKeys is the answer of /v1/hotkeys without app: every app that has
+// hot keys, by name.
+type AllHotKeys struct {
+	Apps []AppHotKeys `json:"apps"`
+}
+
+// KeyStatus is the answer of /v1/hotkeys/{key}.
+type KeyStatus struct {
 	App    string  `json:"app"`
 	Key    string  `json:"key"`
 	Hot    bool    `json:"hot"`
@@ -155,7 +170,7 @@ type Top struct {
 	Keys []TopKey `json:"keys"`
 }
 
-func (a *api) hotkeys(w http.ResponseWriter, r *http.Request) {
+func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 	snap := a.cfg.HotSet()
 	q := r.URL.Query()
 	if !q.Has("app") {
@@ -163,7 +178,7 @@ func (a *api) hotkeys(w http.ResponseWriter, r *http.Request) {
 		for _, app := range snap.Apps() {
 			apps = append(apps, appHotKeys(snap, app))
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"apps": apps})
+		httpjson.Indent(w, http.StatusOK, AllHotKeys{Apps: apps})
 		return
 	}
 	app, err := appParam(q)
@@ -171,7 +186,7 @@ func (a *api) hotkeys(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, appHotKeys(snap, app))
+	httpjson.Indent(w, http.StatusOK, appHotKeys(snap, app))
 }
 
 func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
@@ -183,33 +198,28 @@ func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
 	return out
 }
 
-func (a *api) key(w http.ResponseWriter, r *http.Request) {
+func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	app, key, err := appAndKey(r)
 	if err != nil {
 		badRequest(w, err)
 		return
 	}
-	st := KeyState{App: app, Key: key}
+	st := KeyStatus{App: app, Key: key}
 	if k, ok := a.cfg.HotSet().Key(app, key); ok {
 		st.Hot, st.Rate, st.Since, st.Source = true, k.Rate, rfc3339(k.Since), source(k)
 	}
 	// The owner's rate is current (the published one is as of the last
 	// publication); only the owner tracks the key, the others answer 404.
-	q := url.Values{"app": {app}, "key": {key}}
-	results := a.fanOut(r.Context(), keyPath, q)
-	for _, res := range results {
-		var ks struct {
-			Rate float64 `json:"rate"`
-		}
-		if res.status == http.StatusOK && json.Unmarshal(res.body, &ks) == nil {
-			st.Rate = ks.Rate
-			break
-		}
+	ks, found, err := a.cfg.Aggregators.Key(r.Context(), app, key)
+	if found {
+		st.Rate = ks.Rate
+	} else if err != nil {
+		a.log.Warn("no current rate", "app", app, "key", key, "err", err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpjson.Indent(w, http.StatusOK, st)
 }
 
-func (a *api) top(w http.ResponseWriter, r *http.Request) {
+func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	app, err := appParam(q)
 	if err != nil {
@@ -224,39 +234,22 @@ func (a *api) top(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := Top{App: app, Keys: []TopKey{}}
-	var failed int
-	for _, res := range a.fanOut(r.Context(), topPath, url.Values{"app": {app}, "n": {strconv.Itoa(n)}}) {
-		var shard struct {
-			Keys []struct {
-				Key  string  `json:"key"`
-				Rate float64 `json:"rate"`
-				Hot  bool    `json:"hot"`
-			} `json:"keys"`
+	keys, err := a.cfg.Aggregators.Top(r.Context(), app, n)
+	if err != nil {
+		if len(keys) == 0 {
+			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
+			return
 		}
-		if res.err != nil || res.status != http.StatusOK || json.Unmarshal(res.body, &shard) != nil {
-			failed++
-			continue
-		}
-		for _, k := range shard.Keys {
-			out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
-		}
+		a.log.Warn("busiest keys of some aggregators missing", "app", app, "err", err)
 	}
-	if failed > 0 && len(out.Keys) == 0 {
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": fmt.Sprintf("no aggregator answered (%d failed)", failed)})
-		return
+	out := Top{App: app, Keys: make([]TopKey, 0, len(keys))}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
 	}
-	// Each key has one owner, so the shards' lists are disjoint.
-	slices.SortFunc(out.Keys, func(x, y TopKey) int {
-		return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
-	})
-	if len(out.Keys) > n {
-		out.Keys = out.Keys[:n]
-	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Indent(w, http.StatusOK, out)
 }
 
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
+func (a *server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	n := 50
 	if s := q.Get("n"); s != "" {
@@ -270,7 +263,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Events != nil {
 		events = a.cfg.Events.Recent(q.Get("app"), n)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	httpjson.Indent(w, http.StatusOK, map[string]any{"events": events})
 }
 
 // Lists keeps the operators' pins and blocks (internal/pinstore); kind is
@@ -281,7 +274,7 @@ type Lists interface {
 	Remove(ctx context.Context, kind, app, key string) error
 }
 
-func (a *api) listKeys(kind string) http.HandlerFunc {
+func (a *server) listKeys(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		app, err := appParam(r.URL.Query())
 		if err != nil {
@@ -289,30 +282,23 @@ func (a *api) listKeys(kind string) http.HandlerFunc {
 			return
 		}
 		if a.cfg.Lists == nil {
-			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
 			return
 		}
 		keys, err := a.cfg.Lists.List(r.Context(), kind, app)
 		if err != nil {
 			a.log.Error("reading "+kind, "app", app, "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
+		httpjson.Indent(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
 	}
 }
 
 // admin adds (put) or removes key from app's pins or blocks.
-func (a *api) admin(kind string, put bool) http.HandlerFunc {
+func (a *server) admin(kind string, put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		switch auth := r.Header.Get("Authorization"); {
-		case a.cfg.AdminToken == "":
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
-			return
-		case !strings.HasPrefix(auth, "Bearer ") ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		if !a.authorized(w, r) {
 			return
 		}
 		app, key, err := appAndKey(r)
@@ -321,7 +307,7 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 			return
 		}
 		if a.cfg.Lists == nil {
-			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
+			httpjson.Indent(w, http.StatusNotImplemented, map[string]string{"error": kind + " are not kept by this process"})
 			return
 		}
 		op := a.cfg.Lists.Remove
@@ -335,7 +321,7 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 			} else {
 				a.log.Error("changing "+kind, "app", app, "key", key, "err", err)
 			}
-			writeJSON(w, status, map[string]string{"error": err.Error()})
+			httpjson.Indent(w, status, map[string]string{"error": err.Error()})
 			return
 		}
 		a.log.Info("operator changed "+kind, "app", app, "key", key, "added", put)
@@ -343,49 +329,30 @@ func (a *api) admin(kind string, put bool) http.HandlerFunc {
 	}
 }
 
-func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
+// authorized checks the admin token of r; when it is missing or wrong it
+// answers w and returns false.
+func (a *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	switch auth := r.Header.Get("Authorization"); {
+	case a.cfg.AdminToken == "":
+		httpjson.Indent(w, http.StatusForbidden, map[string]string{"error": "admin calls are disabled: start hotspotd with --admin-token"})
+		return false
+	case !strings.HasPrefix(auth, "Bearer ") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(auth, "Bearer ")), []byte(a.cfg.AdminToken)) != 1:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hotspot"`)
+		httpjson.Indent(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token (Authorization: Bearer TOKEN)"})
+		return false
+	}
+	return true
+}
+
+func (a *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if a.cfg.Ready != nil {
 		if err := a.cfg.Ready(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
+			httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-type result struct {
-	status int
-	body   []byte
-	err    error
-}
-
-// fanOut GETs path?q from every aggregator member in parallel.
-func (a *api) fanOut(ctx context.Context, path string, q url.Values) []result {
-	members := a.cfg.Members()
-	results := make([]result, len(members))
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() {
-			results[i] = a.get(ctx, "http://"+m.Addr+path+"?"+q.Encode())
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-func (a *api) get(ctx context.Context, u string) result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return result{err: err}
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		a.log.Warn("aggregator did not answer", "url", u, "err", err)
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	return result{status: resp.StatusCode, body: body, err: err}
+	httpjson.Indent(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func appParam(q url.Values) (string, error) {
@@ -419,13 +386,5 @@ func rfc3339(ms int64) string {
 }
 
 func badRequest(w http.ResponseWriter, err error) {
-	writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v) // the client may be gone; nothing to do about it here
+	httpjson.Indent(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 }

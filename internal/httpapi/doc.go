@@ -1,10 +1,10 @@
-// Package httpapi serves hotspotd's public HTTP API (DESIGN.md, "HTTP API of
-// hotspotd"; docs/api.md): the cluster's hot keys, one key's state, the
-// busiest keys, metrics and health.
+// Package httpapi serves hotspotd's public HTTP API (docs/api.md): the
+// cluster's hot keys, one key's state, the busiest keys, operator pins and
+// blocks, metrics and health.
 //
 // Invariant: any hotspotd answers for the whole cluster. The hot set comes
 // from the hot set published in ZooKeeper (a hotwatch Snapshot, the same view
 // every app has); current rates and the busiest keys come from asking every
-// aggregator member over its internal API, so no answer depends on which
-// process was asked.
+// aggregator member over its internal API (Config.Aggregators, an
+// api.Client), so no answer depends on which process was asked.
 package httpapi

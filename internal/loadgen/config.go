@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -54,9 +55,6 @@ func ParseForm(s string) (Form, error) {
 // planted keys.
 const NoBackground = -1
 
-// DefaultTopic is the topic written when Config.Topic is empty.
-const DefaultTopic = "hotspot.access"
-
 // SlotDuration is the resolution of the ground truth.
 const SlotDuration = 100 * time.Millisecond
 
@@ -65,7 +63,7 @@ type Config struct {
 	// Where records go: a kafka-go Writer to Brokers and Topic, unless Sink
 	// is set.
 	Brokers     []string // bootstrap addresses; required unless Sink is set
-	Topic       string   // default "hotspot.access"; must exist (see kafkaio.EnsureTopic)
+	Topic       string   // default hotset.DefaultTopic; must exist (see kafkaio.EnsureTopic)
 	Compression string   // "", "none", "gzip", "snappy", "lz4" or "zstd"; default none
 	MaxInflight int64    // bytes written to Kafka and not yet acknowledged before Write blocks; default 64 MiB
 	Sink        Sink     // if set, receives the records instead of Kafka
@@ -115,7 +113,7 @@ func (c Config) Check() error {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	c.Topic = cmp.Or(c.Topic, DefaultTopic)
+	c.Topic = cmp.Or(c.Topic, hotset.DefaultTopic)
 	c.MaxInflight = cmp.Or(c.MaxInflight, 64<<20)
 	switch {
 	case c.Rate == 0:

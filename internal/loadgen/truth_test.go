@@ -1,6 +1,9 @@
 package loadgen
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +117,42 @@ func TestTruthFile(t *testing.T) {
 			t.Errorf("%s: ReadTruth: %v, want an error mentioning %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// ReadTruth reads and checks a file written by WriteFile, as a scoring tool
+// would.
+func ReadTruth(path string) (*Truth, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: read truth: %w", err)
+	}
+	var t Truth
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("loadgen: decode truth %s: %w", path, err)
+	}
+	if err := t.check(); err != nil {
+		return nil, fmt.Errorf("loadgen: truth %s: %w", path, err)
+	}
+	return &t, nil
+}
+
+func (t *Truth) check() error {
+	if t.Version != TruthVersion {
+		return fmt.Errorf("version %d, want %d", t.Version, TruthVersion)
+	}
+	if t.SlotMs <= 0 {
+		return errors.New("slot_ms must be > 0")
+	}
+	seen := make(map[AppKey]bool, len(t.Keys))
+	for _, k := range t.Keys {
+		ak := AppKey{k.App, k.Key}
+		if seen[ak] {
+			return fmt.Errorf("key %q of app %q listed twice", k.Key, k.App)
+		}
+		seen[ak] = true
+		if len(k.Counts) != t.Slots {
+			return fmt.Errorf("key %q of app %q has %d counts, want %d", k.Key, k.App, len(k.Counts), t.Slots)
+		}
+	}
+	return nil
 }

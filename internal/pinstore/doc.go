@@ -1,6 +1,6 @@
 // Package pinstore keeps the operators' pins and blocks in ZooKeeper: per
 // app, one node of keys pinned hot and one of keys blocked from ever being
-// hot (internal/hotset: PinsNode, BlocksNode). Every reader of the hot set
+// hot (package hotset: PinsNode, BlocksNode). Every reader of the hot set
 // (internal/hotwatch, hence the SDK and hotspotd's API) merges them in.
 //
 // Invariant: changes are read-modify-write with ZooKeeper's version check,

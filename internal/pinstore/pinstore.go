@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotspot-dev/hotspot/internal/hotset"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -57,7 +56,7 @@ func (st *Store) List(ctx context.Context, kind, app string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, _, _, err := st.read(p)
+	keys, _, _, err := st.read(ctx, p)
 	return keys, err
 }
 
@@ -91,12 +90,11 @@ func (st *Store) modify(ctx context.Context, kind, app string, fn func([]string)
 	if err != nil {
 		return err
 	}
-	conn := st.s.Conn()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		keys, since, version, err := st.read(p)
+		keys, since, version, err := st.read(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -109,18 +107,16 @@ func (st *Store) modify(ctx context.Context, kind, app string, fn func([]string)
 		}
 		switch {
 		case len(keys) == 0:
-			err = conn.Delete(p, version)
+			err = st.s.Delete(ctx, p, version)
 		case version < 0:
 			var data []byte
 			if data, err = encode(kind, app, keys, since); err == nil {
-				if err = zkgroup.EnsurePath(conn, path.Dir(p)); err == nil {
-					_, err = conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
-				}
+				err = st.s.Create(ctx, p, data)
 			}
 		default:
 			var data []byte
 			if data, err = encode(kind, app, keys, since); err == nil {
-				_, err = conn.Set(p, data, version)
+				err = st.s.Set(ctx, p, data, version)
 			}
 		}
 		if err == nil {
@@ -135,8 +131,8 @@ func (st *Store) modify(ctx context.Context, kind, app string, fn func([]string)
 
 // read returns the sorted keys of node p, when each was added (Unix ms),
 // and the node's version, -1 if it does not exist.
-func (st *Store) read(p string) ([]string, map[string]int64, int32, error) {
-	data, stat, err := st.s.Conn().Get(p)
+func (st *Store) read(ctx context.Context, p string) ([]string, map[string]int64, int32, error) {
+	data, stat, err := st.s.Get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil, -1, nil
 	}

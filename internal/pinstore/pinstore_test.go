@@ -88,7 +88,7 @@ func TestPinsAndBlocksReachReaders(t *testing.T) {
 		}
 	}
 	waitFor()
-	if ok, _, _ := s.Conn().Exists(root + "/hot/shop/%pins"); ok {
+	if ok, _, _ := stacktest.ZKConn(t).Exists(root + "/hot/shop/%pins"); ok {
 		t.Error("the emptied pins node was not deleted")
 	}
 }

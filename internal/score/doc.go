@@ -5,5 +5,6 @@
 // Invariant: a key counts as must-report when its true rate over the
 // window ever reached High*threshold (default 1.2x), and as must-not when it
 // never exceeded Low*threshold (default 0.8x); keys in between are a grey zone
-// that is neither rewarded nor punished, as DESIGN.md's hysteresis allows.
+// that is neither rewarded nor punished, as the rule's hysteresis allows
+// (docs/design.md, "What hot means").
 package score

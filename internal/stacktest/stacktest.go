@@ -12,9 +12,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Kafka returns the broker address (env HOTSPOT_KAFKA, default 127.0.0.1:19092).
@@ -25,6 +28,36 @@ func ZK(t testing.TB) string { return need(t, "HOTSPOT_ZK", "127.0.0.1:12181", "
 
 // Redis returns the Redis address (env HOTSPOT_REDIS, default 127.0.0.1:16379).
 func Redis(t testing.TB) string { return need(t, "HOTSPOT_REDIS", "127.0.0.1:16379", "Redis") }
+
+var (
+	zkMu    sync.Mutex                  // guards zkConns
+	zkConns = map[testing.TB]*zk.Conn{} // one per running test, see ZKConn
+)
+
+// ZKConn returns a raw ZooKeeper connection of the test's own, for checking
+// ZooKeeper's side of what the code under test did. Repeated calls in one
+// test return the same connection; it is closed when the test ends.
+func ZKConn(t testing.TB) *zk.Conn {
+	t.Helper()
+	addr := ZK(t)
+	zkMu.Lock()
+	defer zkMu.Unlock()
+	if c := zkConns[t]; c != nil {
+		return c
+	}
+	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatalf("ZooKeeper at %s: %v", addr, err)
+	}
+	zkConns[t] = c
+	t.Cleanup(func() {
+		zkMu.Lock()
+		delete(zkConns, t)
+		zkMu.Unlock()
+		c.Close()
+	})
+	return c
+}
 
 var seq atomic.Int64
 

@@ -51,7 +51,10 @@ type Event struct {
 	Op    Op     // OpRead leaves the field out
 }
 
-var defaultApp = [...]byte{'d', 'e', 'f', 'a', 'u', 'l', 't'}
+// DefaultApp is the app of an access event that names none.
+const DefaultApp = "default"
+
+var defaultApp = [len(DefaultApp)]byte{'d', 'e', 'f', 'a', 'u', 'l', 't'}
 
 func itoa(v uint64) string {
 	var b [20]byte

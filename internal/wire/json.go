@@ -51,15 +51,29 @@ type number struct {
 	over bool   // integer part does not fit in 64 bits
 }
 
+// objectFields is the last value seen of each field an access event knows.
+type objectFields struct {
+	key, app, op     strField
+	count, ts, bytes numField
+}
+
 // decodeObject decodes the JSON object at b[i] (b ends where the line ends)
 // into d.entry. Duplicate fields behave as in encoding/json: the last wins.
 // Syntax is checked in full before any field is judged, so malformed JSON
 // is always not_json, truncated or trailing_data.
 func (d *Decoder) decodeObject(b []byte, i int) fail {
-	start := i
+	var f objectFields
 	max := d.maxKeyLen()
-	var key, app, op strField
-	var count, ts, size numField
+	if fl := d.scanObject(b, i, max, &f); fl.r != 0 {
+		return fl
+	}
+	return d.judgeFields(&f, i, max)
+}
+
+// scanObject checks the syntax of the object at b[i], which must end the
+// line, and reads the fields an access event knows into f; other fields
+// are skipped.
+func (d *Decoder) scanObject(b []byte, i, max int, f *objectFields) fail {
 	if i = skipSpace(b, i+1); i >= len(b) {
 		return fail{ReasonTruncated, i, "unterminated object"}
 	}
@@ -70,42 +84,9 @@ func (d *Decoder) decodeObject(b []byte, i int) fail {
 			if b[i] != '"' {
 				return fail{ReasonNotJSON, i, "expected a field name"}
 			}
-			var name []byte
-			var f fail
-			if i, name, _, f = readString(b, i, &d.nameBuf, nameMax); f.r != 0 {
-				return f
-			}
-			if i, f = colon(b, i); f.r != 0 {
-				return f
-			}
-			switch string(name) {
-			case "key":
-				i, f = d.strField(b, i, &key, &d.keyBuf, max)
-			case "app":
-				i, f = d.strField(b, i, &app, &d.appBuf, max)
-			case "op":
-				i, f = d.strField(b, i, &op, &d.nameBuf, nameMax)
-				if op.set && op.r == 0 {
-					switch string(op.s) {
-					case "read":
-						op.op = OpRead
-					case "write":
-						op.op = OpWrite
-					default:
-						op.r = ReasonBadValue
-					}
-				}
-			case "count":
-				i, f = d.numField(b, i, &count)
-			case "ts":
-				i, f = d.numField(b, i, &ts)
-			case "bytes":
-				i, f = d.numField(b, i, &size)
-			default:
-				i, f = d.skipValue(b, i, 1)
-			}
-			if f.r != 0 {
-				return f
+			var fl fail
+			if i, fl = d.readField(b, i, max, f); fl.r != 0 {
+				return fl
 			}
 			if i = skipSpace(b, i); i >= len(b) {
 				return fail{ReasonTruncated, i, "unterminated object"}
@@ -126,10 +107,79 @@ func (d *Decoder) decodeObject(b []byte, i int) fail {
 	if i = skipSpace(b, i); i < len(b) {
 		return fail{ReasonTrailingData, i, "data after the object"}
 	}
+	return fail{}
+}
 
+// readField reads the field whose name starts at b[i] and its value into
+// f, returning the index after the value.
+func (d *Decoder) readField(b []byte, i, max int, f *objectFields) (int, fail) {
+	var name []byte
+	var fl fail
+	if i, name, _, fl = readString(b, i, &d.nameBuf, nameMax); fl.r != 0 {
+		return i, fl
+	}
+	if i, fl = colon(b, i); fl.r != 0 {
+		return i, fl
+	}
+	switch string(name) {
+	case "key":
+		return d.strField(b, i, &f.key, &d.keyBuf, max)
+	case "app":
+		return d.strField(b, i, &f.app, &d.appBuf, max)
+	case "op":
+		i, fl = d.strField(b, i, &f.op, &d.nameBuf, nameMax)
+		if f.op.set && f.op.r == 0 {
+			switch string(f.op.s) {
+			case "read":
+				f.op.op = OpRead
+			case "write":
+				f.op.op = OpWrite
+			default:
+				f.op.r = ReasonBadValue
+			}
+		}
+		return i, fl
+	case "count":
+		return d.numField(b, i, &f.count)
+	case "ts":
+		return d.numField(b, i, &f.ts)
+	case "bytes":
+		return d.numField(b, i, &f.bytes)
+	}
+	return d.skipValue(b, i, 1)
+}
+
+// judgeFields checks the values of a syntactically valid object, whose
+// opening brace is at offset start, and fills d.entry from them. The
+// checks run in a fixed order (key, app, count, ts, bytes, op), so an
+// object with several bad fields always reports the same one.
+func (d *Decoder) judgeFields(f *objectFields, start, max int) fail {
 	e := &d.entry
 	*e = Entry{Count: 1}
-	switch {
+	if fl := d.judgeKeyApp(f, start, max); fl.r != 0 {
+		return fl
+	}
+	if f.count.set || f.ts.set || f.bytes.set { // most events carry none
+		if fl := judgeNumbers(f, e); fl.r != 0 {
+			return fl
+		}
+	}
+	if f.op.set {
+		switch f.op.r {
+		case ReasonWrongType:
+			return fail{ReasonWrongType, f.op.off, `"op" is not a string`}
+		case ReasonBadValue:
+			return fail{ReasonBadValue, f.op.off, `"op" is neither "read" nor "write"`}
+		}
+		e.Op = f.op.op
+	}
+	return fail{}
+}
+
+// judgeKeyApp checks "key" (required) and "app" (default "default").
+func (d *Decoder) judgeKeyApp(f *objectFields, start, max int) fail {
+	e := &d.entry
+	switch key := &f.key; {
 	case !key.set:
 		return fail{ReasonMissingKey, start, `no "key" field`}
 	case key.r != 0:
@@ -139,8 +189,8 @@ func (d *Decoder) decodeObject(b []byte, i int) fail {
 	case key.n == 0:
 		return fail{ReasonEmptyKey, key.off, "empty key"}
 	}
-	e.Key = key.s
-	switch {
+	e.Key = f.key.s
+	switch app := &f.app; {
 	case app.r != 0:
 		return fail{ReasonWrongType, app.off, `"app" is not a string`}
 	case app.n > max:
@@ -151,44 +201,41 @@ func (d *Decoder) decodeObject(b []byte, i int) fail {
 		d.defApp = defaultApp
 		e.App = d.defApp[:]
 	}
-	if count.set {
-		c := count.num
+	return fail{}
+}
+
+// judgeNumbers checks the optional "count" (an integer >= 1, default 1),
+// "ts" and "bytes" (integers >= 0) into e.
+func judgeNumbers(f *objectFields, e *Entry) fail {
+	if f.count.set {
+		c := f.count.num
 		switch {
-		case count.r != 0:
-			return fail{ReasonWrongType, count.off, `"count" is not a number`}
+		case f.count.r != 0:
+			return fail{ReasonWrongType, f.count.off, `"count" is not a number`}
 		case c.neg || c.frac || c.over || c.v == 0:
-			return fail{ReasonBadCount, count.off, "count is not an integer >= 1"}
+			return fail{ReasonBadCount, f.count.off, "count is not an integer >= 1"}
 		}
 		e.Count = c.v
 	}
-	if ts.set {
-		c := ts.num
+	if f.ts.set {
+		c := f.ts.num
 		switch {
-		case ts.r != 0:
-			return fail{ReasonWrongType, ts.off, `"ts" is not a number`}
+		case f.ts.r != 0:
+			return fail{ReasonWrongType, f.ts.off, `"ts" is not a number`}
 		case c.frac || c.over || c.v > math.MaxInt64 || c.neg && c.v != 0:
-			return fail{ReasonBadValue, ts.off, `"ts" is not an integer >= 0`}
+			return fail{ReasonBadValue, f.ts.off, `"ts" is not an integer >= 0`}
 		}
 		e.TS = int64(c.v)
 	}
-	if size.set {
-		c := size.num
+	if f.bytes.set {
+		c := f.bytes.num
 		switch {
-		case size.r != 0:
-			return fail{ReasonWrongType, size.off, `"bytes" is not a number`}
+		case f.bytes.r != 0:
+			return fail{ReasonWrongType, f.bytes.off, `"bytes" is not a number`}
 		case c.neg || c.frac || c.over:
-			return fail{ReasonBadValue, size.off, `"bytes" is not an integer >= 0`}
+			return fail{ReasonBadValue, f.bytes.off, `"bytes" is not an integer >= 0`}
 		}
 		e.Bytes = c.v
-	}
-	if op.set {
-		switch op.r {
-		case ReasonWrongType:
-			return fail{ReasonWrongType, op.off, `"op" is not a string`}
-		case ReasonBadValue:
-			return fail{ReasonBadValue, op.off, `"op" is neither "read" nor "write"`}
-		}
-		e.Op = op.op
 	}
 	return fail{}
 }

@@ -1,6 +1,8 @@
 // Package zkgroup is Hotspot's ZooKeeper plumbing shared by the aggregator,
 // the detector, the hotcache SDK and the CLI: one Session per process, group
-// membership (Join, Watch) and following one znode's data (WatchData).
+// membership (Session.Join, Session.Watch) and the node operations of the
+// adapters built on it (Session.Get, Children, Set, Create, Put, Delete), each
+// bounded by its context.
 //
 // Invariant: what the callers see converges to what ZooKeeper holds, however
 // the connection behaves. ZooKeeper watches fire once and the client drops

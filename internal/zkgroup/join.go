@@ -21,7 +21,7 @@ import (
 // name. When ctx ends, Join deletes its node and returns ctx.Err(). It
 // returns ErrSessionClosed if s is closed first, or an error for a bad path
 // or missing permissions; it retries every other failure with backoff.
-func Join(ctx context.Context, s *Session, dir, id string, data []byte) error {
+func (s *Session) Join(ctx context.Context, dir, id string, data []byte) error {
 	if err := checkPath(dir); err != nil {
 		return err
 	}

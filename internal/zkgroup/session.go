@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // ErrSessionClosed is returned by the loops of this package once their
@@ -25,7 +24,7 @@ type Config struct {
 	SessionTimeout time.Duration         // requested session timeout; 0 means 6s (the server may clamp it)
 	Dialer         zk.Dialer             // opens TCP connections; nil means net.DialTimeout
 	Logger         *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
-	Registerer     prometheus.Registerer // nil: not exported; register one Session per Registerer
+	Registerer     prometheus.Registerer // nil: not exported; Sessions sharing a Registerer share its counters
 }
 
 // Session is a ZooKeeper client connection and the state of its session.
@@ -53,17 +52,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
 	c := func(name, help string) prometheus.Counter {
-		return f.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "zk", Name: name, Help: help})
+		return register(reg, prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "zk", Name: name, Help: help}))
 	}
 	return &metrics{
 		sessions: c("sessions_total", "ZooKeeper sessions established (the first one and one after every expiry)."),
 		expiries: c("session_expirations_total", "ZooKeeper sessions expired by the server."),
 		retries:  c("retries_total", "ZooKeeper calls of watch and membership loops that failed and were retried."),
-		connected: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "zk", Name: "connected",
-			Help: "1 while the ZooKeeper connection has a session, else 0."}),
+		connected: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "zk", Name: "connected",
+			Help: "1 while the ZooKeeper connection has a session, else 0."})),
 	}
+}
+
+// register registers c with reg, or returns the collector already registered
+// under the same name: a process that connects again after a failed attempt
+// (hotcache does) keeps one set of counters instead of panicking.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(T); ok {
+				return old
+			}
+		}
+		panic(fmt.Sprintf("zkgroup: register metrics: %v", err))
+	}
+	return c
 }
 
 // Connect opens a session with the ZooKeeper ensemble servers ("host:port")
@@ -139,9 +156,6 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
-// Conn returns the underlying connection.
-func (s *Session) Conn() *zk.Conn { return s.conn }
-
 // Expired returns a channel that is closed when the session that is current
 // (or, between an expiry and the next session, the next one) expires. Call
 // it again after it fires to follow the new session.
@@ -150,6 +164,11 @@ func (s *Session) Expired() <-chan struct{} {
 	defer s.mu.Unlock()
 	return s.expired
 }
+
+// Connected reports whether the connection has a session now: false while
+// go-zookeeper is reconnecting (the ensemble unreachable) or after an expiry
+// until the next session.
+func (s *Session) Connected() bool { return s.conn.State() == zk.StateHasSession }
 
 // Done is closed once Close has been called.
 func (s *Session) Done() <-chan struct{} { return s.closed }

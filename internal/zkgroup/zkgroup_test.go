@@ -181,11 +181,11 @@ func (r *recorder) quiet(t *testing.T, what string, d time.Duration) {
 
 func watchGroup(t *testing.T, s *zkgroup.Session, dir string) (*recorder, *loop) {
 	rec := newRecorder()
-	return rec, start(t, func(ctx context.Context) error { return zkgroup.Watch(ctx, s, dir, rec.fn) })
+	return rec, start(t, func(ctx context.Context) error { return s.Watch(ctx, dir, rec.fn) })
 }
 
 func join(t *testing.T, s *zkgroup.Session, dir, id, data string) *loop {
-	return start(t, func(ctx context.Context) error { return zkgroup.Join(ctx, s, dir, id, []byte(data)) })
+	return start(t, func(ctx context.Context) error { return s.Join(ctx, dir, id, []byte(data)) })
 }
 
 func awaitClosed(t *testing.T, what string, ch <-chan struct{}) {
@@ -552,11 +552,11 @@ func TestBadArguments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	noop := func(map[string][]byte) {}
-	if err := zkgroup.Watch(ctx, s, "relative", noop); !errors.Is(err, zk.ErrInvalidPath) {
+	if err := s.Watch(ctx, "relative", noop); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("Watch(relative path) = %v, want ErrInvalidPath", err)
 	}
 	for _, id := range []string{"", "a/b", ".."} {
-		if err := zkgroup.Join(ctx, s, root, id, nil); !errors.Is(err, zk.ErrInvalidPath) {
+		if err := s.Join(ctx, root, id, nil); !errors.Is(err, zk.ErrInvalidPath) {
 			t.Errorf("Join(id %q) = %v, want ErrInvalidPath", id, err)
 		}
 	}

@@ -1,5 +1,6 @@
 // Command probe checks that the local stack answers real requests: a Kafka
-// metadata request, a ZooKeeper session and a Redis PING. stack.sh runs it.
+// metadata request and a group coordinator, a ZooKeeper session and a Redis
+// PING. stack.sh runs it.
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
 
 func main() {
@@ -22,6 +25,7 @@ func main() {
 	redisAddr := flag.String("redis", "127.0.0.1:16379", "Redis address")
 	wait := flag.Duration("wait", 60*time.Second, "how long to keep trying")
 	flag.Parse()
+	liblog.Route(nil) // go-redis's own lines; the probe reports each failure itself
 
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
@@ -71,15 +75,33 @@ func probeKafka(ctx context.Context, addr string) error {
 	if len(brokers) == 0 {
 		return errors.New("metadata lists no broker")
 	}
-	_, err = conn.Controller()
-	return err
+	if _, err = conn.Controller(); err != nil {
+		return err
+	}
+	// A consumer group needs a coordinator, which a fresh broker has only
+	// once it has created its offsets topic: the first FindCoordinator
+	// starts that, and the probe waits for it, so that the first group of
+	// a test does not meet "Group Coordinator Not Available".
+	resp, err := (&kafka.Client{Addr: kafka.TCP(addr), Timeout: 2 * time.Second}).FindCoordinator(ctx,
+		&kafka.FindCoordinatorRequest{Key: "hotspot-stack-probe", KeyType: kafka.CoordinatorKeyTypeConsumer})
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return fmt.Errorf("no group coordinator yet: %w", resp.Error)
+	}
+	return nil
 }
 
 func probeZK(ctx context.Context, addr string) error {
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, address)
 	}
-	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false))
+	// go-zookeeper's default logger would print every failed attempt
+	// ("authentication failed: EOF" while ZooKeeper starts); the probe
+	// reports the last error itself.
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false),
+		zk.WithLogger(liblog.NewPrinter(nil, "go-zookeeper")))
 	if err != nil {
 		return err
 	}

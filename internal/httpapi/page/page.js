@@ -6,7 +6,10 @@ const history = new Map(); // "app\u0000key" -> [rate, ...]
 let threshold = null;
 
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-const fmt = (r) => (r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
+// Every rate on the page reads one way: a whole number of accesses per
+// second with thousands separators ("93", "335", "12,480").
+const rateFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const fmt = (r) => rateFormat.format(r);
 
 async function get(path) {
   const resp = await fetch(path, { cache: "no-store" });
@@ -31,6 +34,61 @@ function spark(h) {
   return `<svg class="spark" viewBox="0 0 180 28" preserveAspectRatio="none"><line x1="0" x2="180" y1="${y}" y2="${y}"/><polyline points="${pts}"/></svg>`;
 }
 
+// Timeline: each app's hot spells over the last hour, from the stored
+// history (GET /v1/history), refreshed every 10 s.
+const HOUR = 3600e3;
+const timelines = new Map(); // app -> {at, svg}
+
+async function refreshTimeline(app) {
+  const t = timelines.get(app);
+  if (t && Date.now() - t.at < 10e3) return;
+  timelines.set(app, { at: Date.now(), svg: t ? t.svg : "" });
+  const since = new Date(Date.now() - HOUR).toISOString();
+  let svg;
+  try {
+    const resp = await fetch(`/v1/history?limit=10000&app=${encodeURIComponent(app)}&since=${since}`, { cache: "no-store" });
+    const body = await resp.json();
+    svg = resp.ok ? timelineSVG(body.events, Date.now()) : `<p class="empty">history: ${esc(body.error || resp.status)}</p>`;
+  } catch (err) {
+    svg = `<p class="empty">history: ${esc(err.message)}</p>`;
+  }
+  timelines.set(app, { at: Date.now(), svg });
+}
+
+// spells pairs promotions and demotions (newest first) into [key, from, to].
+function spells(events, now) {
+  const open = new Map();
+  const out = [];
+  for (const e of [...events].reverse()) {
+    const at = Date.parse(e.at);
+    if (e.kind === "promoted" && !open.has(e.key)) {
+      open.set(e.key, out.length);
+      out.push([e.key, at, now]);
+    } else if (e.kind === "demoted" && open.has(e.key)) {
+      out[open.get(e.key)][2] = at;
+      open.delete(e.key);
+    } else if (e.kind === "demoted") {
+      out.push([e.key, now - HOUR, at]); // hot since before the hour
+    }
+  }
+  return out;
+}
+
+function timelineSVG(events, now) {
+  const sp = spells(events, now);
+  if (!sp.length) return '<p class="empty">no promotions in the last hour</p>';
+  const keys = [...new Set(sp.map((s) => s[0]))].slice(0, 30);
+  const x = (t) => Math.max(0, (600 * (t - (now - HOUR))) / HOUR);
+  const rows = keys.map((k, i) => {
+    const bars = sp.filter((s) => s[0] === k).map((s) =>
+      `<rect x="${x(s[1]).toFixed(1)}" y="${i * 14 + 2}" width="${Math.max(1, x(s[2]) - x(s[1])).toFixed(1)}" height="10"><title>${esc(k)}: ${new Date(s[1]).toLocaleTimeString()} – ${s[2] >= now ? "now" : new Date(s[2]).toLocaleTimeString()}</title></rect>`).join("");
+    return `<text x="604" y="${i * 14 + 11}">${esc(k)}</text>${bars}`;
+  }).join("");
+  const h = keys.length * 14 + 14;
+  const ticks = [0, 15, 30, 45, 60].map((m) => `<text class="tick" x="${(600 * m) / 60}" y="${h - 1}">${m === 60 ? "now" : "-" + (60 - m) + "m"}</text>`).join("");
+  return `<svg class="timeline" viewBox="0 0 760 ${h}" preserveAspectRatio="xMinYMin meet">${rows}${ticks}</svg>`;
+}
+
 function appSection(app, hot, top) {
   const hotRows = hot.map((k) => {
     const h = remember(app, k.key, k.rate);
@@ -42,7 +100,7 @@ function appSection(app, hot, top) {
   return `<section class="app" data-app="${esc(app)}"><h2>app ${esc(app)}</h2><div class="cols">
     <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>since</th><th>source</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
     <div><h3>Busiest below the threshold</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
-  </div></section>`;
+  </div><h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
 }
 
 async function tick() {
@@ -54,6 +112,7 @@ async function tick() {
     const apps = hot.apps.map((a) => a.app);
     for (const e of events.events) if (!apps.includes(e.app)) apps.push(e.app);
     const tops = await Promise.all(apps.map((app) => get("/v1/top?n=20&app=" + encodeURIComponent(app)).catch(() => ({ keys: [] }))));
+    await Promise.all(apps.map(refreshTimeline));
     const byApp = new Map(hot.apps.map((a) => [a.app, a.hotkeys]));
     document.getElementById("apps").innerHTML = apps.length
       ? apps.map((app, i) => appSection(app, byApp.get(app) || [], tops[i].keys)).join("")

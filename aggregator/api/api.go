@@ -1,0 +1,69 @@
+package api
+
+import "time"
+
+// Paths of an aggregator shard's internal API. Every hotspotd that runs the
+// aggregator role serves them on its HTTP address (aggregator.Handler), all
+// under Prefix.
+const (
+	// Prefix is the path prefix of every internal route.
+	Prefix = "/internal/v1/"
+
+	// PartialsPath takes a POST of one wire partial-count batch (the
+	// detectors' flushes): 204 when every entry was counted; 400 with
+	// {"error": ...} on a bad body, of which nothing was counted; 413 when
+	// the body is over the shard's size cap.
+	PartialsPath = Prefix + "partials"
+	// TopPath answers GET ?app=APP&n=N (n defaults to 10; at most the
+	// shard's top-K) with a Top: the shard's busiest keys of app, hot or
+	// not.
+	TopPath = Prefix + "top"
+	// KeyPath answers GET ?app=APP&key=KEY with the KeyState of one key, or
+	// 404 when the shard does not track it (another shard owns it, or it
+	// had no recent counts).
+	KeyPath = Prefix + "key"
+)
+
+// Count is one key's accesses since the detector's previous flush: what Send
+// routes to the key's owner.
+type Count struct {
+	App, Key string
+	N        uint64 // accesses since the previous flush
+}
+
+// KeyState is one key's state at the shard that owns it: the JSON of KeyPath
+// and of each entry of TopPath.
+type KeyState struct {
+	App   string    `json:"app"`
+	Key   string    `json:"key"`
+	Rate  float64   `json:"rate"`           // accesses per second over the window
+	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
+	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
+}
+
+// Top is the JSON answer of TopPath.
+type Top struct {
+	App   string     `json:"app"`
+	Shard string     `json:"shard"` // the answering shard's id
+	Keys  []KeyState `json:"keys"`  // busiest first
+}
+
+// Flush describes one detector flush round's counts, as Client.Send
+// carries them to the aggregators (the detector's Sink passes it on).
+type Flush struct {
+	At time.Time // when the round ended
+	// Span and End are the event time the counts happened in: [End-Span,
+	// End]. For a live stream that is about one flush interval ending a
+	// little before At; when the detector catches up on a backlog (after a
+	// rebalance, a pause or an outage) it is the stretch of the past the
+	// round read. The aggregator counts the accesses where they happened,
+	// so what is older than its window is never counted as recent. A zero
+	// End means unknown (no counts, or no event times).
+	Span time.Duration
+	End  time.Time
+	// Seq numbers the detector's rounds, increasing, unique per detector
+	// process (it starts at the start time in milliseconds). A retry of a
+	// round's counts carries the same Seq, so that an aggregator that
+	// applied them once but answered too late does not count them twice.
+	Seq uint64
+}

@@ -1,0 +1,252 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// nopPublisher lets an aggregator serve HTTP without ZooKeeper; Run is not
+// called in these tests.
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(context.Context, *hotset.Shard) error                { return nil }
+func (nopPublisher) Remove(context.Context, string, string) error                { return nil }
+func (nopPublisher) Load(context.Context, string) ([]*hotset.Shard, error)       { return nil, nil }
+func (nopPublisher) Collect(context.Context, string, time.Duration) (int, error) { return 0, nil }
+func (nopPublisher) Join(ctx context.Context, _ hotset.Member) error             { <-ctx.Done(); return nil }
+
+type shard struct {
+	id  string
+	agg *aggregator.Aggregator
+	srv *httptest.Server
+}
+
+func newShard(t *testing.T, id string) *shard {
+	t.Helper()
+	a, err := aggregator.New(aggregator.Config{ID: id, Addr: "unused:1"}, nopPublisher{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return &shard{id: id, agg: a, srv: srv}
+}
+
+func (s *shard) member() []byte {
+	return hotset.EncodeMember(hotset.Member{ID: s.id, Addr: strings.TrimPrefix(s.srv.URL, "http://")})
+}
+
+func newClient(t *testing.T) *api.Client {
+	t.Helper()
+	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func counts(n int) []api.Count {
+	cs := make([]api.Count, n)
+	for i := range cs {
+		cs[i] = api.Count{App: fmt.Sprint("app", i%3), Key: fmt.Sprint("item:", i), N: uint64(i + 1)}
+	}
+	return cs
+}
+
+// owners returns, for each count, the shard the ring over ids gives it.
+func owners(t *testing.T, cs []api.Count, ids ...string) []string {
+	t.Helper()
+	var nodes []router.Node
+	for _, id := range ids {
+		nodes = append(nodes, router.Node{ID: id})
+	}
+	r, err := router.New(nodes, router.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		n, _ := r.Lookup(c.App + "\x00" + c.Key)
+		out[i] = n.ID
+	}
+	return out
+}
+
+func TestSendSplitsByRingAndReroutes(t *testing.T) {
+	a1, a2 := newShard(t, "agg-1"), newShard(t, "agg-2")
+	shards := map[string]*shard{"agg-1": a1, "agg-2": a2}
+	c := newClient(t)
+	cs := counts(300)
+
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); !errors.Is(err, api.ErrNoMembers) {
+		t.Fatalf("Send without members = %v, want ErrNoMembers", err)
+	}
+
+	c.SetMembers(map[string][]byte{"agg-1": a1.member(), "agg-2": a2.member()})
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for i, owner := range owners(t, cs, "agg-1", "agg-2") {
+		per[owner]++
+		for id, s := range shards {
+			st, ok := s.agg.Key(cs[i].App, cs[i].Key)
+			if want := id == owner; ok != want || (ok && st.Rate != float64(cs[i].N)) {
+				t.Fatalf("%s/%s at %s: tracked %v rate %v; want tracked %v (owner %s) rate %d",
+					cs[i].App, cs[i].Key, id, ok, st.Rate, want, owner, cs[i].N)
+			}
+		}
+	}
+	if per["agg-1"] < 100 || per["agg-2"] < 100 {
+		t.Errorf("keys per shard = %v, want a split near half", per)
+	}
+
+	// agg-1 leaves: every key goes to agg-2 from the next Send on.
+	c.SetMembers(map[string][]byte{"agg-2": a2.member()})
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+		t.Fatal(err)
+	}
+	for i, owner := range owners(t, cs, "agg-1", "agg-2") {
+		// agg-1's keys were not at agg-2 before (checked above). Both Sends
+		// fall in one window unless the machine stalls for a second.
+		st, ok := a2.agg.Key(cs[i].App, cs[i].Key)
+		if !ok || st.Rate < float64(cs[i].N) {
+			t.Fatalf("%s/%s (owner was %s) at agg-2 after re-route: tracked %v rate %v, want >= %d",
+				cs[i].App, cs[i].Key, owner, ok, st.Rate, cs[i].N)
+		}
+	}
+}
+
+func TestSendRoutesAroundFailedOwner(t *testing.T) {
+	good := newShard(t, "good")
+	var hits atomic.Int64
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":"draining"}`)
+	}))
+	defer bad.Close()
+	c := newClient(t)
+	c.SetMembers(map[string][]byte{
+		"good": good.member(),
+		"bad":  hotset.EncodeMember(hotset.Member{ID: "bad", Addr: strings.TrimPrefix(bad.URL, "http://")}),
+	})
+	cs := counts(100)
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+		t.Fatalf("Send with one live owner = %v, want nil (rerouted)", err)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("bad owner got %d requests, want 1", hits.Load())
+	}
+	for _, k := range cs {
+		if st, ok := good.agg.Key(k.App, k.Key); !ok || st.Rate < float64(k.N) {
+			t.Fatalf("%s/%s at the live owner: tracked %v rate %v, want >= %d", k.App, k.Key, ok, st.Rate, k.N)
+		}
+	}
+	// Within SuspectFor the failed owner is not tried again.
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(100)); err != nil || hits.Load() != 1 {
+		t.Errorf("second Send = %v with %d requests to bad, want nil and still 1", err, hits.Load())
+	}
+
+	// With no live owner left the Send fails, naming the owner.
+	c.SetMembers(map[string][]byte{"gone": hotset.EncodeMember(hotset.Member{ID: "gone", Addr: "127.0.0.1:1"})})
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
+		t.Errorf("Send to a closed port = %v, want an error naming gone", err)
+	}
+}
+
+func TestSetMembersSkipsBadMembers(t *testing.T) {
+	c := newClient(t)
+	c.SetMembers(map[string][]byte{
+		"ok":       hotset.EncodeMember(hotset.Member{ID: "ok", Addr: "10.0.0.1:80"}),
+		"garbage":  []byte("{"),
+		"noaddr":   hotset.EncodeMember(hotset.Member{ID: "noaddr"}),
+		"mismatch": hotset.EncodeMember(hotset.Member{ID: "other", Addr: "10.0.0.2:80"}),
+		"v2":       []byte(`{"v":2,"id":"v2","addr":"10.0.0.3:80"}`),
+	})
+	got := c.Members()
+	if len(got) != 1 || got[0].ID != "ok" || got[0].Addr != "10.0.0.1:80" {
+		t.Errorf("members = %+v, want only ok", got)
+	}
+}
+
+func TestBodyIsOneBatchPerOwner(t *testing.T) {
+	var got []wire.KeyCount
+	var sources []string
+	var headers []wire.PartialHeader
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
+			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n})
+		})
+		if err != nil || r.URL.Path != api.PartialsPath {
+			w.WriteHeader(400)
+			return
+		}
+		sources = append(sources, h.Source)
+		headers = append(headers, h)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c := newClient(t)
+	c.SetMembers(map[string][]byte{"only": hotset.EncodeMember(hotset.Member{ID: "only", Addr: strings.TrimPrefix(srv.URL, "http://")})})
+	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3}, {App: "a", Key: "z", N: 4}, {App: "a", Key: "zero", N: 0}}
+	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42}
+	for range 2 { // the second Send reuses the buffers
+		got, sources, headers = nil, nil, nil
+		if err := c.Send(t.Context(), f, in); err != nil {
+			t.Fatal(err)
+		}
+		want := []wire.KeyCount{{Key: "a/x", Count: 2}, {Key: "a/z", Count: 4}, {Key: "b/y", Count: 3}}
+		if fmt.Sprint(got) != fmt.Sprint(want) || len(sources) != 1 || sources[0] != "d1" {
+			t.Errorf("received %v from %v, want %v in one batch from d1", got, sources, want)
+		}
+		// Pass 0 of flush 42: sequence 42<<8.
+		wantH := wire.PartialHeader{Source: "d1", At: 5000, Span: 300, End: 4900, Seq: 42 << 8}
+		if len(headers) != 1 || headers[0] != wantH {
+			t.Errorf("headers %+v, want [%+v]", headers, wantH)
+		}
+	}
+}
+
+func BenchmarkSend(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c, err := api.New(api.Config{Source: "d1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	c.SetMembers(map[string][]byte{
+		"a": hotset.EncodeMember(hotset.Member{ID: "a", Addr: addr}),
+		"b": hotset.EncodeMember(hotset.Member{ID: "b", Addr: addr}),
+	})
+	cs := counts(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Send(context.Background(), api.Flush{At: time.Now()}, cs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(1000, "counts/op")
+}

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/hotspot-dev/hotspot/router"
+)
+
+// maxAnswerBytes bounds one shard's answer to a query.
+const maxAnswerBytes = 8 << 20
+
+// errNotTracked is a shard's 404 to KeyPath: the key is not tracked there.
+var errNotTracked = errors.New("not tracked")
+
+// Top asks every member for app's n busiest keys and merges the answers,
+// busiest first (ties by key), at most n. Each key has one owner, so the
+// shards' lists are disjoint. The error names the members that did not
+// answer; the keys of those that did are returned with it.
+func (c *Client) Top(ctx context.Context, app string, n int) ([]KeyState, error) {
+	q := url.Values{"app": {app}, "n": {strconv.Itoa(n)}}
+	keys := []KeyState{}
+	var mu sync.Mutex // guards keys
+	err := c.fanOut(ctx, TopPath, q, func(body []byte) error {
+		var top Top
+		if err := json.Unmarshal(body, &top); err != nil {
+			return err
+		}
+		mu.Lock()
+		keys = append(keys, top.Keys...)
+		mu.Unlock()
+		return nil
+	})
+	slices.SortFunc(keys, func(x, y KeyState) int {
+		return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
+	})
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys, err
+}
+
+// Key asks every member for (app, key) and returns the state at the member
+// that tracks it, and false when none does. The error names the members that
+// did not answer; an answer found elsewhere is returned with it.
+func (c *Client) Key(ctx context.Context, app, key string) (KeyState, bool, error) {
+	var (
+		mu    sync.Mutex // guards st and found
+		st    KeyState
+		found bool
+	)
+	err := c.fanOut(ctx, KeyPath, url.Values{"app": {app}, "key": {key}}, func(body []byte) error {
+		var ks KeyState
+		if err := json.Unmarshal(body, &ks); err != nil {
+			return err
+		}
+		mu.Lock()
+		if !found {
+			st, found = ks, true
+		}
+		mu.Unlock()
+		return nil
+	})
+	return st, found, err
+}
+
+// fanOut GETs path?q from every member in parallel and hands each 200
+// answer to decode. A 404 to KeyPath is an answer, not a failure.
+func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode func([]byte) error) error {
+	members := c.Members()
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			body, err := c.get(ctx, m, path, q)
+			if err == nil {
+				err = decode(body)
+			}
+			if err != nil && !errors.Is(err, errNotTracked) {
+				errs[i] = fmt.Errorf("aggregator %s at %s: %w", m.ID, m.Addr, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("api: %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c *Client) get(ctx context.Context, m router.Node, path string, q url.Values) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.Addr+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.StatusCode == http.StatusNotFound && path == KeyPath:
+		return nil, errNotTracked
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	return body, nil
+}

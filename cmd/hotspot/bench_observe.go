@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// benchObserver watches a bench run from the outside, the way users see the
+// cluster: when each key first appears in the published hot set, when its
+// value first sits in the L1 of an app, and the hotspotd processes' resident
+// memory. Its goroutines run until stop or close.
+type benchObserver struct {
+	sess   *zkgroup.Session
+	app    *hotcache.Client
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex // guards seen
+	seen observed
+}
+
+// observed is what a benchObserver recorded.
+type observed struct {
+	published map[loadgen.AppKey]time.Time // first time in the hot set in ZooKeeper
+	inL1      map[loadgen.AppKey]time.Time // first time loaded in the app's L1
+	maxRSS    float64                      // bytes, the largest of any hotspotd
+}
+
+// startBenchObserver returns once the hot set under root has been read, so
+// that every later change is timed.
+func startBenchObserver(ctx context.Context, servers []string, root, app string, hotspotds []string) (*benchObserver, error) {
+	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("no ZooKeeper session with %v: %w", servers, err)
+	}
+	o := &benchObserver{sess: sess, seen: observed{
+		published: make(map[loadgen.AppKey]time.Time),
+		inL1:      make(map[loadgen.AppKey]time.Time),
+	}}
+	watcher, err := hotwatch.New(sess, hotwatch.Config{Root: root, OnChange: o.recordPublished})
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	o.cancel = stop
+	o.wg.Go(func() { watcher.Run(runCtx) })
+	select {
+	case <-watcher.Ready():
+	case <-ctx.Done():
+		o.close()
+		return nil, ctx.Err()
+	}
+
+	// An app of the workload's app, as an SDK user would embed it: it
+	// watches the hot set and loads each promoted key into its L1 (from a
+	// constant loader: the load itself is not what is measured).
+	o.app, err = hotcache.New(ctx, hotcache.WithApp(app), hotcache.WithZooKeeper(servers, root),
+		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
+	if err != nil {
+		o.close()
+		return nil, fmt.Errorf("hotcache client: %w", err)
+	}
+	o.wg.Go(func() { o.pollL1(runCtx, app) })
+	o.wg.Go(func() { o.sampleRSS(runCtx, hotspotds) })
+	return o, nil
+}
+
+func (o *benchObserver) recordPublished(c hotwatch.Change) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range c.Added {
+		ak := loadgen.AppKey{App: c.App, Key: k.Key}
+		if _, ok := o.seen.published[ak]; !ok {
+			o.seen.published[ak] = c.At
+		}
+	}
+}
+
+// pollL1 records, every 2 ms, the keys whose value the app has loaded.
+func (o *benchObserver) pollL1(ctx context.Context, app string) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			o.mu.Lock()
+			for _, k := range o.app.Hot() {
+				ak := loadgen.AppKey{App: app, Key: k.Key}
+				if _, ok := o.seen.inL1[ak]; !ok && k.Loaded {
+					o.seen.inL1[ak] = now
+				}
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+// sampleRSS keeps the largest resident memory of any hotspotd, every second.
+func (o *benchObserver) sampleRSS(ctx context.Context, hotspotds []string) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		ms, _ := scrapeAll(ctx, hotspotds)
+		o.mu.Lock()
+		for _, m := range ms {
+			o.seen.maxRSS = max(o.seen.maxRSS, m["process_resident_memory_bytes"])
+		}
+		o.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stop ends the observation and returns what it saw.
+func (o *benchObserver) stop() observed {
+	o.cancel()
+	o.wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen
+}
+
+// close stops the observer and releases its app and ZooKeeper session; it
+// may follow stop.
+func (o *benchObserver) close() {
+	o.cancel()
+	o.wg.Wait()
+	if o.app != nil {
+		o.app.Close()
+	}
+	o.sess.Close()
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// hotspotd is one real hotspotd process for the CLI's tests.
+type hotspotd struct {
+	addr, topic, root string
+}
+
+// startHotspotd builds and starts a hotspotd with its own topic, group and
+// ZooKeeper root on the real stack, plus the extra flags; the test's cleanup
+// stops it with SIGTERM.
+func startHotspotd(t *testing.T, extra ...string) hotspotd {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs hotspotd against the stack; -short skips it")
+	}
+	brokers, zk := stacktest.Kafka(t), stacktest.ZK(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hotspotd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../hotspotd").CombinedOutput(); err != nil {
+		t.Fatalf("go build hotspotd: %v\n%s", err, out)
+	}
+	name := stacktest.Name(t)
+	h := hotspotd{addr: freeAddr(t), topic: name, root: "/" + name}
+	logf, err := os.Create(filepath.Join(dir, "hotspotd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--brokers", brokers, "--zk", zk, "--topic", h.topic, "--group", name,
+		"--zk-root", h.root, "--http-addr", h.addr, "--id", name, "--from-oldest=true"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("hotspotd exited: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("hotspotd did not stop within 30 s of SIGTERM")
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("hotspotd's log:\n%s", b)
+		}
+	})
+	if err := waitHTTP(t.Context(), "http://"+h.addr+"/readyz", 60*time.Second); err != nil {
+		t.Fatalf("hotspotd at %s is not ready: %v", h.addr, err)
+	}
+	return h
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func noEnv(string) string { return "" }
+
+// TestToolsSayWhenTheyMeasureNothing runs bench, load and hotkeys against a
+// real hotspotd that consumes another topic than theirs, and bench against
+// one whose keys it misses: each says so, and bench fails.
+func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
+	h := startHotspotd(t)
+	brokers, zk := stacktest.Kafka(t), stacktest.ZK(t)
+	other := h.topic + "-other"
+	benchArgs := func(topic string, extra ...string) []string {
+		return append([]string{"--brokers", brokers, "--zk", zk, "--zk-root", h.root, "--hotspotd", h.addr,
+			"--topic", topic, "--rate", "0", "--duration", "2s", "--settle", "1500ms"}, extra...)
+	}
+	want := `hotspotd at ` + h.addr + ` consumes topic "` + h.topic + `", not "` + other + `"`
+
+	t.Run("bench to another topic", func(t *testing.T) {
+		var out bytes.Buffer
+		err := bench(t.Context(), benchArgs(other), noEnv, &out)
+		if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "would never reach a detector: "+want) {
+			t.Errorf("bench --topic %s: %v, want an error (exit 1) with %q\n%s", other, err, want, out.String())
+		}
+	})
+	t.Run("load to another topic", func(t *testing.T) {
+		for _, tc := range []struct {
+			topic string
+			warns bool
+		}{{other, true}, {h.topic, false}} {
+			var out bytes.Buffer
+			args := []string{"--brokers", brokers, "--hotspotd", h.addr, "--topic", tc.topic, "--rate", "100",
+				"--keys", "10", "--duration", "300ms", "--quiet"}
+			if err := load(t.Context(), args, noEnv, &out); err != nil {
+				t.Fatalf("load --topic %s: %v\n%s", tc.topic, err, out.String())
+			}
+			if got := strings.Contains(out.String(), "warning: no detector will count this workload: hotspotd at "); got != tc.warns {
+				t.Errorf("load --topic %s: warning %v, want %v\n%s", tc.topic, got, tc.warns, out.String())
+			}
+		}
+	})
+	t.Run("hotkeys of another topic", func(t *testing.T) {
+		for _, tc := range []struct {
+			topic string
+			warns bool
+		}{{other, true}, {h.topic, false}} {
+			var out, errOut bytes.Buffer
+			if err := hotkeys(t.Context(), []string{"--addr", h.addr, "--topic", tc.topic}, noEnv, &out, &errOut); err != nil {
+				t.Fatalf("hotkeys --topic %s: %v", tc.topic, err)
+			}
+			if got := strings.Contains(errOut.String(), "warning: these hot keys are not those of your topic: hotspotd at "); got != tc.warns {
+				t.Errorf("hotkeys --topic %s: warning %v, want %v; stderr %q", tc.topic, got, tc.warns, errOut.String())
+			}
+			if !strings.Contains(out.String(), "hot keys") {
+				t.Errorf("hotkeys --topic %s printed no table: %q", tc.topic, out.String())
+			}
+		}
+	})
+	t.Run("bench with missed keys", func(t *testing.T) {
+		// Scored against a threshold of 100/s, a key at 2x (200/s) had to
+		// be reported; hotspotd's threshold is 1000/s, so it never is.
+		args := benchArgs(h.topic, "--threshold", "100", "--planted", "2")
+		var out bytes.Buffer
+		err := bench(t.Context(), args, noEnv, &out)
+		if err == nil || !strings.Contains(err.Error(), "missed 1 of 1 keys that had to be reported") {
+			t.Errorf("bench with a missed key: %v, want the missed-keys error\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "missed ") || strings.Contains(out.String(), "detectors     0 records") {
+			t.Errorf("bench report lacks the missed key, or counted nothing:\n%s", out.String())
+		}
+		out.Reset()
+		if err := bench(t.Context(), append(args, "--allow-missed"), noEnv, &out); err != nil {
+			t.Errorf("bench --allow-missed: %v, want success\n%s", err, out.String())
+		}
+	})
+}
+
+// TestBenchMeasuredNothing runs bench against a real hotspotd without a
+// detector: nothing counts the workload, and bench says so and fails.
+func TestBenchMeasuredNothing(t *testing.T) {
+	h := startHotspotd(t, "--roles", "aggregator")
+	var out bytes.Buffer
+	args := []string{"--brokers", stacktest.Kafka(t), "--zk", stacktest.ZK(t), "--zk-root", h.root, "--hotspotd", h.addr,
+		"--topic", h.topic, "--rate", "500", "--keys", "100", "--duration", "2s", "--settle", "500ms"}
+	err := bench(t.Context(), args, noEnv, &out)
+	if err == nil || !strings.Contains(err.Error(), "measured nothing: the workload sent ") ||
+		!strings.Contains(err.Error(), "the detectors counted 0 records and 0 entries meanwhile") {
+		t.Errorf("bench without a detector: %v, want the measured-nothing error\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "== hotspot bench report ==") {
+		t.Errorf("bench printed no report:\n%s", out.String())
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+)
+
+// printDemoSummary prints the run's summary: the driver's counts, every
+// hot-set change, the detection delay of each flash key, and the apps'
+// and Redis's load before the flash crowd and at the end.
+func printDemoSummary(out io.Writer, start time.Time, flashes []demoFlash, d *driver, events []hotwatch.Change, samples []sample) {
+	fmt.Fprintf(out, "\n== demo summary ==\n")
+	fmt.Fprintf(out, "reads sent through the apps: %d; refused by the apps' rate limits (503): %d; failed: %d; not sent (apps saturated): %d\n",
+		d.sent.Load(), d.throttled.Load(), d.failed.Load(), d.dropped.Load())
+	printHotSetChanges(out, start, events)
+	printDetectionDelays(out, flashes, d, events)
+	printBeforeAfter(out, flashes[0].start, samples)
+}
+
+func printHotSetChanges(out io.Writer, start time.Time, events []hotwatch.Change) {
+	fmt.Fprintln(out, "hot-set changes seen in ZooKeeper:")
+	for _, c := range events {
+		for _, k := range c.Added {
+			fmt.Fprintf(out, "  +%6.1fs  %s turned hot (%.0f/s)\n", c.At.Sub(start).Seconds(), k.Key, k.Rate)
+		}
+		for _, k := range c.Removed {
+			fmt.Fprintf(out, "  +%6.1fs  %s went cold\n", c.At.Sub(start).Seconds(), k)
+		}
+	}
+}
+
+// printDetectionDelays prints, per flash key, the time from its reads
+// crossing 1000/s to its first publication in ZooKeeper.
+func printDetectionDelays(out io.Writer, flashes []demoFlash, d *driver, events []hotwatch.Change) {
+	fmt.Fprintln(out, "detection delay of the flash keys (their reads crossing 1000/s -> published in ZooKeeper):")
+	for _, f := range flashes {
+		crossed, ok := d.crossing(f.key, 1000)
+		if !ok {
+			fmt.Fprintf(out, "  %-12s never reached 1000 reads/s (the run ended first?)\n", f.key)
+			continue
+		}
+		if at, ok := firstPublished(events, f.key); ok {
+			fmt.Fprintf(out, "  %-12s %v\n", f.key, at.Sub(crossed).Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(out, "  %-12s not published\n", f.key)
+		}
+	}
+}
+
+// firstPublished is when key first turned hot in events.
+func firstPublished(events []hotwatch.Change, key string) (time.Time, bool) {
+	for _, c := range events {
+		for _, k := range c.Added {
+			if k.Key == key {
+				return c.At, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// printBeforeAfter compares the seconds just before the first flash key
+// (at flashAt) with the last seconds of the run.
+func printBeforeAfter(out io.Writer, flashAt time.Duration, samples []sample) {
+	var before, after []sample
+	for _, s := range samples {
+		if s.at > flashAt-6*time.Second && s.at <= flashAt {
+			before = append(before, s)
+		}
+	}
+	if n := len(samples); n >= 5 {
+		after = samples[n-5:]
+	}
+	b, a := averageSamples(before), averageSamples(after)
+	fmt.Fprintf(out, "before the flash crowd: %6.0f gets/s, L1 hit %5.1f%%, %6.0f Redis reads/s, %5.0f source reads/s\n",
+		b.gets, b.hitPercent(), b.redis, b.source)
+	fmt.Fprintf(out, "last 5 s (promoted):    %6.0f gets/s, L1 hit %5.1f%%, %6.0f Redis reads/s, %5.0f source reads/s\n",
+		a.gets, a.hitPercent(), a.redis, a.source)
+}
+
+// averageSamples is the mean of ss (zero for none).
+func averageSamples(ss []sample) sample {
+	var a sample
+	for _, s := range ss {
+		a.gets += s.gets
+		a.l1Hits += s.l1Hits
+		a.redis += s.redis
+		a.source += s.source
+	}
+	if n := float64(len(ss)); n > 0 {
+		a.gets, a.l1Hits, a.redis, a.source = a.gets/n, a.l1Hits/n, a.redis/n, a.source/n
+	}
+	return a
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// consumedTopic asks the hotspotd at addr (/v1/config) which access topic
+// its detector consumes. It returns "" when the process runs no detector or
+// is too old to say.
+func consumedTopic(ctx context.Context, addr string) (string, error) {
+	body, err := httpGet(ctx, "http://"+addr+"/v1/config")
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		Topic string `json:"topic"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return "", fmt.Errorf("%s answered something that is not hotspotd's /v1/config: %w", addr, err)
+	}
+	return c.Topic, nil
+}
+
+// topicMismatch returns why none of the hotspotd processes at addrs
+// consumes topic, or "" when one does, or when none says which topic it
+// consumes (no detector, an older hotspotd, or no answer: the caller finds
+// out about those otherwise).
+func topicMismatch(ctx context.Context, addrs []string, topic string) string {
+	var others []string
+	for _, a := range addrs {
+		t, err := consumedTopic(ctx, a)
+		switch {
+		case err != nil || t == "":
+			continue
+		case t == topic:
+			return ""
+		}
+		others = append(others, fmt.Sprintf("hotspotd at %s consumes topic %q", a, t))
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s, not %q (set --topic to the topic hotspotd consumes)", strings.Join(others, "; "), topic)
+}

@@ -1,0 +1,77 @@
+package zkgroup_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// TestNodeOperations runs the node operations the adapters use against the
+// real ZooKeeper, then checks that a cut connection does not hold a call
+// past its context.
+func TestNodeOperations(t *testing.T) {
+	addr, root := setup(t)
+	cut := &cutter{}
+	s := connect(t, addr, zkgroup.Config{Dialer: cut.dial})
+	ctx := t.Context()
+	p := root + "/a/b/node"
+
+	if err := s.Create(ctx, p, []byte("v1")); err != nil {
+		t.Fatalf("Create (parents missing): %v", err)
+	}
+	if err := s.Create(ctx, p, []byte("again")); !errors.Is(err, zk.ErrNodeExists) {
+		t.Errorf("Create of an existing node: %v, want ErrNodeExists", err)
+	}
+	data, stat, err := s.Get(ctx, p)
+	if err != nil || string(data) != "v1" {
+		t.Fatalf("Get = %q, %v; want v1", data, err)
+	}
+	if err := s.Set(ctx, p, []byte("v2"), stat.Version+1); !errors.Is(err, zk.ErrBadVersion) {
+		t.Errorf("Set with a wrong version: %v, want ErrBadVersion", err)
+	}
+	if err := s.Set(ctx, p, []byte("v2"), stat.Version); err != nil {
+		t.Errorf("Set: %v", err)
+	}
+	if err := s.Put(ctx, root+"/c/put", []byte("p")); err != nil {
+		t.Errorf("Put (parents missing): %v", err)
+	}
+	if err := s.Put(ctx, root+"/c/put", []byte("p2")); err != nil {
+		t.Errorf("Put (overwrite): %v", err)
+	}
+	if names, err := s.Children(ctx, root); err != nil || !slices.Equal(slices.Sorted(slices.Values(names)), []string{"a", "c"}) {
+		t.Errorf("Children = %q, %v; want [a c]", names, err)
+	}
+	if err := s.Delete(ctx, p, -1); err != nil {
+		t.Errorf("Delete: %v", err)
+	}
+	if _, _, err := s.Get(ctx, p); !errors.Is(err, zk.ErrNoNode) {
+		t.Errorf("Get after Delete: %v, want ErrNoNode", err)
+	}
+
+	// Right after the cut a call may fail at once with the connection's
+	// own error; once the client is reconnecting, calls wait, and only ctx
+	// bounds them.
+	cut.cut()
+	defer cut.heal()
+	for attempt := 0; ; attempt++ {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		start := time.Now()
+		_, _, err := s.Get(short, root+"/c/put")
+		cancel()
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("Get on a cut connection returned after %v (%v), want within about 100ms", d, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err == nil || attempt == 20 {
+			t.Fatalf("Get on a cut connection: %v, want DeadlineExceeded", err)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package zkpublish implements aggregator.Publisher on ZooKeeper, with the
+// layout and encoding of package hotset:
+//
+//	<root>/hot/<app>/<shard>          persistent; written by Publish, deleted by Remove and Collect
+//	<root>/members/aggregators/<id>   ephemeral; held by Join (zkgroup.Session.Join), names escaped with hotset.Escape
+//
+// Invariant: Collect deletes a shard node only if its shard is not a member,
+// the node is older than the caller's bound and twice the node's own TTL by
+// both its Updated field and ZooKeeper's mtime, and it has not changed since
+// it was read (versioned delete). Every reader has then expired its keys, so a
+// collection never removes a key that a reader still serves.
+package zkpublish
