@@ -13,20 +13,26 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# SECURE=1: the secured stack (TLS, SASL, ZooKeeper and Redis auth) instead.
+SECURE_FLAG := $(if $(SECURE),--secure)
+
 up:
-	@$(STACK) up
+	@$(STACK) up $(SECURE_FLAG)
 
 down:
-	@$(STACK) down
+	@$(STACK) down $(SECURE_FLAG)
 
 status:
-	@$(STACK) status
+	@$(STACK) status $(SECURE_FLAG)
 
 # Unit and integration tests, race detector on. CI=true makes an integration
 # test fail, never skip, when a service is missing.
+# The secured stack runs beside the plain one for the trust-boundary test.
 test: up browser tools
+	@$(STACK) up --secure
 	$(GO) vet $(PKGS)
 	eval "$$($(STACK) env)" && $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	eval "$$($(STACK) env --secure)" && $(GO) test -race -count=1 -timeout 10m -run 'TestSecure' ./cmd/hotspotd
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).
 unit:

@@ -31,6 +31,13 @@ type Config struct {
 
 	TopK    int // busiest keys kept per app for Top; 0 means 100
 	MaxKeys int // tracked (app, key) pairs over all apps; 0 means 100_000
+	// MaxApps bounds the apps tracked at once; a batch entry for one more
+	// is dropped before anything is allocated for it. 0 means 1000.
+	MaxApps int
+	// MaxHotPerApp bounds the hot keys of one app: a promotion into a full
+	// app demotes the coldest hot key, or is refused when that key is
+	// hotter. 0 means MaxKeysPerNode.
+	MaxHotPerApp int
 
 	MaxKeysPerNode  int           // hot keys published per app node, the busiest first; 0 means 10_000
 	PublishInterval time.Duration // minimum gap between writes of the hot set; 0 means 100ms
@@ -42,7 +49,7 @@ type Config struct {
 	GCInterval   time.Duration // how often dead shards' nodes are collected; 0 means TTL
 	WriteTimeout time.Duration // bound on one Publisher call; 0 means 2s
 
-	MaxBodyBytes int64 // largest accepted partials body; 0 means 8 MiB
+	MaxBodyBytes int64 // largest accepted partials body; 0 means 1 MiB
 
 	Recorder Recorder // told every promotion and demotion (history, webhooks); nil: none
 
@@ -67,13 +74,15 @@ func (c Config) withDefaults() (Config, error) {
 	c.TopK = cmp.Or(c.TopK, 100)
 	c.MaxKeys = cmp.Or(c.MaxKeys, 100_000)
 	c.MaxKeysPerNode = cmp.Or(c.MaxKeysPerNode, 10_000)
+	c.MaxApps = cmp.Or(c.MaxApps, 1000)
+	c.MaxHotPerApp = cmp.Or(c.MaxHotPerApp, c.MaxKeysPerNode)
 	c.PublishInterval = cmp.Or(c.PublishInterval, 100*time.Millisecond)
 	c.TTL = cmp.Or(c.TTL, 10*time.Second)
 	c.RateRefresh = cmp.Or(c.RateRefresh, 500*time.Millisecond)
 	c.Renew = cmp.Or(c.Renew, c.TTL/4)
 	c.GCInterval = cmp.Or(c.GCInterval, c.TTL)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 2*time.Second)
-	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 8<<20)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	switch {
 	case c.Threshold < 0:
@@ -90,8 +99,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("aggregator: Window %v must be a positive multiple of Bucket %v", c.Window, c.Bucket)
 	case c.Window/c.Bucket > 10_000:
 		return c, fmt.Errorf("aggregator: Window %v / Bucket %v exceeds 10000 buckets", c.Window, c.Bucket)
-	case c.TopK < 0 || c.MaxKeys < 0 || c.MaxKeysPerNode < 0:
-		return c, errors.New("aggregator: TopK, MaxKeys and MaxKeysPerNode must be >= 0")
+	case c.TopK < 0 || c.MaxKeys < 0 || c.MaxKeysPerNode < 0 || c.MaxApps < 0 || c.MaxHotPerApp < 0:
+		return c, errors.New("aggregator: TopK, MaxKeys, MaxKeysPerNode, MaxApps and MaxHotPerApp must be >= 0")
 	case c.PublishInterval < 0:
 		return c, fmt.Errorf("aggregator: PublishInterval %v must be >= 0", c.PublishInterval)
 	case c.RateRefresh < 0:

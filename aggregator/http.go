@@ -25,6 +25,10 @@ func (a *Aggregator) Handler() http.Handler {
 }
 
 func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
+	if !checkPartialsType(w, r) {
+		a.m.rejected.WithLabelValues("content_type").Inc()
+		return
+	}
 	bp, _ := a.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -70,10 +74,12 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	// received now would make keys hot that were not; what is older than
 	// the window is not counted at all.
 	t := a.t
-	sp := span{buckets: t.spanBuckets(time.Duration(h.Span) * time.Millisecond)}
+	spanD := clampSpan(h.Span)
+	sp := span{buckets: t.spanBuckets(spanD)}
+	end := min(h.End, now.UnixMilli()) // never ahead of this clock
 	if h.End > 0 {
-		end := min(h.End, now.UnixMilli())
-		sp.from, sp.end = max(end-h.Span, 1)*int64(time.Millisecond), end*int64(time.Millisecond)
+		sp.from = max(end-spanD.Milliseconds(), 1) * int64(time.Millisecond)
+		sp.end = end * int64(time.Millisecond)
 	}
 	n, hot := 0, false
 	t.mu.Lock()
@@ -86,7 +92,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		return 0, nil
 	}
 	if h.End > 0 {
-		src.end = max(src.end, h.End)
+		src.end = max(src.end, end)
 	}
 	t.setCover(now)
 	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {

@@ -38,6 +38,8 @@ func TestHandler(t *testing.T) {
 		{"not a batch", "POST", api.PartialsPath, []byte(`{"key":"a"}`), 400, `"error":`},
 		{"over the size cap", "POST", api.PartialsPath, bytes.Repeat([]byte{0xA6}, 2000), 413, `"error":"body over 1024 bytes"`},
 		{"good body", "POST", api.PartialsPath, good, 204, ""},
+		{"form content type", "POST", api.PartialsPath + "?ct=form", good, 415, `"error":"Content-Type must be application/octet-stream"`},
+		{"text content type", "POST", api.PartialsPath + "?ct=text", good, 415, `"error":`},
 		{"wrong method", "GET", api.PartialsPath, nil, 405, ""},
 		{"top", "GET", api.TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
 		{"top of the default app", "GET", api.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false}]`},
@@ -52,7 +54,16 @@ func TestHandler(t *testing.T) {
 				a.t.sweep(time.Now())
 			}
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.target, bytes.NewReader(tt.body)))
+			req := httptest.NewRequest(tt.method, tt.target, bytes.NewReader(tt.body))
+			switch {
+			case strings.HasSuffix(tt.target, "ct=form"):
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			case strings.HasSuffix(tt.target, "ct=text"):
+				req.Header.Set("Content-Type", "text/plain")
+			case tt.method == "POST":
+				req.Header.Set("Content-Type", "application/octet-stream")
+			}
+			h.ServeHTTP(rec, req)
 			if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.contains) {
 				t.Errorf("%s %s = %d %s, want %d containing %s", tt.method, tt.target, rec.Code, rec.Body, tt.code, tt.contains)
 			}
@@ -84,7 +95,9 @@ func BenchmarkApplyPartials(b *testing.B) {
 	h := a.Handler()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body)))
+		req := httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusNoContent {
 			b.Fatalf("code %d: %s", rec.Code, rec.Body)
 		}

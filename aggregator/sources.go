@@ -40,12 +40,21 @@ func (s *source) remember(seq uint64) {
 	s.seqs[seq] = struct{}{}
 }
 
-// source returns the state of the detector named name. The caller holds t.mu.
+// maxSources bounds the detectors a shard keeps state for (about 25 KB
+// each): far more than a cluster runs, so that a sender inventing sources
+// cannot grow the table without bound.
+const maxSources = 1024
+
+// source returns the state of the detector named name. Past maxSources a
+// new name gets a state that is not kept: its batches are counted, but
+// neither deduplicated nor part of the coverage. The caller holds t.mu.
 func (t *table) source(name string) *source {
 	s := t.sources[name]
 	if s == nil {
 		s = &source{seqs: make(map[uint64]struct{})}
-		t.sources[name] = s
+		if len(t.sources) < maxSources {
+			t.sources[name] = s
+		}
 	}
 	return s
 }

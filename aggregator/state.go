@@ -66,6 +66,8 @@ type params struct {
 	maxStall time.Duration
 	window   time.Duration
 	maxKeys  int
+	maxApps  int
+	maxHot   int
 	topK     int
 	record   bool // keep decisions for Config.Recorder
 }
@@ -85,6 +87,8 @@ func newParams(c Config) params {
 		maxStall: c.MaxStall,
 		window:   c.Window,
 		maxKeys:  c.MaxKeys,
+		maxApps:  c.MaxApps,
+		maxHot:   c.MaxHotPerApp,
 		topK:     c.TopK,
 		record:   c.Recorder != nil,
 	}
@@ -163,18 +167,26 @@ type span struct {
 // called setCover.
 func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 	b := t.bucket(now)
-	as := t.app(app)
-	e := as.keys[string(key)]
+	var e *entry
+	if as := t.apps[string(app)]; as != nil {
+		e = as.keys[string(key)]
+	}
 	if e == nil {
+		// Room is made before anything is allocated for the newcomer.
+		if !t.admitApp(app) {
+			return false
+		}
 		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, n) {
 			t.m.evicted.WithLabelValues("refused").Inc()
 			return false
 		}
+		as := t.app(app)
 		e = &entry{app: as, key: string(key), idx: len(t.entries), win: newWindow(t.p.buckets, b)}
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
+	as := e.app
 	if sp.from > 0 {
 		e.win.addTime(b, sp.from, sp.end, t.p.bucketNs, n)
 	} else {
@@ -182,7 +194,7 @@ func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 	}
 	sum := float64(e.win.sum)
 	switch {
-	case !e.hot && sum >= t.hotAt:
+	case !e.hot && sum >= t.hotAt && t.makeHotRoom(e):
 		// Promotion is decided at receipt, not at the next sweep: the rate
 		// only rises when counts arrive, so this is the earliest moment.
 		e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
@@ -409,6 +421,9 @@ func (t *table) key(app, key string, now time.Time) (KeyState, bool) {
 func (t *table) restore(s *hotset.Shard, now time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.admitApp([]byte(s.App)) {
+		return 0
+	}
 	as := t.app([]byte(s.App))
 	as.written = true
 	as.lastWrite = time.UnixMilli(s.Updated)
@@ -418,7 +433,7 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		if k.Source != "" && k.Source != "detected" {
 			continue
 		}
-		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys {
+		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys || len(as.hot) >= t.p.maxHot {
 			continue
 		}
 		e := &entry{

@@ -1,5 +1,7 @@
 package aggregator
 
+import "math"
+
 // window counts accesses in a ring of fixed-size buckets. Bucket indexes are
 // absolute (time since the Unix epoch divided by the bucket size), so every
 // window of a process shares one alignment. Counts go to the bucket of the
@@ -39,9 +41,12 @@ func (w *window) advance(now int64) {
 	w.last = now
 }
 
-// add counts n accesses in bucket now (after sliding to it).
+// add counts n accesses in bucket now (after sliding to it). The window
+// saturates: sum never exceeds MaxUint64 (the excess is dropped), so no
+// bucket does either and the invariant holds.
 func (w *window) add(now int64, n uint64) {
 	w.advance(now)
+	n = satAdd(w.sum, n) - w.sum
 	w.b[w.last%int64(len(w.b))] += n
 	w.sum += n
 }
@@ -65,6 +70,7 @@ func (w *window) addSpan(now int64, span int64, n uint64) uint64 {
 		if i == 0 {
 			c += rem
 		}
+		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[(w.last-i)%size] += c
 		counted += c
 	}
@@ -89,6 +95,7 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 		if b <= w.last-size {
 			return 0
 		}
+		n = satAdd(w.sum, n) - w.sum // saturate as add does
 		w.b[b%size] += n
 		w.sum += n
 		return n
@@ -99,10 +106,18 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 	// cum(t) is how many of the n happened by t, rounded: a bucket's share
 	// is the difference at its two ends, so the shares add up to n.
 	cum := func(t int64) uint64 {
-		return uint64(float64(n)*float64(min(max(t-from, 0), end-from))/total + 0.5)
+		if t >= end {
+			return n
+		}
+		v := float64(n)*float64(max(t-from, 0))/total + 0.5
+		if v >= math.MaxUint64 { // rounding up near 2^64
+			return n
+		}
+		return min(uint64(v), n)
 	}
 	for b := first; b <= end/bucket; b++ {
 		c := cum((b+1)*bucket) - cum(b*bucket)
+		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[b%size] += c
 		counted += c
 	}

@@ -255,6 +255,15 @@ func probeRunningHotspotd(t *testing.T, bin string) {
 	env["HOTSPOT_ZK_ROOT"], env["HOTSPOT_TOPIC"], env["HOTSPOT_GROUP"] = "/"+name, name, name
 	env["HOTSPOT_HTTP_ADDR"], env["HOTSPOT_ADVERTISE_ADDR"] = addr, addr
 	env["HOTSPOT_PARTITIONS"] = "1"
+	// The Secret volume's file (the cluster secret), as the kubelet mounts it.
+	if _, ok := env["HOTSPOT_CLUSTER_SECRET_FILE"]; !ok {
+		t.Fatal("the manifests give hotspotd no cluster secret: it would bind loopback only")
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["HOTSPOT_CLUSTER_SECRET_FILE"] = secret
 	cmd := exec.Command(bin)
 	cmd.Env = []string{}
 	for k, v := range env {

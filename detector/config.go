@@ -81,6 +81,10 @@ type Config struct {
 	// oldest record; by default from its newest.
 	FromOldest bool
 
+	// Kafka is the consumer's TLS and SASL; nil means plaintext and no
+	// authentication.
+	Kafka *kafkaio.Security
+
 	// Source replaces the Kafka consumer group (tests, other transports).
 	// When set, Brokers, Topic, Group and the Kafka settings are unused.
 	Source Source
@@ -152,6 +156,7 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		FromOldest:        cfg.FromOldest,
 		Logger:            cfg.Logger,
+		Security:          cfg.Kafka,
 	}
 }
 

@@ -164,6 +164,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if err := o.validateProtection(); err != nil {
 		return nil, err
 	}
+	kafkaTransport, err := o.sec.kafkaTransport()
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
@@ -191,7 +195,6 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.bloom != nil {
 		c.bloom = &bloomFilter{f: o.bloom}
 	}
-	var err error
 	c.recent, err = ristretto.NewCache(&ristretto.Config[string, *value]{
 		NumCounters: max(o.fallbackBytes/100, 1000), // ~10 counters per entry of ~1 KB
 		MaxCost:     o.fallbackBytes,
@@ -213,7 +216,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	case o.sink != nil:
 		c.sink = o.sink
 	case len(o.brokers) > 0:
-		c.sink = newKafkaSink(o.brokers, o.topic, c.m, c.log)
+		ks := newKafkaSink(o.brokers, o.topic, c.m, c.log)
+		if kafkaTransport != nil {
+			ks.w.Transport = kafkaTransport
+		}
+		c.sink = ks
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	c.bg = c.redisCtx(c.bg)
@@ -257,6 +264,7 @@ func newRedis(o options, dial func(ctx context.Context, network, addr string) (n
 		return redis.NewClient(&redis.Options{
 			Addr: o.redisAddrs[0], Dialer: dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
+			Username: o.sec.redisUser, Password: o.sec.redisPassword, // TLS: redisDialer
 		}), true
 	case len(o.redisAddrs) > 1:
 		addrs := make(map[string]string, len(o.redisAddrs))
@@ -269,6 +277,7 @@ func newRedis(o options, dial func(ctx context.Context, network, addr string) (n
 			NewConsistentHash: func(shards []string) redis.ConsistentHash { return newHash(shards) },
 			Dialer:            dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout, WriteTimeout: o.opTimeout,
 			PoolTimeout: o.opTimeout, MaxRetries: -1,
+			Username: o.sec.redisUser, Password: o.sec.redisPassword, // TLS: redisDialer
 		}), true
 	}
 	return nil, false

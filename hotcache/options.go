@@ -61,6 +61,8 @@ type options struct {
 	reg prometheus.Registerer
 	log *slog.Logger
 
+	sec secOptions // credentials and TLS (security.go)
+
 	// onPromoted, if set, is called when a promoted key's value is first
 	// served from L1, with the time the ZooKeeper event arrived and how long
 	// the value load took. Tests use it to measure promotion delays.

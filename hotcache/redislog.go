@@ -2,6 +2,7 @@ package hotcache
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log"
 	"log/slog"
@@ -71,17 +72,38 @@ func (e *dialError) Error() string { return fmt.Sprintf("hotcache client %d: %v"
 func (e *dialError) Unwrap() error { return e.err }
 
 // redisDialer returns the dialer of the Redis clients New builds: go-redis's
-// default one (TCP keep-alive probes from 30 s idle), with errors marked.
+// default one (TCP keep-alive probes from 30 s idle, then TLS when
+// WithRedisTLS gave a config), with errors marked. go-redis applies its
+// TLSConfig only in its own dialer, so this one does the handshake itself.
 func (c *Client) redisDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: c.o.opTimeout, KeepAliveConfig: net.KeepAliveConfig{
 		Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	id := c.logID
+	tlsCfg := c.o.sec.redisTLS
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, &dialError{id: id, err: err}
 		}
-		return conn, nil
+		if tlsCfg == nil {
+			return conn, nil
+		}
+		cfg := tlsCfg
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(conn, cfg)
+		if c.o.opTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.o.opTimeout)
+			defer cancel()
+		}
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, &dialError{id: id, err: err}
+		}
+		return tc, nil
 	}
 }
 

@@ -201,7 +201,8 @@ func newReplicas(o options, dial func(ctx context.Context, network, addr string)
 			Addr: a, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 			DialerRetries: 1,    // a node that refuses fails at once: the read moves on
-			Dialer:        dial, // its failures log through the Client's logger (redislog.go)
+			Dialer:        dial, // its failures log through the Client's logger (redislog.go); TLS too
+			Username:      o.sec.redisUser, Password: o.sec.redisPassword,
 		})
 		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize), lastHit: 1,
 			hitC: r.reads.WithLabelValues(a, "hit"), missC: r.reads.WithLabelValues(a, "miss"),

@@ -19,7 +19,7 @@ type zkFollower struct {
 // a background loop keeps connecting until it succeeds or Close.
 func (c *Client) startZK(ctx context.Context, wait time.Duration) {
 	connect := func(ctx context.Context) bool {
-		s, err := zkgroup.Connect(ctx, c.o.zkServers, zkgroup.Config{Logger: c.log, Registerer: c.o.reg})
+		s, err := zkgroup.Connect(ctx, c.o.zkServers, zkgroup.Config{Logger: c.log, Registerer: c.o.reg, Auth: c.o.sec.zkAuth})
 		if err != nil {
 			c.log.Warn("hotcache: ZooKeeper not reachable; no key is hot until it is", "err", err)
 			return false

@@ -74,14 +74,21 @@ func Encode(s *Shard) ([]byte, error) {
 	return b, nil
 }
 
-// Decode parses a Shard node, rejecting versions it does not know.
+// Decode parses a Shard node, rejecting versions it does not know and
+// content that breaks the bounds in validate.go (wrapping ErrInvalid).
 func Decode(b []byte) (*Shard, error) {
+	if len(b) > MaxBytes {
+		return nil, invalid("%d bytes, more than %d", len(b), MaxBytes)
+	}
 	var s Shard
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("hotset: decode shard: %w", err)
 	}
 	if s.V != Version {
 		return nil, fmt.Errorf("hotset: unknown shard version %d", s.V)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -93,14 +100,21 @@ func EncodeMember(m Member) []byte {
 	return b
 }
 
-// DecodeMember parses a membership node.
+// DecodeMember parses a membership node and checks that it names an id and
+// a host:port address (see validate.go), so that no reader dials anything else.
 func DecodeMember(b []byte) (Member, error) {
 	var m Member
+	if len(b) > 4096 {
+		return m, invalid("member node of %d bytes", len(b))
+	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("hotset: decode member: %w", err)
 	}
 	if m.V != Version {
 		return m, fmt.Errorf("hotset: unknown member version %d", m.V)
+	}
+	if err := m.validate(); err != nil {
+		return Member{}, err
 	}
 	return m, nil
 }

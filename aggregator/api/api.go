@@ -10,7 +10,8 @@ const (
 	Prefix = "/internal/v1/"
 
 	// PartialsPath takes a POST of one wire partial-count batch (the
-	// detectors' flushes): 204 when every entry was counted; 400 with
+	// detectors' flushes), Content-Type application/octet-stream (else
+	// 415): 204 when every entry was counted; 400 with
 	// {"error": ...} on a bad body, of which nothing was counted; 413 when
 	// the body is over the shard's size cap.
 	PartialsPath = Prefix + "partials"

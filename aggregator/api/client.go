@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,21 +35,29 @@ type Config struct {
 	MaxIdleConnsPerHost int               // kept-alive connections per aggregator; 0 means 4
 	SuspectFor          time.Duration     // how long a failed aggregator is routed around; 0 means 5s
 	Transport           http.RoundTripper // nil: a tuned keep-alive *http.Transport owned by the Client
-	Ring                router.Config     // ring parameters; must match every other process's
-	Logger              *slog.Logger      // nil discards
-	Registerer          prometheus.Registerer
+	// TLS, when set, makes the Client call the shards over HTTPS, its own
+	// transport verifying them with it (a cluster serves TLS throughout or
+	// not at all). A given Transport must be set up for HTTPS itself.
+	TLS *tls.Config
+	// Wrap, when set, wraps the transport (own or given): hotspotd signs
+	// its calls to other hotspotd this way (docs/security.md).
+	Wrap       func(http.RoundTripper) http.RoundTripper
+	Ring       router.Config // ring parameters; must match every other process's
+	Logger     *slog.Logger  // nil discards
+	Registerer prometheus.Registerer
 }
 
 // Client talks to the aggregator shards: Send routes partial counts to their
 // owners (it is the detectors' Sink), Top and Key ask every shard.
 // Its methods are safe for concurrent use.
 type Client struct {
-	cfg   Config
-	log   *slog.Logger
-	table *router.Table
-	http  *http.Client
-	own   *http.Transport // nil when the caller supplied Transport
-	m     metrics
+	cfg    Config
+	log    *slog.Logger
+	table  *router.Table
+	http   *http.Client
+	own    *http.Transport // nil when the caller supplied Transport
+	scheme string          // "http://", or "https://" with Config.TLS
+	m      metrics
 
 	mu      sync.Mutex           // serializes Send; guards the fields below
 	owners  map[string]*owner    // by node ID; buffers reused across Sends
@@ -106,8 +115,16 @@ func New(cfg Config) (*Client, error) {
 			IdleConnTimeout:       90 * time.Second,
 			ResponseHeaderTimeout: cfg.Timeout,
 			DisableCompression:    true, // small binary bodies on a LAN
+			TLSClientConfig:       cfg.TLS,
 		}
 		rt = c.own
+	}
+	c.scheme = "http://"
+	if cfg.TLS != nil {
+		c.scheme = "https://"
+	}
+	if cfg.Wrap != nil {
+		rt = cfg.Wrap(rt)
 	}
 	c.http = &http.Client{Transport: rt}
 	return c, nil
@@ -284,7 +301,7 @@ func (c *Client) owner(n router.Node) *owner {
 		c.owners[n.ID] = o
 	}
 	if o.node != n {
-		o.node, o.url = n, "http://"+n.Addr+PartialsPath
+		o.node, o.url = n, c.scheme+n.Addr+PartialsPath
 	}
 	o.batch.Source = c.cfg.Source
 	return o

@@ -100,7 +100,7 @@ func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode f
 func (c *Client) get(ctx context.Context, m router.Node, path string, q url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.Addr+path+"?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.scheme+m.Addr+path+"?"+q.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
 const benchHelp = `
@@ -89,6 +90,7 @@ type benchOptions struct {
 	servers     []string       // ZooKeeper
 	hotspotds   []string       // HTTP addresses
 	root        string         // ZooKeeper root
+	zkAuth      zkgroup.Digest // HOTSPOT_ZK_DIGEST[_FILE]: an identity that may read the hot set
 	settle      time.Duration
 	jsonPath    string
 	allowMissed bool
@@ -108,7 +110,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if _, err := o.w.ensureTopic(ctx, o.cfg); err != nil {
 		return err
 	}
-	obs, err := startBenchObserver(ctx, o.servers, o.root, o.cfg.App, o.hotspotds)
+	obs, err := startBenchObserver(ctx, o.servers, o.zkAuth, o.root, o.cfg.App, o.hotspotds)
 	if err != nil {
 		return err
 	}
@@ -136,6 +138,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (benchOptions, error) {
 	fs := newFlags("bench", benchHelp)
 	w := addWorkloadFlags(fs, 30*time.Second)
+	w.getenv = getenv
 	addrs := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of every hotspotd, comma-separated (for CPU, memory and counts)")
 	zkServers := fs.String("zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
 	root := fs.String("zk-root", hotset.DefaultRoot, "ZooKeeper root of Hotspot")
@@ -164,6 +167,9 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 		root: *root, settle: *settle, jsonPath: *jsonPath, allowMissed: *allowMissed}
 	if len(o.servers) == 0 || len(o.hotspotds) == 0 {
 		return o, usagef("--zk and --hotspotd need at least one address each")
+	}
+	if o.zkAuth, err = zkgroup.DigestFromEnv(getenv, "HOTSPOT_ZK_DIGEST"); err != nil {
+		return o, usageError{err}
 	}
 	return o, nil
 }

@@ -35,9 +35,9 @@ type observed struct {
 
 // startBenchObserver returns once the hot set under root has been read, so
 // that every later change is timed.
-func startBenchObserver(ctx context.Context, servers []string, root, app string, hotspotds []string) (*benchObserver, error) {
+func startBenchObserver(ctx context.Context, servers []string, zkAuth zkgroup.Digest, root, app string, hotspotds []string) (*benchObserver, error) {
 	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{})
+	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{Auth: zkAuth})
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("no ZooKeeper session with %v: %w", servers, err)
@@ -65,6 +65,7 @@ func startBenchObserver(ctx context.Context, servers []string, root, app string,
 	// watches the hot set and loads each promoted key into its L1 (from a
 	// constant loader: the load itself is not what is measured).
 	o.app, err = hotcache.New(ctx, hotcache.WithApp(app), hotcache.WithZooKeeper(servers, root),
+		hotcache.WithZooKeeperAuth(zkAuth.User, zkAuth.Password),
 		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
 	if err != nil {
 		o.close()

@@ -92,7 +92,11 @@ func httpGet(ctx context.Context, u string) ([]byte, error) {
 	if err != nil {
 		return nil, usagef("bad address: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client, err := hotspotdClient()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
 	}

@@ -74,6 +74,8 @@ type workload struct {
 	flush, tick          *time.Duration
 	seed                 *uint64
 	compression          *string
+	kafka                *kafkaio.SecurityFlags
+	getenv               func(string) string // HOTSPOT_KAFKA_PASSWORD; nil means os.Getenv
 }
 
 func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
@@ -99,6 +101,7 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.tick = fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
 	w.seed = fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
 	w.compression = fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
+	w.kafka = kafkaio.AddSecurityFlags(fs)
 	return w
 }
 
@@ -119,6 +122,13 @@ func (w *workload) config() (loadgen.Config, error) {
 	}
 	if *w.rate == 0 {
 		cfg.Rate = loadgen.NoBackground
+	}
+	getenv := w.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if cfg.Kafka, err = w.kafka.Resolve(getenv); err != nil {
+		return cfg, usageError{err}
 	}
 	if len(cfg.Brokers) == 0 {
 		return cfg, usagef("--brokers: at least one broker")
@@ -153,7 +163,7 @@ func (w *workload) config() (loadgen.Config, error) {
 // ensureTopic creates the workload's topic if it is missing and returns its
 // partition count, with an error that says what to do when no broker answers.
 func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
-	n, err := kafkaio.EnsureTopic(ctx, cfg.Brokers, cfg.Topic, *w.partitions)
+	n, err := kafkaio.EnsureTopicWith(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, *w.partitions)
 	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
 	}
@@ -163,6 +173,7 @@ func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, er
 func load(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags("load", loadHelp)
 	w := addWorkloadFlags(fs, time.Minute)
+	w.getenv = getenv
 	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
 	quiet := fs.Bool("quiet", false, "no progress line every second")
 	hotspotds := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")

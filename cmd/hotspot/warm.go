@@ -51,6 +51,8 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	redisAddrs := fs.String("redis", "127.0.0.1:16379", "the app's Redis servers, comma-separated (several: sharded by Hotspot's ring, as the app does)")
 	redisPrefix := fs.String("redis-prefix", "", "the app's Redis key prefix")
 	ttl := fs.Duration("ttl", 10*time.Minute, "TTL of the values written (plus up to 10% jitter)")
+	redisUser := fs.String("redis-user", "", "the app's Redis ACL user (password from HOTSPOT_REDIS_PASSWORD; docs/security.md)")
+	redisCA := fs.String("redis-tls-ca", "", "PEM CA bundle: talk TLS to Redis, verifying it with this CA")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
@@ -83,12 +85,20 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	if err != nil {
 		return err
 	}
+	opts := []hotcache.Option{hotcache.WithRedisAuth(*redisUser, getenv("HOTSPOT_REDIS_PASSWORD"))}
+	if *redisCA != "" {
+		tc, err := caTLS(*redisCA)
+		if err != nil {
+			return usagef("--redis-tls-ca: %v", err)
+		}
+		opts = append(opts, hotcache.WithRedisTLS(tc))
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := hotcache.New(ctx, hotcache.WithApp(*app), hotcache.WithRedis(addrs...),
+	c, err := hotcache.New(ctx, append(opts, hotcache.WithApp(*app), hotcache.WithRedis(addrs...),
 		hotcache.WithRedisKeyPrefix(*redisPrefix), hotcache.WithRedisTTL(*ttl), hotcache.WithLogger(log),
 		hotcache.WithTimeout(2*time.Second), // a source behind HTTP is slower than Redis
 		hotcache.WithLoader(&httpSource{template: *source}),
-		hotcache.WithLoaderLimit(hotcache.Rate(*rate)), hotcache.WithWarmLimit(hotcache.NoLimit))
+		hotcache.WithLoaderLimit(hotcache.Rate(*rate)), hotcache.WithWarmLimit(hotcache.NoLimit))...)
 	if err != nil {
 		return err
 	}

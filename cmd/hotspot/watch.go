@@ -36,8 +36,12 @@ func watch(ctx context.Context, args []string, getenv func(string) string, out i
 	if len(servers) == 0 {
 		return usagef("--zk: at least one ZooKeeper server")
 	}
+	zkAuth, err := zkgroup.DigestFromEnv(getenv, "HOTSPOT_ZK_DIGEST")
+	if err != nil {
+		return usageError{err}
+	}
 	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{})
+	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{Auth: zkAuth})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("no ZooKeeper session with %v (%v): is ZooKeeper running? `make up` starts one", servers, err)

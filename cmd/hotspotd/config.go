@@ -31,8 +31,14 @@ type config struct {
 	adminToken string
 	pprof      bool
 	logLevel   slog.Level
+	sec        security
+	// rebound is the --http-addr given when an open cluster (no secret)
+	// was moved to loopback; "" otherwise.
+	rebound string
 
 	redis            string        // host:port or redis:// URL of the history's Redis; "" keeps no history
+	redisUser        string        // its ACL user; the password comes from HOTSPOT_REDIS_PASSWORD (security.go)
+	redisTLSCA       string        // PEM CA: talk TLS to it
 	historyMaxLen    int64         // events kept per app, about
 	historyRetention time.Duration // events older are trimmed; 0 keeps them until historyMaxLen
 }
@@ -52,6 +58,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if err := c.convert(l); err != nil {
 		return c, err
 	}
+	if err := c.secure(l.sec, getenv); err != nil {
+		return c, err
+	}
 	if err := c.check(); err != nil {
 		return c, err
 	}
@@ -59,7 +68,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 }
 
 // lists are the flag values that convert into config fields.
-type lists struct{ brokers, zk, roles, logLevel string }
+type lists struct {
+	brokers, zk, roles, logLevel string
+	sec                          securityFlags // resolved by secure
+}
 
 // declareFlags declares hotspotd's flags on fs, to be parsed into c and l.
 func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
@@ -79,9 +91,12 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
 	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
+	fs.StringVar(&c.redisUser, "redis-user", "", "ACL user of the history's Redis (password from HOTSPOT_REDIS_PASSWORD)")
+	fs.StringVar(&c.redisTLSCA, "redis-tls-ca", "", "PEM CA bundle: talk TLS to the history's Redis, verifying it with this CA")
 	fs.Int64Var(&c.historyMaxLen, "history-maxlen", 100_000, "promotions and demotions kept per app in the history, about")
 	fs.DurationVar(&c.historyRetention, "history-retention", 7*24*time.Hour, "history events older than this are trimmed; 0 keeps them until --history-maxlen")
 	fs.StringVar(&l.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	l.sec = addSecurityFlags(fs)
 }
 
 // convert sets the fields that come from lists: servers, roles, log level.
@@ -99,6 +114,21 @@ func (c *config) convert(l lists) error {
 	}
 	if err := c.logLevel.UnmarshalText([]byte(l.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
+	}
+	return nil
+}
+
+// secure reads the security flags' files and variables (security.go) and
+// confines an open cluster, one without a secret, to loopback.
+func (c *config) secure(f securityFlags, getenv func(string) string) error {
+	var err error
+	if c.sec, c.adminToken, err = f.resolve(getenv, c.adminToken); err != nil {
+		return err
+	}
+	if c.sec.clusterSecret == nil {
+		if addr, moved := openCluster(c.httpAddr); moved {
+			c.rebound, c.httpAddr = c.httpAddr, addr
+		}
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type cluster struct {
 	bin                     string
 	brokers, zk             string
 	topic, group, root, dir string
+	extra                   []string // more flags for every process
 }
 
 func newCluster(t *testing.T, partitions int) *cluster {
@@ -73,6 +74,7 @@ func (c *cluster) start(id string) *proc {
 	cmd := exec.Command(c.bin, "--brokers", c.brokers, "--zk", c.zk, "--topic", c.topic,
 		"--group", c.group, "--zk-root", c.root, "--http-addr", addr, "--id", id, "--from-oldest=true",
 		"--admin-token", "e2e-secret")
+	cmd.Args = append(cmd.Args, c.extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

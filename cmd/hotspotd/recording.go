@@ -52,6 +52,9 @@ func newRecording(ctx context.Context, cfg config, sess *zkgroup.Session, log *s
 				return nil, fmt.Errorf("--redis: %w", err)
 			}
 		}
+		if err := cfg.redisOptions(opts); err != nil {
+			return nil, err
+		}
 		r.rdb = redis.NewClient(opts)
 		retention := cfg.historyRetention
 		if retention == 0 {

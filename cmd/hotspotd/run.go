@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +46,8 @@ type process struct {
 	events  *httpapi.Events   // its recent changes
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
-	rec     *recording // the history and the webhooks
+	guard   func(http.Handler) http.Handler // checks the cluster's signatures on the internal routes
+	rec     *recording                      // the history and the webhooks
 }
 
 // run serves until ctx is canceled, then shuts down in dependency order: the
@@ -77,7 +78,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, addr, served, err := listen(cfg.httpAddr, handler)
+	srv, addr, served, err := listen(cfg, handler)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func newRegistry() *prometheus.Registry {
 func connectZK(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*zkgroup.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	sess, err := zkgroup.Connect(ctx, cfg.zk, zkgroup.Config{Logger: log, Registerer: reg})
+	sess, err := zkgroup.Connect(ctx, cfg.zk, cfg.sec.zkConfig(zkgroup.Config{Logger: log, Registerer: reg}))
 	if err != nil {
 		return nil, fmt.Errorf("no ZooKeeper session with %v (is ZooKeeper running? `make up` starts one): %w", cfg.zk, err)
 	}
@@ -111,8 +112,12 @@ func connectZK(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 // and the roles cfg turns on.
 func (p *process) build(ctx context.Context) error {
 	cfg, log := p.cfg, p.log
-	var err error
-	if p.aggs, err = api.New(api.Config{Root: cfg.zkRoot, Source: cfg.id, Logger: log, Registerer: p.reg}); err != nil {
+	tlsConf, wrap, guard, err := clusterAPI(cfg, log, p.reg)
+	if err != nil {
+		return err
+	}
+	p.guard = guard
+	if p.aggs, err = api.New(api.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}); err != nil {
 		return err
 	}
 	p.events = httpapi.NewEvents(500)
@@ -153,7 +158,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	}
 	return detector.New(detector.Config{
 		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
-		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest,
+		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
 		// The broker's minimum: a dead detector's partitions wait this
 		// long for a new owner.
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
@@ -166,7 +171,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 // topic exists gets no partitions until the next rebalance. Only a missing
 // broker is an error; otherwise the detector waits for the topic.
 func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
-	n, err := kafkaio.EnsureTopic(ctx, cfg.brokers, cfg.topic, cfg.partitions)
+	n, err := kafkaio.EnsureTopicWith(ctx, cfg.sec.kafka, cfg.brokers, cfg.topic, cfg.partitions)
 	switch {
 	case errors.Is(err, kafkaio.ErrNoBroker):
 		return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
@@ -202,13 +207,10 @@ func (p *process) handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", public)
 	if p.agg != nil {
-		mux.Handle(api.Prefix, p.agg.Handler())
+		mux.Handle(api.Prefix, p.guard(p.agg.Handler()))
 	}
 	if p.cfg.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", pprofHandler(p.cfg.adminToken, p.log))
 	}
 	return mux, nil
 }
@@ -232,14 +234,20 @@ func (p *process) ready() error {
 	return p.det.Healthy()
 }
 
-// listen serves h on addr and returns the address it listens at; served
-// receives Serve's error.
-func listen(addr string, h http.Handler) (srv *http.Server, at string, served <-chan error, err error) {
-	ln, err := net.Listen("tcp", addr)
+// listen serves h on cfg's HTTP address (HTTPS with --tls-cert) and returns
+// the address it listens at; served receives Serve's error.
+func listen(cfg config, h http.Handler) (srv *http.Server, at string, served <-chan error, err error) {
+	srv = newServer(h)
+	if srv.TLSConfig, err = cfg.sec.serverTLS(); err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--http-addr: %w", err)
 	}
-	srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if srv.TLSConfig != nil {
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	ch := make(chan error, 1)
 	go func() { ch <- srv.Serve(ln) }()
 	return srv, ln.Addr().String(), ch, nil

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# stack.sh up|down|status|env|install: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# stack.sh up|down|status|env|install [--secure]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh).
 #
 # On a fresh Debian machine `up` installs what is missing (Debian's zookeeper,
 # redis-server, openjdk-17-jre-headless and maven packages; Apache Kafka and
@@ -266,6 +267,20 @@ status() {
 	return $rc
 }
 
+# --secure: the secured stack instead (secure.sh; docs/security.md).
+if [[ ${2:-} == --secure ]]; then
+	. "$here/secure.sh"
+	case ${1:-} in
+	up) secure_up ;;
+	down) secure_down ;;
+	status) secure_status ;;
+	env) secure_env ;;
+	purge) secure_down; rm -rf "$sstate" ;;
+	*) echo "usage: $0 up|down|status|env|purge [--secure]" >&2; exit 2 ;;
+	esac
+	exit
+fi
+
 case ${1:-} in
 install) mkdir -p "$state"; install_debs; install_kafka ;;
 up) up ;;
@@ -274,5 +289,5 @@ status) status ;;
 env) print_env ;;
 start | stop) services "$@" ;;
 purge) down; rm -rf "$state/kafka" "$state/zookeeper" "$state/redis" ;;
-*) echo "usage: $0 up|down|status|env|install|purge|start SERVICE...|stop SERVICE..." >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|env|install|purge [--secure], or $0 start|stop SERVICE..." >&2; exit 2 ;;
 esac

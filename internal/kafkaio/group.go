@@ -31,6 +31,8 @@ type GroupConfig struct {
 	MaxBytes int           // 4 MiB: largest fetch response per partition
 
 	Logger *slog.Logger // kafka-go's own messages go here at debug level; nil discards
+
+	Security *Security // TLS and SASL; nil means plaintext, unauthenticated
 }
 
 // Group is one member of a Kafka consumer group on one topic. It wraps
@@ -55,7 +57,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		return nil, fmt.Errorf("kafkaio: consumer group: %w", err)
 	}
 	g.cg = cg
-	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second}
+	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: cfg.Security.Transport()}
 	return g, nil
 }
 
@@ -111,6 +113,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		StartOffset:           start,
 		Logger:                debug,
 		ErrorLogger:           debug,
+		Dialer:                cfg.Security.Dialer(10 * time.Second),
 	}
 	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
 	// validates again, so this only catches errors early.
@@ -132,6 +135,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		ReadLagInterval: -1,
 		Logger:          debug,
 		ErrorLogger:     debug,
+		Dialer:          cfg.Security.Dialer(10 * time.Second),
 	}
 	// NewReader panics on a bad config: validate once, here.
 	if err := rc.Validate(); err != nil {

@@ -19,10 +19,15 @@ var ErrNoBroker = errors.New("kafkaio: no Kafka broker answers")
 // topic as it is, whatever its partition count, and reports that count.
 // When no broker answers, the error wraps ErrNoBroker.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
+	return EnsureTopicWith(ctx, nil, brokers, topic, partitions)
+}
+
+// EnsureTopicWith is EnsureTopic through a client with sec's TLS and SASL.
+func EnsureTopicWith(ctx context.Context, sec *Security, brokers []string, topic string, partitions int) (int, error) {
 	if len(brokers) == 0 || topic == "" || partitions < 1 {
 		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic and partitions >= 1")
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second, Transport: sec.Transport()}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -67,6 +68,8 @@ type Config struct {
 	Compression string   // "", "none", "gzip", "snappy", "lz4" or "zstd"; default none
 	MaxInflight int64    // bytes written to Kafka and not yet acknowledged before Write blocks; default 64 MiB
 	Sink        Sink     // if set, receives the records instead of Kafka
+	// Kafka is the writer's TLS and SASL; nil means plaintext, no auth.
+	Kafka *kafkaio.Security
 
 	// The Zipf background.
 	Rate      float64 // background events/s; default 50,000; NoBackground for none

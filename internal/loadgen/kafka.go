@@ -52,6 +52,7 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		Compression:  codec,
 		Async:        true,
 		Completion:   s.completed,
+		Transport:    c.Kafka.Transport(),
 	}
 	return s, nil
 }

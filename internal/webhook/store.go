@@ -155,7 +155,9 @@ func (st *Store) modify(ctx context.Context, app string, fn func([]Subscription)
 			err = st.s.Delete(ctx, p, version)
 		case version < 0:
 			if data, err = encode(app, subs); err == nil {
-				err = st.s.Create(ctx, p, data)
+				// Subscriptions hold their HMAC secrets: hotspotd's
+				// identity alone reads them (docs/security.md).
+				err = st.s.CreatePrivate(ctx, p, data)
 			}
 		default:
 			if data, err = encode(app, subs); err == nil {

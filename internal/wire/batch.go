@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // The access batch's first bytes. 0xA5 is a UTF-8 continuation byte, so no
 // JSON text or log line starts with it.
@@ -16,9 +19,9 @@ const minEntrySize = 3
 // AppendBatch appends the SDK's binary access batch (current version) for app
 // to dst and returns the extended slice. startMs is the batch start time in
 // Unix milliseconds (<= 0 is written as 0, "not given"). app must be at most
-// DefaultMaxKeyLen bytes ("" means "default"). Entries that a decoder with
-// default limits would reject (empty key, key longer than DefaultMaxKeyLen,
-// count 0) are left out, so that one bad key cannot void the whole batch.
+// DefaultMaxKeyLen bytes of valid UTF-8 ("" means "default"). Entries that a
+// decoder with default limits would reject (empty key, key longer than
+// DefaultMaxKeyLen, key not valid UTF-8, count 0) are left out, so that one bad key cannot void the whole batch.
 // The layout is documented in docs/wire.md.
 func AppendBatch(dst []byte, app string, startMs int64, entries []KeyCount) []byte {
 	n := 0
@@ -36,7 +39,7 @@ func AppendBatch(dst []byte, app string, startMs int64, entries []KeyCount) []by
 }
 
 func validKeyCount(e KeyCount) bool {
-	return e.Count > 0 && len(e.Key) > 0 && len(e.Key) <= DefaultMaxKeyLen
+	return e.Count > 0 && len(e.Key) > 0 && len(e.Key) <= DefaultMaxKeyLen && utf8.ValidString(e.Key)
 }
 
 func appendEntries(dst []byte, entries []KeyCount) []byte {
@@ -88,6 +91,9 @@ func checkEntries(b []byte, i, n, maxKey int) (int, fail) {
 		case v > uint64(len(b)-j):
 			return i, fail{ReasonTruncated, i, "key length runs past the end"}
 		}
+		if !utf8.Valid(b[j : j+int(v)]) {
+			return i, fail{ReasonBadUTF8, i, "key is not valid UTF-8"}
+		}
 		i = j + int(v)
 		c, j, f := readUvarint(b, i)
 		if f.r != 0 {
@@ -138,6 +144,9 @@ func (d *Decoder) checkBatch(b []byte) (app []byte, ts int64, n, start int, f fa
 		return
 	}
 	app = b[i : i+l : i+l]
+	if !utf8.Valid(app) {
+		return nil, 0, 0, 0, fail{ReasonBadUTF8, i, "app is not valid UTF-8"}
+	}
 	if ts, i, f = readTime(b, i+l); f.r != 0 {
 		return
 	}

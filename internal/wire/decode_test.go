@@ -149,6 +149,10 @@ func TestDecodeReasons(t *testing.T) {
 		{"binary count 0", "a5 01 00 00 01 01 61 00", true, 0, wire.ReasonBadCount, 7},
 		{"missing count", "a5 01 00 00 01 02 6162", true, 0, wire.ReasonTruncated, 8},
 		{"trailing byte", "a5 01 00 00 01 01 61 01 00", true, 0, wire.ReasonTrailingData, 8},
+		// item:\xff and item:\xfe must not both publish as item:\ufffd.
+		{"binary key not UTF-8", "a5 01 00 00 01 06 6974656d3aff 01", true, 0, wire.ReasonBadUTF8, 5},
+		{"binary key truncated rune", "a5 01 00 00 01 02 61c3 01", true, 0, wire.ReasonBadUTF8, 5},
+		{"binary app not UTF-8", "a5 01 01 fe 00 01 01 61 01", true, 0, wire.ReasonBadUTF8, 3},
 	}
 	covered := map[wire.Reason]bool{}
 	for _, tt := range tests {

@@ -22,6 +22,7 @@ const (
 	ReasonBadMagic                         // "bad_magic": a binary first byte that is not this format's magic
 	ReasonUnknownVersion                   // "unknown_version": a batch version this package does not know
 	ReasonBadVarint                        // "bad_varint": a varint longer than 10 bytes or overflowing 64 bits
+	ReasonBadUTF8                          // "bad_utf8": a key, app or source in a binary batch that is not valid UTF-8
 	numReasons
 )
 
@@ -40,6 +41,7 @@ var reasonNames = [numReasons]string{
 	ReasonBadMagic:       "bad_magic",
 	ReasonUnknownVersion: "unknown_version",
 	ReasonBadVarint:      "bad_varint",
+	ReasonBadUTF8:        "bad_utf8",
 }
 
 // String returns the reason's metric label, e.g. "not_json".

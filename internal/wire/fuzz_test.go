@@ -186,7 +186,8 @@ func FuzzDecode(f *testing.F) {
 			}}
 			got, err := decodeAll(&d, in)
 			for _, e := range got {
-				if len(e.Key) == 0 || len(e.Key) > limit || len(e.App) == 0 || len(e.App) > limit && e.App != "default" || e.Count == 0 || e.TS < 0 {
+				if len(e.Key) == 0 || len(e.Key) > limit || len(e.App) == 0 || len(e.App) > limit && e.App != "default" || e.Count == 0 || e.TS < 0 ||
+					!utf8.ValidString(e.Key) || !utf8.ValidString(e.App) {
 					t.Fatalf("Decode(%q) delivered invalid entry %+v", in, e)
 				}
 			}
@@ -264,8 +265,8 @@ func FuzzDecodePartials(f *testing.F) {
 		var groups []group
 		var flat []partial
 		h, err := wire.DecodePartials(in, func(app, key []byte, c uint64) {
-			if len(key) == 0 || c == 0 {
-				t.Fatalf("DecodePartials(%q) delivered key %q count %d", in, key, c)
+			if len(key) == 0 || c == 0 || !utf8.Valid(key) || !utf8.Valid(app) {
+				t.Fatalf("DecodePartials(%q) delivered app %q key %q count %d", in, app, key, c)
 			}
 			if len(groups) == 0 || groups[len(groups)-1].app != string(app) {
 				groups = append(groups, group{app: string(app)})

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // partialMagic is the first byte of a partial-count batch. Like batchMagic it
 // is a UTF-8 continuation byte, and it differs from batchMagic so that
@@ -51,7 +54,7 @@ type PartialGroup struct {
 }
 
 // AppendPartials appends b as a partial-count batch (current version) to dst
-// and returns the extended slice. Entries with a count of 0 or an empty key
+// and returns the extended slice. Entries with a count of 0, an empty key or a key that is not UTF-8
 // are left out, and so are groups left with no entries; key length is not
 // limited (the detector's Decoder already enforced its MaxKeyLen). A
 // negative At, Span or End is written as 0. The layout is documented
@@ -90,7 +93,7 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	return dst
 }
 
-func validPartial(e KeyCount) bool { return e.Count > 0 && len(e.Key) > 0 }
+func validPartial(e KeyCount) bool { return e.Count > 0 && len(e.Key) > 0 && utf8.ValidString(e.Key) }
 
 func countPartials(entries []KeyCount) int {
 	n := 0
@@ -156,6 +159,10 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f 
 		if l, i, f = readLen(b, i, "app"); f.r != 0 {
 			return
 		}
+		if !utf8.Valid(b[i : i+l]) {
+			f = fail{ReasonBadUTF8, i, "app is not valid UTF-8"}
+			return
+		}
 		var n int
 		if n, i, f = readCount(b, i+l, minEntrySize, "entry"); f.r != 0 {
 			return
@@ -186,6 +193,10 @@ func partialHeader(b []byte) (src []byte, h PartialHeader, i int, f fail) {
 		return
 	}
 	src = b[i : i+l]
+	if !utf8.Valid(src) {
+		f = fail{ReasonBadUTF8, i, "source is not valid UTF-8"}
+		return
+	}
 	if h.At, i, f = readTime(b, i+l); f.r != 0 {
 		return
 	}

@@ -22,7 +22,8 @@ func TestBatchRoundTrip(t *testing.T) {
 			[]rec{{"shop", "item:42", 3, 1700000000000, 0, 0}, {"shop", "cart:7", 1, 1700000000000, 0, 0}, {"shop", "item:42", 1<<64 - 1, 1700000000000, 0, 0}}},
 		{"default app, no time", "", 0, []wire.KeyCount{{"k", 1}}, []rec{{"default", "k", 1, 0, 0, 0}}},
 		{"negative time written as 0", "a", -5, []wire.KeyCount{{"k", 1}}, []rec{{"a", "k", 1, 0, 0, 0}}},
-		{"binary keys", "a", 1, []wire.KeyCount{{"\x00\xff\n{", 2}}, []rec{{"a", "\x00\xff\n{", 2, 1, 0, 0}}},
+		{"binary keys", "a", 1, []wire.KeyCount{{"\x00\n{", 2}}, []rec{{"a", "\x00\n{", 2, 1, 0, 0}}},
+		{"keys not UTF-8 left out", "a", 1, []wire.KeyCount{{"item:\xff", 2}, {"item:\xfe", 3}, {"item:é", 4}}, []rec{{"a", "item:é", 4, 1, 0, 0}}},
 		{"invalid entries left out", "a", 1, []wire.KeyCount{{"", 1}, {"z", 0}, {long + "x", 1}, {long, 9}},
 			[]rec{{"a", long, 9, 1, 0, 0}}},
 	}
@@ -151,6 +152,9 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"count 0", "a6 01 00 00 01 01 61 01 01 6b 00", wire.ReasonBadCount, 10},
 		{"missing group", "a6 01 00 00 02 01 61 01 01 6b 01", wire.ReasonTruncated, 11},
 		{"trailing data", "a6 01 00 00 01 01 61 01 01 6b 01 00", wire.ReasonTrailingData, 11},
+		{"source not UTF-8", "a6 01 01 ff 00 00", wire.ReasonBadUTF8, 3},
+		{"app not UTF-8", "a6 01 00 00 01 01 ff 01 01 6b 01", wire.ReasonBadUTF8, 6},
+		{"key not UTF-8", "a6 01 00 00 01 01 61 01 01 fe 01", wire.ReasonBadUTF8, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

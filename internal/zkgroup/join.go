@@ -81,12 +81,12 @@ func (s *Session) Join(ctx context.Context, dir, id string, data []byte) error {
 // watch then fires when that changes.
 func (s *Session) hold(dir, p string, data []byte) (fired <-chan zk.Event, owner int64, err error) {
 	conn := s.conn
-	_, err = conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err = conn.Create(p, data, zk.FlagEphemeral, s.acl)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err = EnsurePath(conn, dir); err != nil {
+		if err = ensurePath(conn, dir, s.acl); err != nil {
 			return nil, 0, err
 		}
-		_, err = conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		_, err = conn.Create(p, data, zk.FlagEphemeral, s.acl)
 	}
 	// ErrNodeExists may be our own node: a create whose reply was lost to
 	// a disconnect, or an earlier round of this loop. The owner check

@@ -45,22 +45,37 @@ func (s *Session) Set(ctx context.Context, p string, data []byte, version int32)
 	return err
 }
 
-// Create creates the persistent node p holding data, with an open ACL, and
-// its missing parents (EnsurePath). It fails with zk.ErrNodeExists if p
+// Create creates the persistent node p holding data, and its missing
+// parents, with the session's ACL (Config.ACL). It fails with zk.ErrNodeExists if p
 // exists.
 func (s *Session) Create(ctx context.Context, p string, data []byte) error {
 	_, err := do(ctx, func() (struct{}, error) {
-		if err := EnsurePath(s.conn, path.Dir(p)); err != nil {
+		if err := ensurePath(s.conn, path.Dir(p), s.acl); err != nil {
 			return struct{}{}, err
 		}
-		_, err := s.conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
+		_, err := s.conn.Create(p, data, 0, s.acl)
+		return struct{}{}, err
+	})
+	return err
+}
+
+// CreatePrivate is Create for a node that holds secrets: the node (not its
+// parents) is readable and writable by the session's own identity
+// (Config.ACL's Writer) only, never by the ACL's readers. Without a Writer
+// identity nodes are open, as for Create.
+func (s *Session) CreatePrivate(ctx context.Context, p string, data []byte) error {
+	_, err := do(ctx, func() (struct{}, error) {
+		if err := ensurePath(s.conn, path.Dir(p), s.acl); err != nil {
+			return struct{}{}, err
+		}
+		_, err := s.conn.Create(p, data, 0, s.secret)
 		return struct{}{}, err
 	})
 	return err
 }
 
 // Put writes data to the persistent node p, creating it and its parents
-// when missing. It retries a few times when a concurrent deletion of a
+// (with the session's ACL) when missing. It retries a few times when a concurrent deletion of a
 // parent gets in between.
 func (s *Session) Put(ctx context.Context, p string, data []byte) error {
 	_, err := do(ctx, func() (struct{}, error) {
@@ -68,10 +83,10 @@ func (s *Session) Put(ctx context.Context, p string, data []byte) error {
 			if _, err := s.conn.Set(p, data, -1); !errors.Is(err, zk.ErrNoNode) {
 				return struct{}{}, err
 			}
-			if err := EnsurePath(s.conn, path.Dir(p)); err != nil {
+			if err := ensurePath(s.conn, path.Dir(p), s.acl); err != nil {
 				return struct{}{}, err
 			}
-			if _, err := s.conn.Create(p, data, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
+			if _, err := s.conn.Create(p, data, 0, s.acl); !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNodeExists) {
 				return struct{}{}, err
 			}
 		}

@@ -10,8 +10,14 @@ import (
 
 // EnsurePath creates path and its missing parents as persistent nodes with
 // no data and an open ACL. Nodes that already exist (made by anyone, at any
-// moment) are fine. It makes one call when path exists already.
+// moment) are fine. It makes one call when path exists already. A Session's
+// own node operations (Join, Create, Put) make parents with its ACL instead.
 func EnsurePath(conn *zk.Conn, path string) error {
+	return ensurePath(conn, path, zk.WorldACL(zk.PermAll))
+}
+
+// ensurePath is EnsurePath with the ACL the created nodes carry.
+func ensurePath(conn *zk.Conn, path string, acl []zk.ACL) error {
 	if err := checkPath(path); err != nil {
 		return err
 	}
@@ -27,7 +33,7 @@ func EnsurePath(conn *zk.Conn, path string) error {
 		if i < len(path) && path[i] != '/' {
 			continue
 		}
-		_, err := conn.Create(path[:i], nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(path[:i], nil, 0, acl)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zkgroup: ensure %s: create %s: %w", path, path[:i], err)
 		}

@@ -21,10 +21,17 @@ var ErrSessionClosed = errors.New("zkgroup: session closed")
 
 // Config tunes a Session. A zero field means the default.
 type Config struct {
-	SessionTimeout time.Duration         // requested session timeout; 0 means 6s (the server may clamp it)
-	Dialer         zk.Dialer             // opens TCP connections; nil means net.DialTimeout
-	Logger         *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
-	Registerer     prometheus.Registerer // nil: not exported; Sessions sharing a Registerer share its counters
+	SessionTimeout time.Duration // requested session timeout; 0 means 6s (the server may clamp it)
+	Dialer         zk.Dialer     // opens TCP connections; nil means net.DialTimeout
+	// Auth is the digest identity the session authenticates as (re-sent on
+	// every reconnect); zero means none.
+	Auth Digest
+	// ACL is what every node created through this session carries (Join,
+	// Create, Put and the parents they make); the zero ACL leaves nodes
+	// open (see ACL).
+	ACL        ACL
+	Logger     *slog.Logger          // nil discards; go-zookeeper's own lines go to Debug
+	Registerer prometheus.Registerer // nil: not exported; Sessions sharing a Registerer share its counters
 }
 
 // Session is a ZooKeeper client connection and the state of its session.
@@ -33,6 +40,8 @@ type Config struct {
 // the expiries (Expired) so that users can redo session-bound work.
 type Session struct {
 	conn   *zk.Conn
+	acl    []zk.ACL // what the nodes this session creates carry (Config.ACL)
+	secret []zk.ACL // what CreatePrivate's nodes carry: Config.ACL's writer only
 	log    *slog.Logger
 	m      *metrics
 	closed chan struct{} // closed by Close
@@ -99,6 +108,8 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 		closed:     make(chan struct{}),
 		hasSession: make(chan struct{}),
 		expired:    make(chan struct{}),
+		acl:        cfg.ACL.list(),
+		secret:     cfg.ACL.private(),
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
@@ -114,6 +125,14 @@ func Connect(ctx context.Context, servers []string, cfg Config) (*Session, error
 	s.conn = conn
 	select {
 	case <-s.hasSession:
+		if !cfg.Auth.IsZero() {
+			// go-zookeeper keeps the credentials and re-sends them
+			// after every reconnect, before any other request.
+			if err := conn.AddAuth("digest", []byte(cfg.Auth.User+":"+cfg.Auth.Password)); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("zkgroup: digest auth as %q: %w", cfg.Auth.User, err)
+			}
+		}
 		s.log.Info("zookeeper session established", "servers", servers, "session", fmt.Sprintf("%#x", conn.SessionID()))
 		return s, nil
 	case <-ctx.Done():

@@ -357,7 +357,9 @@ func add(t testing.TB, a *aggregator.Aggregator, app, key string, n uint64) {
 	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "test", Groups: []wire.PartialGroup{
 		{App: app, Entries: []wire.KeyCount{{Key: key, Count: n}}}}})
 	rec := httptest.NewRecorder()
-	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body)))
+	req := httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	a.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("POST partials: %d %s", rec.Code, rec.Body)
 	}

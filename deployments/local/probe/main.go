@@ -5,16 +5,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
@@ -24,6 +28,15 @@ func main() {
 	zkAddr := flag.String("zk", "127.0.0.1:12181", "ZooKeeper address")
 	redisAddr := flag.String("redis", "127.0.0.1:16379", "Redis address")
 	wait := flag.Duration("wait", 60*time.Second, "how long to keep trying")
+	// The secured stack (stack.sh up --secure): each service is probed with
+	// the credentials clients use.
+	flag.StringVar(&sec.ca, "ca", "", "PEM CA of the secured stack: Kafka and Redis are probed over TLS")
+	flag.StringVar(&sec.kafkaUser, "kafka-user", "", "SCRAM-SHA-512 user for Kafka")
+	flag.StringVar(&sec.kafkaPassword, "kafka-password", "", "its password")
+	flag.StringVar(&sec.zkDigest, "zk-digest", "", "ZooKeeper digest identity user:password")
+	flag.BoolVar(&sec.zkProtectRoot, "zk-protect-root", false, "set the ACL of / so that only -zk-digest creates nodes there")
+	flag.StringVar(&sec.redisUser, "redis-user", "", "Redis ACL user")
+	flag.StringVar(&sec.redisPassword, "redis-password", "", "its password")
 	flag.Parse()
 	liblog.Route(nil) // go-redis's own lines; the probe reports each failure itself
 
@@ -62,8 +75,42 @@ func retry(ctx context.Context, fn func(context.Context) error) error {
 	}
 }
 
+// sec holds the secured stack's credentials; zero for the plain stack.
+var sec struct {
+	ca                       string
+	kafkaUser, kafkaPassword string
+	zkDigest                 string
+	zkProtectRoot            bool
+	redisUser, redisPassword string
+}
+
+func tlsConfig() (*tls.Config, error) {
+	if sec.ca == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(sec.ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", sec.ca)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
 func probeKafka(ctx context.Context, addr string) error {
-	conn, err := (&kafka.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+	d := &kafka.Dialer{Timeout: 2 * time.Second}
+	var err error
+	if d.TLS, err = tlsConfig(); err != nil {
+		return err
+	}
+	if sec.kafkaUser != "" {
+		if d.SASLMechanism, err = scram.Mechanism(scram.SHA512, sec.kafkaUser, sec.kafkaPassword); err != nil {
+			return err
+		}
+	}
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -82,7 +129,11 @@ func probeKafka(ctx context.Context, addr string) error {
 	// once it has created its offsets topic: the first FindCoordinator
 	// starts that, and the probe waits for it, so that the first group of
 	// a test does not meet "Group Coordinator Not Available".
-	resp, err := (&kafka.Client{Addr: kafka.TCP(addr), Timeout: 2 * time.Second}).FindCoordinator(ctx,
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 2 * time.Second}
+	if d.TLS != nil || d.SASLMechanism != nil {
+		client.Transport = &kafka.Transport{TLS: d.TLS, SASL: d.SASLMechanism}
+	}
+	resp, err := client.FindCoordinator(ctx,
 		&kafka.FindCoordinatorRequest{Key: "hotspot-stack-probe", KeyType: kafka.CoordinatorKeyTypeConsumer})
 	if err != nil {
 		return err
@@ -110,8 +161,24 @@ func probeZK(ctx context.Context, addr string) error {
 		select {
 		case ev := <-events:
 			if ev.State == zk.StateHasSession {
-				_, _, err := conn.Exists("/")
-				return err
+				if sec.zkDigest != "" {
+					if err := conn.AddAuth("digest", []byte(sec.zkDigest)); err != nil {
+						return err
+					}
+				}
+				if _, _, err := conn.Exists("/"); err != nil {
+					return err
+				}
+				if sec.zkProtectRoot {
+					// Only the writer identity creates nodes at the top;
+					// authenticated clients may list it.
+					user, pw, _ := strings.Cut(sec.zkDigest, ":")
+					acl := append(zk.DigestACL(zk.PermAll, user, pw), zk.WorldACL(zk.PermRead)...)
+					if _, err := conn.SetACL("/", acl, -1); err != nil {
+						return fmt.Errorf("set the ACL of /: %w", err)
+					}
+				}
+				return nil
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -120,7 +187,12 @@ func probeZK(ctx context.Context, addr string) error {
 }
 
 func probeRedis(ctx context.Context, addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	tc, err := tlsConfig()
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, TLSConfig: tc,
+		Username: sec.redisUser, Password: sec.redisPassword})
 	defer c.Close()
 	return c.Ping(ctx).Err()
 }
