@@ -132,7 +132,9 @@ func (a *Aggregator) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			a.t.sweep(time.Now())
+			if a.t.sweep(time.Now()) {
+				a.log.Warn("this process was frozen; hot keys not confirmed within a window plus the hold are demoted")
+			}
 		case <-a.kick:
 		}
 		a.publish(ctx, time.Now(), false)

@@ -140,3 +140,61 @@ func TestMaxHotPerAppColdestLeaves(t *testing.T) {
 		t.Errorf("demoting k1 did not mark the app for publication")
 	}
 }
+
+func TestEventTimeCountsSaturate(t *testing.T) {
+	const bucket = 100 // window of 10 buckets: [9100, 10100)
+	for _, tt := range []struct {
+		name      string
+		from, end int64
+	}{
+		{"spread over buckets", 9450, 10050},
+		{"one instant", 9999, 9999},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWindow(10, 100)
+			w.addTime(100, tt.from, tt.end, bucket, math.MaxUint64)
+			w.addTime(100, tt.from, tt.end, bucket, math.MaxUint64)
+			w.addTime(100, tt.from, tt.end, bucket, 7)
+			var total uint64
+			for _, c := range w.b {
+				total += c
+			}
+			if w.sum != math.MaxUint64 || total != math.MaxUint64 {
+				t.Errorf("sum = %d (buckets %d), want MaxUint64", w.sum, total)
+			}
+			if w.advance(110); w.sum != 0 {
+				t.Errorf("after sliding out, sum = %d, want 0", w.sum)
+			}
+		})
+	}
+}
+
+func TestHugeSpanWithEventTimeIsClamped(t *testing.T) {
+	a := mustNew(t, Config{Threshold: 2000}, &fakePub{})
+	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Seq: 1, At: t0.UnixMilli(), End: t0.UnixMilli(),
+		Span: math.MaxInt64, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 3_600_000}}}}})
+	if _, err := a.apply(body, t0); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := a.t.key("a", "k", t0)
+	if st.Rate < 900 || st.Rate > 1100 || st.Hot {
+		t.Errorf("rate after 3.6e6 over an overflowing span = %v (hot %v), want about the hour's share, 1000", st.Rate, st.Hot)
+	}
+}
+
+func TestSourcesBounded(t *testing.T) {
+	a := mustNew(t, Config{}, &fakePub{})
+	for i := range maxSources + 10 {
+		body := wire.AppendPartials(nil, &wire.PartialBatch{Source: fmt.Sprint("d", i), Seq: 1, At: t0.UnixMilli(),
+			Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 1}}}}})
+		if _, err := a.apply(body, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(a.t.sources); n != maxSources {
+		t.Errorf("%d sources kept, want %d", n, maxSources)
+	}
+	if st, _ := a.t.key("a", "k", t0); st.Rate*a.t.p.winSec != maxSources+10 {
+		t.Errorf("counted %v, want every batch's count, %d", st.Rate*a.t.p.winSec, maxSources+10)
+	}
+}

@@ -42,9 +42,12 @@ type Config struct {
 	MaxKeysPerNode  int           // hot keys published per app node, the busiest first; 0 means 10_000
 	PublishInterval time.Duration // minimum gap between writes of the hot set; 0 means 100ms
 	TTL             time.Duration // validity of a published node at readers; 0 means 10s
-	Renew           time.Duration // rewrite period of a node that holds keys; 0 means TTL/4; < TTL
-	GCInterval      time.Duration // how often dead shards' nodes are collected; 0 means TTL
-	WriteTimeout    time.Duration // bound on one Publisher call; 0 means 2s
+	// RateRefresh is how often, at most, a node is rewritten because a hot
+	// key's rate moved by more than 5% since the last write; 0 means 500ms.
+	RateRefresh  time.Duration
+	Renew        time.Duration // rewrite period of a node that holds keys; 0 means TTL/4; < TTL
+	GCInterval   time.Duration // how often dead shards' nodes are collected; 0 means TTL
+	WriteTimeout time.Duration // bound on one Publisher call; 0 means 2s
 
 	MaxBodyBytes int64 // largest accepted partials body; 0 means 1 MiB
 
@@ -75,6 +78,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxHotPerApp = cmp.Or(c.MaxHotPerApp, c.MaxKeysPerNode)
 	c.PublishInterval = cmp.Or(c.PublishInterval, 100*time.Millisecond)
 	c.TTL = cmp.Or(c.TTL, 10*time.Second)
+	c.RateRefresh = cmp.Or(c.RateRefresh, 500*time.Millisecond)
 	c.Renew = cmp.Or(c.Renew, c.TTL/4)
 	c.GCInterval = cmp.Or(c.GCInterval, c.TTL)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 2*time.Second)
@@ -99,6 +103,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("aggregator: TopK, MaxKeys, MaxKeysPerNode, MaxApps and MaxHotPerApp must be >= 0")
 	case c.PublishInterval < 0:
 		return c, fmt.Errorf("aggregator: PublishInterval %v must be >= 0", c.PublishInterval)
+	case c.RateRefresh < 0:
+		return c, fmt.Errorf("aggregator: RateRefresh %v must be >= 0", c.RateRefresh)
 	case c.TTL < time.Millisecond:
 		return c, fmt.Errorf("aggregator: TTL %v must be >= 1ms", c.TTL)
 	case c.Renew <= 0 || c.Renew >= c.TTL:

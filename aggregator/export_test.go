@@ -7,8 +7,9 @@ import "time"
 func (a *Aggregator) Add(app, key string, n uint64) {
 	now := time.Now()
 	a.t.mu.Lock()
-	hot := a.t.add([]byte(app), []byte(key), n, now, 1)
 	a.t.heard(now)
+	a.t.setCover(now)
+	hot := a.t.add([]byte(app), []byte(key), n, now, span{buckets: 1})
 	a.t.mu.Unlock()
 	if hot {
 		a.wake()

@@ -58,30 +58,53 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// apply counts every entry of a partials body at now; on a bad body it counts
-// nothing (wire.DecodePartials validates the whole body before the first
-// callback), so the detector can retry without double counting.
+// apply counts every entry of a partials body received at now; on a bad
+// body it counts nothing (wire.DecodePartials validates the whole body before
+// the first callback), so the detector can retry without double counting. A
+// batch whose (source, sequence) was applied already is acknowledged and
+// not counted again: its first delivery succeeded but was answered too late.
 func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
-	// The counts are spread over the event time the batch covers: a
-	// detector catching up on a backlog sends several flushes' worth at
-	// once, and counting them all as received now would overstate the rate.
 	h, err := wire.ReadPartialHeader(body)
 	if err != nil {
 		return 0, fmt.Errorf("aggregator: partials: %w", err)
 	}
-	span := a.t.spanBuckets(clampSpan(h.Span))
+	// The counts are placed at the event time they happened over: a
+	// detector catching up on a backlog (after a rebalance, a pause, an
+	// outage) sends many flushes' worth at once, and counting them as
+	// received now would make keys hot that were not; what is older than
+	// the window is not counted at all.
+	t := a.t
+	spanD := clampSpan(h.Span)
+	sp := span{buckets: t.spanBuckets(spanD)}
+	end := min(h.End, now.UnixMilli()) // never ahead of this clock
+	if h.End > 0 {
+		sp.from = max(end-spanD.Milliseconds(), 1) * int64(time.Millisecond)
+		sp.end = end * int64(time.Millisecond)
+	}
 	n, hot := 0, false
-	a.t.mu.Lock()
+	t.mu.Lock()
+	src := t.source(h.Source)
+	src.heard = now
+	t.heard(now)
+	if src.applied(h.Seq) {
+		t.mu.Unlock()
+		a.m.duplicates.Inc()
+		return 0, nil
+	}
+	if h.End > 0 {
+		src.end = max(src.end, end)
+	}
+	t.setCover(now)
 	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
 		n++
-		if a.t.add(app, key, count, now, span) {
+		if t.add(app, key, count, now, sp) {
 			hot = true
 		}
 	})
 	if err == nil {
-		a.t.heard(now)
+		src.remember(h.Seq)
 	}
-	a.t.mu.Unlock()
+	t.mu.Unlock()
 	if err != nil {
 		return 0, fmt.Errorf("aggregator: partials: %w", err)
 	}

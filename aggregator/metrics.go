@@ -6,17 +6,18 @@ import (
 )
 
 type metrics struct {
-	batches   prometheus.Counter       // partial batches accepted
-	entries   prometheus.Counter       // (app, key, count) entries accepted
-	rejected  *prometheus.CounterVec   // partial batches refused, by reason
-	hot       *prometheus.GaugeVec     // hot keys per app
-	detect    prometheus.Histogram     // crossing bucket -> publication acked
-	zkSeconds *prometheus.HistogramVec // Publisher call latency, by op
-	zkErrors  *prometheus.CounterVec   // Publisher call errors, by op
-	tracked   prometheus.Gauge         // tracked (app, key) pairs
-	evicted   *prometheus.CounterVec   // keys forgotten, by reason
-	collected prometheus.Counter       // dead shards' nodes deleted
-	swept     prometheus.Gauge         // Unix time of the last sweep
+	batches    prometheus.Counter       // partial batches accepted
+	entries    prometheus.Counter       // (app, key, count) entries accepted
+	rejected   *prometheus.CounterVec   // partial batches refused, by reason
+	duplicates prometheus.Counter       // partial batches acknowledged but not counted again
+	hot        *prometheus.GaugeVec     // hot keys per app
+	detect     prometheus.Histogram     // crossing bucket -> publication acked
+	zkSeconds  *prometheus.HistogramVec // Publisher call latency, by op
+	zkErrors   *prometheus.CounterVec   // Publisher call errors, by op
+	tracked    prometheus.Gauge         // tracked (app, key) pairs
+	evicted    *prometheus.CounterVec   // keys forgotten, by reason
+	collected  prometheus.Counter       // dead shards' nodes deleted
+	swept      prometheus.Gauge         // Unix time of the last sweep
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,6 +31,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rejected: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "partial_batches_rejected_total", Help: "Partial-count batches refused, by reason (bad_body, too_large, content_type)."},
 			[]string{"reason"}),
+		duplicates: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "partial_batches_duplicate_total", Help: "Partial-count batches received again (same source and sequence): acknowledged, not counted twice."}),
 		hot: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "hot_keys", Help: "Keys this shard holds hot, per app."}, []string{"app"}),
 		detect: f.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,

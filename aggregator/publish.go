@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -50,6 +51,11 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 	defer t.mu.Unlock()
 	var ws []write
 	b := t.bucket(now)
+	if !final && !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
+		// This process was frozen and has not swept since: its decisions
+		// are as old as the freeze. Renew nothing until a sweep judged them.
+		return nil
+	}
 	for _, as := range t.apps {
 		since := now.Sub(as.lastWrite)
 		var remove bool
@@ -64,6 +70,7 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 			}
 		case as.dirty && since >= c.PublishInterval:
 		case len(as.hot) > 0 && since >= c.Renew:
+		case len(as.hot) > 0 && since >= c.RateRefresh && t.ratesMoved(as, b, now):
 		case len(as.hot) == 0 && !as.dirty && since >= c.TTL:
 			// Empty for a TTL: every reader has dropped its keys already.
 			remove = true
@@ -76,7 +83,8 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 				Keys: make([]hotset.Key, 0, len(as.hot))}
 			for _, e := range as.hot {
 				e.win.advance(b)
-				w.shard.Keys = append(w.shard.Keys, hotset.Key{Key: e.key, Rate: t.rate(e, now), Since: e.since.UnixMilli()})
+				e.pubRate = t.rate(e, now)
+				w.shard.Keys = append(w.shard.Keys, hotset.Key{Key: e.key, Rate: e.pubRate, Since: e.since.UnixMilli()})
 			}
 			slices.SortFunc(w.shard.Keys, func(x, y hotset.Key) int {
 				return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
@@ -90,6 +98,23 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 		ws = append(ws, w)
 	}
 	return ws
+}
+
+// rateMove is the relative change of a hot key's rate that makes its node
+// due for a rewrite (at most every RateRefresh).
+const rateMove = 0.05
+
+// ratesMoved reports whether a hot key of as has a rate that moved by more
+// than rateMove since its node was last written. The caller holds t.mu.
+func (t *table) ratesMoved(as *appState, b int64, now time.Time) bool {
+	for _, e := range as.hot {
+		e.win.advance(b)
+		r := t.rate(e, now)
+		if math.Abs(r-e.pubRate) > rateMove*e.pubRate {
+			return true
+		}
+	}
+	return false
 }
 
 // done records the outcome of w, finished at now.

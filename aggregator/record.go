@@ -39,7 +39,7 @@ func (t *table) decide(e *entry, kind string, now time.Time) {
 	}
 	t.decided = append(t.decided, Decision{
 		App: e.app.name, Key: e.key, Kind: kind, At: now,
-		Rate: float64(e.win.sum) / t.p.winSec, Rule: DefaultRule,
+		Rate: t.rate(e, now), Rule: DefaultRule,
 	})
 }
 

@@ -27,6 +27,10 @@ type entry struct {
 	hot   bool      // held hot by the rule
 	since time.Time // when it turned hot
 	below time.Time // zero, or when a hot key's rate fell below the low mark
+	// confirmed is when the key's rate was last seen at or above the low
+	// mark: the age of the decision that holds it hot.
+	confirmed time.Time
+	pubRate   float64 // rate in the last write of its app's node; 0: not written
 
 	// A key restored from this shard's node at start has no live counts yet:
 	// until holdFrom its published rate is reported and the hold does not
@@ -56,6 +60,8 @@ type params struct {
 	hotSum   float64 // window total at which a key turns hot (Threshold*winSec)
 	lowSum   float64 // window total under which a hot key's hold runs
 	hold     time.Duration
+	thresh   float64 // Threshold, accesses/s
+	low      float64 // LowMark, accesses/s
 	stall    time.Duration
 	maxStall time.Duration
 	window   time.Duration
@@ -75,6 +81,8 @@ func newParams(c Config) params {
 		hotSum:   c.Threshold * w,
 		lowSum:   c.LowMark * w,
 		hold:     c.Hold,
+		thresh:   c.Threshold,
+		low:      c.LowMark,
 		stall:    c.Stall,
 		maxStall: c.MaxStall,
 		window:   c.Window,
@@ -94,10 +102,24 @@ type table struct {
 
 	mu        sync.Mutex // guards everything below
 	apps      map[string]*appState
-	entries   []*entry   // every tracked key, for sweeps and sampled eviction
-	lastInput time.Time  // when the last partials batch (even an empty one) arrived
-	stalled   bool       // at the last sweep: detectors silent for Stall, not yet MaxStall
+	entries   []*entry  // every tracked key, for sweeps and sampled eviction
+	lastInput time.Time // when the last partials batch (even an empty one) arrived
+	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
+	lastSweep time.Time // when the last sweep ran
+	sources   map[string]*source
 	decided   []Decision // not yet handed to the Recorder
+	// cover is how much time the windows' counts reach, in seconds (see
+	// coverage), as of the last batch or sweep; hotAt and lowAt are the
+	// window totals that make a key hot and keep it so over that time.
+	cover, hotAt, lowAt float64
+}
+
+// setCover recomputes the coverage of the windows at now. The caller holds
+// t.mu.
+func (t *table) setCover(now time.Time) {
+	t.cover = t.coverage(now)
+	t.hotAt = t.p.thresh * t.cover
+	t.lowAt = t.p.low * t.cover
 }
 
 // heard records that a partials batch arrived at now. The caller holds t.mu.
@@ -108,7 +130,9 @@ func (t *table) heard(now time.Time) {
 }
 
 func newTable(p params, m *metrics) *table {
-	return &table{p: p, m: m, apps: make(map[string]*appState)}
+	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source)}
+	t.cover, t.hotAt, t.lowAt = p.winSec, p.hotSum, p.lowSum
+	return t
 }
 
 func (t *table) bucket(now time.Time) int64 { return now.UnixNano() / t.p.bucketNs }
@@ -130,10 +154,18 @@ func (t *table) app(name []byte) *appState {
 	return as
 }
 
+// span is when the accesses of a batch happened: evenly over the event time
+// [from, end] in Unix nanoseconds, or, when from is 0 (no event time), over
+// the span newest buckets at receipt.
+type span struct {
+	from, end int64
+	buckets   int64
+}
+
 // add counts n accesses of (app, key) received at now, which happened over
-// the last span buckets (see window.addSpan), and reports whether the key
-// turned hot. The caller holds t.mu.
-func (t *table) add(app, key []byte, n uint64, now time.Time, span int64) bool {
+// sp, and reports whether the key turned hot. The caller holds t.mu and has
+// called setCover.
+func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 	b := t.bucket(now)
 	var e *entry
 	if as := t.apps[string(app)]; as != nil {
@@ -155,20 +187,24 @@ func (t *table) add(app, key []byte, n uint64, now time.Time, span int64) bool {
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
 	as := e.app
-	e.win.addSpan(b, span, n)
+	if sp.from > 0 {
+		e.win.addTime(b, sp.from, sp.end, t.p.bucketNs, n)
+	} else {
+		e.win.addSpan(b, sp.buckets, n)
+	}
 	sum := float64(e.win.sum)
 	switch {
-	case !e.hot && sum >= t.p.hotSum && t.makeHotRoom(e):
+	case !e.hot && sum >= t.hotAt && t.makeHotRoom(e):
 		// Promotion is decided at receipt, not at the next sweep: the rate
 		// only rises when counts arrive, so this is the earliest moment.
-		e.hot, e.since, e.below = true, now, time.Time{}
+		e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
 		as.hot[e.key] = e
 		as.dirty = true
 		as.pending = append(as.pending, t.bucketStart(b))
 		t.decide(e, Promoted, now)
 		return true
-	case e.hot && sum >= t.p.lowSum:
-		e.below = time.Time{}
+	case e.hot && sum >= t.lowAt:
+		e.below, e.confirmed = time.Time{}, now
 	}
 	return false
 }
@@ -206,20 +242,42 @@ func (t *table) remove(e *entry) {
 	t.m.tracked.Set(float64(len(t.entries)))
 }
 
+// rate is e's accesses per second over the time its window's counts reach
+// (see coverage): dividing by the full window while its newest part is
+// still being counted would read low.
 func (t *table) rate(e *entry, now time.Time) float64 {
-	r := float64(e.win.sum) / t.p.winSec
+	r := float64(e.win.sum) / t.cover
 	if e.seed > r && now.Before(e.holdFrom) {
 		return e.seed
 	}
 	return r
 }
 
+// freezeGap is the gap between two sweeps (normally a bucket apart) that
+// tells this process was frozen (SIGSTOP, a paused VM), not merely slow on a
+// busy machine.
+const freezeGap = 2 * time.Second
+
 // sweep slides every window to now, runs the demotion side of the rule,
-// forgets idle keys and rebuilds each app's top-K view.
-func (t *table) sweep(now time.Time) {
+// forgets idle keys and rebuilds each app's top-K view. It reports whether
+// it found that this process had been frozen (SIGSTOP, a VM pause) since
+// the previous sweep.
+func (t *table) sweep(now time.Time) (resumed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.bucket(now)
+	// Sweeps run every bucket: a gap of freezeGap or more means this
+	// process stood still, not the detectors. Its silence says nothing
+	// about them (they were sending to the shards that took over), and its
+	// hot keys' decisions are as old as the freeze: a key not confirmed
+	// within a window plus the hold is demoted now, before any write
+	// renews it.
+	if !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
+		resumed = true
+		t.lastInput = now
+	}
+	t.lastSweep = now
+	t.setCover(now)
 	silence := now.Sub(t.lastInput)
 	t.stalled = !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
 	for _, as := range t.apps {
@@ -228,6 +286,9 @@ func (t *table) sweep(now time.Time) {
 	for i := 0; i < len(t.entries); {
 		e := t.entries[i]
 		e.win.advance(b)
+		if e.hot && resumed && now.Sub(e.confirmed) > t.p.window+t.p.hold && !now.Before(e.holdFrom) {
+			t.demote(e, now)
+		}
 		if e.hot {
 			t.hold(e, now)
 		}
@@ -253,13 +314,16 @@ func (t *table) sweep(now time.Time) {
 			t.m.hot.DeleteLabelValues(name)
 		}
 	}
+	return resumed
 }
 
 // hold runs the hysteresis of a hot key: it turns cold only once its rate
 // has stayed below the low mark for the hold time.
 func (t *table) hold(e *entry, now time.Time) {
 	switch {
-	case float64(e.win.sum) >= t.p.lowSum || t.stalled:
+	case float64(e.win.sum) >= t.lowAt:
+		e.below, e.confirmed = time.Time{}, now
+	case t.stalled:
 		// A stall says nothing about the key: its hold starts over once
 		// the detectors are back.
 		e.below = time.Time{}
@@ -268,11 +332,16 @@ func (t *table) hold(e *entry, now time.Time) {
 	case e.below.IsZero():
 		e.below = now
 	case now.Sub(e.below) >= t.p.hold:
-		t.decide(e, Demoted, now)
-		e.hot, e.since, e.below, e.seed = false, time.Time{}, time.Time{}, 0
-		delete(e.app.hot, e.key)
-		e.app.dirty = true
+		t.demote(e, now)
 	}
+}
+
+// demote makes e cold.
+func (t *table) demote(e *entry, now time.Time) {
+	t.decide(e, Demoted, now)
+	e.hot, e.since, e.below, e.seed, e.pubRate = false, time.Time{}, time.Time{}, 0, 0
+	delete(e.app.hot, e.key)
+	e.app.dirty = true
 }
 
 // pushTop offers e to its app's bounded min-heap of the busiest keys.
@@ -369,7 +438,7 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		}
 		e := &entry{
 			app: as, key: k.Key, idx: len(t.entries), win: newWindow(t.p.buckets, b),
-			hot: true, since: time.UnixMilli(k.Since), seed: k.Rate, holdFrom: now.Add(t.p.window),
+			hot: true, since: time.UnixMilli(k.Since), seed: k.Rate, holdFrom: now.Add(t.p.window), confirmed: now,
 		}
 		as.keys[e.key] = e
 		as.hot[e.key] = e

@@ -29,7 +29,8 @@ func testTable(t *testing.T, mod func(*Config)) (*table, Config) {
 func (tb *table) addS(app, key string, n uint64, now time.Time) bool {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	return tb.add([]byte(app), []byte(key), n, now, 1)
+	tb.setCover(now)
+	return tb.add([]byte(app), []byte(key), n, now, span{buckets: 1})
 }
 
 func TestWindow(t *testing.T) {

@@ -1,8 +1,12 @@
 package aggregator
 
+import "math"
+
 // window counts accesses in a ring of fixed-size buckets. Bucket indexes are
 // absolute (time since the Unix epoch divided by the bucket size), so every
-// window of a process shares one alignment: the receipt clock.
+// window of a process shares one alignment. Counts go to the bucket of the
+// event time they happened at (see addRange); the window slides on the
+// receipt clock, so what happened before its oldest bucket is never counted.
 //
 // Invariant: sum is the total of b, and b holds exactly the buckets
 // (last-len(b), last]; older counts have been subtracted.
@@ -68,6 +72,53 @@ func (w *window) addSpan(now int64, span int64, n uint64) uint64 {
 		}
 		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[(w.last-i)%size] += c
+		counted += c
+	}
+	w.sum += counted
+	return counted
+}
+
+// addTime slides the window to now and counts n accesses that happened
+// evenly over the event time [from, end] (nanoseconds since the epoch;
+// bucket is the bucket length): each bucket gets the share of n its overlap
+// with that time is, rounded so that the shares add up, and the part older
+// than the window is not counted at all. An end after the window's newest
+// bucket counts as in it. It reports how many of the n it counted.
+func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
+	w.advance(now)
+	size := int64(len(w.b))
+	if hi := (w.last + 1) * bucket; end >= hi {
+		end = hi - 1
+	}
+	if from >= end {
+		b := end / bucket
+		if b <= w.last-size {
+			return 0
+		}
+		n = satAdd(w.sum, n) - w.sum // saturate as add does
+		w.b[b%size] += n
+		w.sum += n
+		return n
+	}
+	total := float64(end - from)
+	first := max(from/bucket, w.last-size+1)
+	var counted uint64
+	// cum(t) is how many of the n happened by t, rounded: a bucket's share
+	// is the difference at its two ends, so the shares add up to n.
+	cum := func(t int64) uint64 {
+		if t >= end {
+			return n
+		}
+		v := float64(n)*float64(max(t-from, 0))/total + 0.5
+		if v >= math.MaxUint64 { // rounding up near 2^64
+			return n
+		}
+		return min(uint64(v), n)
+	}
+	for b := first; b <= end/bucket; b++ {
+		c := cum((b+1)*bucket) - cum(b*bucket)
+		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
+		w.b[b%size] += c
 		counted += c
 	}
 	w.sum += counted

@@ -21,6 +21,11 @@ type Config struct {
 	Group   string   // consumer group; "" means hotset.DefaultGroup
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
+	// MaxAge is how old an entry's event time may be, by this process's
+	// clock when it is read, to be counted (Window): an older one is out of
+	// every aggregator's window already, so a replayed backlog never makes
+	// a key hot now. Negative counts every entry, however old.
+	MaxAge time.Duration
 	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
 
@@ -60,9 +65,12 @@ type Config struct {
 	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
 	MaxKeyLen int
 
-	// SendTimeout bounds how long one flush's counts are retried when the
-	// Sink fails (30s). After that Run returns an error without committing
-	// them: a restarted detector reads them again.
+	// SendTimeout is how long the Sink may keep failing before the
+	// detector reports itself unhealthy (Detector.Healthy) (30s). It keeps
+	// retrying the same counts, committing nothing past them, until the
+	// Sink takes them, the generation ends (the partitions' next owner
+	// reads them again) or Run is canceled; on cancel it tries for at most
+	// 5s (or SendTimeout if shorter) more.
 	SendTimeout time.Duration
 
 	// Kafka group timing (see kafkaio.GroupConfig): 10s, 10s, 1s.
@@ -97,6 +105,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
 	cfg.Group = cmp.Or(cfg.Group, hotset.DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
+	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
 	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultThreshold)

@@ -20,10 +20,35 @@ type Detector struct {
 	m    *metrics
 	log  *slog.Logger
 
-	members atomic.Int64 // detectors registered, with Config.Membership
+	seq     atomic.Uint64         // the last Flush.Seq handed out
+	health  atomic.Pointer[error] // nil, or why the Sink is failing
+	members atomic.Int64          // detectors registered, with Config.Membership
 
 	mu    sync.Mutex // guards fatal
 	fatal error      // the first error that stops Run
+}
+
+// Healthy returns nil, or an error when the Sink has refused the counts of
+// a round for SendTimeout or longer and still does. Counting is stopped
+// meanwhile; the detector keeps retrying and heals on the next success.
+func (d *Detector) Healthy() error {
+	if p := d.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (d *Detector) healthy(err error) {
+	if err == nil {
+		if d.health.Load() != nil {
+			d.health.Store(nil)
+			d.log.Info("detector: sink takes counts again")
+		}
+		return
+	}
+	if d.health.Swap(&err) == nil {
+		d.log.Error("detector: unhealthy; retrying", "err", err)
+	}
 }
 
 // New checks cfg and returns a Detector that sends to sink. It does not
@@ -37,6 +62,10 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 		return nil, err
 	}
 	d := &Detector{cfg: cfg, sink: sink, m: newMetrics(cfg.Registerer), log: cfg.Logger}
+	// Sequence numbers start at the start time in milliseconds: a restarted
+	// process, flushing far less often than every millisecond, never reuses
+	// one of its predecessor's.
+	d.seq.Store(uint64(time.Now().UnixMilli()))
 	if cfg.Membership != nil && cfg.Detectors == nil {
 		d.cfg.Detectors = func() int { return max(1, int(d.members.Load())) }
 	}
@@ -46,9 +75,11 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 // Run joins the group (and Config.Membership) and counts until ctx is
 // canceled. Then it stops consuming, hands the counts in flight to the Sink,
 // commits their offsets, leaves the group (and the membership) and returns
-// nil. It returns an error only when the Sink kept failing for SendTimeout
-// (nothing past the failed counts is committed), the group cannot be created
-// or the membership failed for good. Run may be called once.
+// nil. It returns an error only when the Sink refused the last counts for
+// SendTimeout at shutdown (nothing past them is committed), the group cannot
+// be created or the membership failed for good. A Sink that keeps failing
+// while it runs makes the detector unhealthy (Healthy); Run goes on
+// retrying. Run may be called once.
 func (d *Detector) Run(ctx context.Context) error {
 	src := d.cfg.Source
 	if src == nil {

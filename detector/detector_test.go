@@ -7,6 +7,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -151,7 +152,66 @@ func TestRunRetriesTheSameCountsBeforeCommitting(t *testing.T) {
 	})
 }
 
-func TestRunGivesUpWithoutCommitting(t *testing.T) {
+// TestSinkDownMakesUnhealthyNotExit: a Sink that fails for longer than
+// SendTimeout makes the detector unhealthy; Run keeps retrying the same
+// round (same Seq) and heals when the Sink is back, committing once.
+func TestSinkDownMakesUnhealthyNotExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		var down atomic.Bool
+		down.Store(true)
+		sink.fail = func(int) error {
+			if down.Load() {
+				return errors.New("aggregator down")
+			}
+			return nil
+		}
+		src.assign(0, 1)
+		d, stop := startFake(t, Config{Alpha: -1, SendTimeout: 3 * time.Second}, src, sink)
+		topic.append(0, []byte(`{"key":"a"}`))
+		topic.append(1, []byte(`{"key":"b"}`))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := d.Healthy(); err != nil {
+			t.Fatalf("Healthy after 2s of failures = %v, want nil (SendTimeout is 3s)", err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := d.Healthy(); err == nil {
+			t.Fatalf("Healthy after 4s of failures = nil, want an error")
+		}
+		if got := topic.commits(); len(got) != 0 {
+			t.Fatalf("committed %v while the sink refused, want nothing", got)
+		}
+		down.Store(false)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := d.Healthy(); err != nil {
+			t.Errorf("Healthy after the sink is back = %v, want nil", err)
+		}
+		if got, want := sink.got(), map[string]uint64{"default/a": 1, "default/b": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("counts taken: got %v, want %v", got, want)
+		}
+		sink.mu.Lock()
+		fl := slices.Clone(sink.flushes)
+		sink.mu.Unlock()
+		for i, f := range fl {
+			if f.Seq != fl[0].Seq {
+				t.Fatalf("retry %d carried Seq %d, want the first attempt's %d", i, f.Seq, fl[0].Seq)
+			}
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+// TestShutdownWithSinkDownCommitsNothing: at shutdown, counts the Sink
+// refuses are retried for SendTimeout; then Run returns the error, having
+// committed nothing past them, and leaves the group.
+func TestShutdownWithSinkDownCommitsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)
 		src := newFakeSource(topic)
@@ -159,28 +219,58 @@ func TestRunGivesUpWithoutCommitting(t *testing.T) {
 		errDown := errors.New("aggregator down")
 		sink.fail = func(int) error { return errDown }
 		src.assign(0, 1)
-		cfg := Config{Alpha: -1, SendTimeout: 3 * time.Second}
-		cfg.Source = src
-		cfg.Registerer = prometheus.NewRegistry()
-		d, err := New(cfg, sink)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, stop := startFake(t, Config{Alpha: -1, SendTimeout: 3 * time.Second}, src, sink)
 		topic.append(0, []byte(`{"key":"a"}`))
 		topic.append(1, []byte(`{"key":"b"}`))
+		time.Sleep(time.Second)
 		start := time.Now()
-		err = d.Run(t.Context()) // returns on its own
+		err := stop()
 		if !errors.Is(err, errDown) {
 			t.Fatalf("Run: %v, want an error wrapping %v", err, errDown)
 		}
-		if took := time.Since(start); took < 3*time.Second || took > 4*time.Second {
-			t.Errorf("Run gave up after %v, want about SendTimeout (3s)", took)
+		if took := time.Since(start); took < 3*time.Second || took > 6*time.Second {
+			t.Errorf("Run gave up %v after the cancel, want about SendTimeout (3s)", took)
 		}
 		if got := topic.commits(); len(got) != 0 {
 			t.Fatalf("committed %v after the sink never accepted, want nothing", got)
 		}
 		if ev := topic.eventLog(); ev[len(ev)-1] != "close" {
 			t.Fatalf("events %v: want the group left", ev)
+		}
+	})
+}
+
+// TestFirstRoundSpansTheBacklog: a generation that starts on a backlog (the
+// partitions of a dead owner) counts only what is still in the window, and
+// hands the Sink the event time that covers, ending at its newest event, not
+// one flush: the aggregator counts it where it happened.
+func TestFirstRoundSpansTheBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		now := time.Now()
+		for i := range 65 { // 6.5 s of backlog, 100 ms apart, on both partitions
+			ts := now.Add(time.Duration(i-65) * 100 * time.Millisecond).UnixMilli()
+			topic.append(i%2, wire.AppendJSON(nil, wire.Event{Key: "k", TS: ts}))
+		}
+		src.assign(0, 1)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		defer stop()
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		sink.mu.Lock()
+		fl := slices.Clone(sink.flushes)
+		sink.mu.Unlock()
+		if len(fl) == 0 {
+			t.Fatal("no send with counts")
+		}
+		wantEnd := now.Add(-100 * time.Millisecond).UnixMilli()
+		if got := fl[0]; got.Span != 900*time.Millisecond || got.End.UnixMilli() != wantEnd {
+			t.Errorf("first round: span %v end %d, want 900ms ending %d", got.Span, got.End.UnixMilli(), wantEnd)
+		}
+		if got := sink.got()["default/k"]; got != 10 {
+			t.Errorf("counted %d accesses of the backlog, want the 10 of the last window", got)
 		}
 	})
 }

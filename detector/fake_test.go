@@ -185,17 +185,18 @@ func (c *fakeClaim) Fetch(ctx context.Context) (Record, error) {
 type fakeSink struct {
 	topic *fakeTopic
 
-	mu    sync.Mutex
-	sums  map[string]uint64 // "app/key" -> N
-	calls [][]Count
-	spans []time.Duration // span of each recorded call
-	empty int             // liveness rounds (no counts)
-	fail  func(call int) error
+	mu      sync.Mutex
+	sums    map[string]uint64 // "app/key" -> N
+	calls   [][]Count
+	spans   []time.Duration // span of each recorded call
+	flushes []Flush         // Flush of each recorded call
+	empty   int             // liveness rounds (no counts)
+	fail    func(call int) error
 }
 
 func newFakeSink(t *fakeTopic) *fakeSink { return &fakeSink{topic: t, sums: map[string]uint64{}} }
 
-func (s *fakeSink) Send(_ context.Context, _ time.Time, span time.Duration, counts []Count) error {
+func (s *fakeSink) Send(_ context.Context, f Flush, counts []Count) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(counts) == 0 {
@@ -203,7 +204,8 @@ func (s *fakeSink) Send(_ context.Context, _ time.Time, span time.Duration, coun
 		return nil
 	}
 	s.calls = append(s.calls, slices.Clone(counts))
-	s.spans = append(s.spans, span)
+	s.spans = append(s.spans, f.Span)
+	s.flushes = append(s.flushes, f)
 	if s.fail != nil {
 		if err := s.fail(len(s.calls)); err != nil {
 			s.topic.event("send-failed")

@@ -19,7 +19,8 @@ type flusher struct {
 	nextID   uint64
 
 	merged    []Count
-	span      time.Duration  // event time the merged counts cover (see Sink)
+	span      time.Duration  // event time the merged counts cover (see Flush)
+	end       int64          // newest event time of the merged counts, Unix ms; 0: none
 	newest    int64          // newest event time of all partitions so far, Unix ms
 	index     map[appKey]int // merged index by key
 	offsets   map[int]int64  // partition -> next offset to read, as of the last round
@@ -79,8 +80,12 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		r.cancel()
 		f.collect(r.id)
-		if err := f.send(runCtx, at); err != nil {
-			f.fail(err)
+		if err := f.send(runCtx, gctx, at); err != nil {
+			if runCtx.Err() != nil {
+				f.fail(err) // shutdown with counts not handed on: Run reports it
+			} else {
+				f.d.log.Warn("detector: counts dropped uncommitted", "err", err)
+			}
 			if !r.final {
 				// Stop the workers without committing anything.
 				nr := f.current.Load()
@@ -102,7 +107,7 @@ func (f *flusher) collect(id uint64) {
 	f.merged = f.merged[:0]
 	clear(f.index)
 	keys := 0
-	var newest int64
+	var oldest, newest int64
 	for range f.workers {
 		p := <-f.partials
 		if p.round != id {
@@ -111,6 +116,9 @@ func (f *flusher) collect(id uint64) {
 		}
 		keys += p.keys
 		newest = max(newest, p.newest)
+		if p.oldest > 0 && (oldest == 0 || p.oldest < oldest) {
+			oldest = p.oldest
+		}
 		if p.offset >= 0 {
 			f.offsets[p.partition] = p.offset
 		}
@@ -129,41 +137,88 @@ func (f *flusher) collect(id uint64) {
 		}
 	}
 	f.d.m.keys.Set(float64(keys))
-	// The round's counts cover as much event time as the newest event time
-	// of all partitions advanced during it: a flush interval for a live
-	// stream, more when the detector caught up on a backlog. (Per partition
-	// it would jump whenever a sparse partition gets its next record.) The
-	// offsets between producers' clocks cancel out in the difference.
-	f.span = 0
-	if f.newest > 0 && newest > f.newest {
-		f.span = time.Duration(newest-f.newest) * time.Millisecond
+	// The round's counts happened between the oldest and the newest event
+	// time its entries carry. When the stream is live and contiguous (the
+	// oldest is not behind what the previous round reached), they cover the
+	// time since the previous round's newest: a flush interval, even when a
+	// sparse partition gets its next record only now. When it is behind (the
+	// first round of a generation reading the backlog a dead or paused owner
+	// left, or a partition catching up), they cover the whole stretch back
+	// to the oldest, and the aggregator counts them there, not now. Event
+	// times are compared with the clocks of this process (MaxAge) and of the
+	// aggregators: producers' and hotspotd's clocks must agree to well
+	// under a bucket (docs/detector.md).
+	f.span, f.end = 0, newest
+	if newest > 0 {
+		from := oldest
+		if f.newest > 0 && oldest >= f.newest {
+			from = f.newest
+		}
+		f.span = time.Duration(newest-from) * time.Millisecond
 	}
 	f.newest = max(f.newest, newest)
 }
 
-// send hands the merged counts to the Sink, retrying with backoff for up to
-// SendTimeout. It goes on after runCtx ends: those are the counts in flight.
-// An empty round is sent too: it tells the aggregators this detector is
-// running (they pause demotions while every detector is silent).
-func (f *flusher) send(runCtx context.Context, at time.Time) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), f.d.cfg.SendTimeout)
-	defer cancel()
+// shutdownSend bounds the retries of the last counts once Run is canceled
+// (with SendTimeout): a process told to stop must stop; its partitions' next
+// owner reads the uncommitted records again.
+const shutdownSend = 5 * time.Second
+
+// send hands the merged counts to the Sink, retrying the same Flush with
+// backoff until it takes them. It gives up only when the generation ends
+// (the partitions' next owner reads the records again, so these counts must
+// not be sent late) or, once runCtx ended, after shutdownSend more. A Sink
+// failing for SendTimeout makes the detector unhealthy, not the process
+// exit: the co-located aggregator and API stay up, and counting resumes when
+// an aggregator is back. An empty round is sent too: it tells the
+// aggregators this detector is running (they pause demotions while every
+// detector is silent).
+func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
+	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1)}
+	if f.end > 0 {
+		fl.End = time.UnixMilli(f.end)
+	}
 	backoff := 50 * time.Millisecond
+	var stop <-chan time.Time // after runCtx ended: the last SendTimeout
 	for attempt := 1; ; attempt++ {
-		err := f.d.sink.Send(ctx, at, f.span, f.merged)
+		limit := f.d.cfg.SendTimeout
+		if stop != nil {
+			limit = min(limit, shutdownSend)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), limit)
+		err := f.d.sink.Send(ctx, fl, f.merged)
+		cancel()
 		if err == nil {
 			f.d.m.flushSecs.Observe(time.Since(at).Seconds())
 			f.d.m.flushKeys.Observe(float64(len(f.merged)))
+			f.d.healthy(nil)
 			return nil
 		}
 		f.d.m.sendErrs.Inc()
+		if time.Since(at) >= f.d.cfg.SendTimeout {
+			f.d.healthy(fmt.Errorf("detector: sink refused counts for %v: %w", time.Since(at).Round(time.Second), err))
+		}
 		f.d.log.Warn("detector: sink refused counts; retrying", "keys", len(f.merged), "attempt", attempt, "err", err)
+		if stop == nil && runCtx.Err() != nil {
+			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
+		}
 		t := time.NewTimer(backoff)
+		ended, canceled := gctx.Done(), runCtx.Done()
+		if stop != nil {
+			// Close ends the generation: these are the last counts.
+			ended, canceled = nil, nil
+		}
 		select {
-		case <-ctx.Done():
+		case <-ended:
 			t.Stop()
-			return fmt.Errorf("detector: sink refused %d counts for %v, offsets left uncommitted: %w",
-				len(f.merged), f.d.cfg.SendTimeout, err)
+			return fmt.Errorf("detector: generation ended with %d counts not taken by the sink, offsets left uncommitted: %w",
+				len(f.merged), err)
+		case <-stop:
+			t.Stop()
+			return fmt.Errorf("detector: sink refused %d counts at shutdown, offsets left uncommitted: %w", len(f.merged), err)
+		case <-canceled:
+			t.Stop()
+			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 2*time.Second)

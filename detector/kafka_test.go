@@ -150,7 +150,7 @@ func TestKafkaDeliversCommitsAndFlushesOnCancel(t *testing.T) {
 
 	// Detector A never ticks: everything it counts is in flight until cancel.
 	sinkA := newFakeSink(newFakeTopic(1))
-	a := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, Flush: time.Hour}, sinkA)
+	a := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1, Flush: time.Hour}, sinkA)
 	eventually(t, 45*time.Second, "detector A counts every record", func() (bool, string) {
 		r, e := testutil.ToFloat64(a.d.m.records), testutil.ToFloat64(a.d.m.entries)
 		return r == 160 && e == float64(c1.entries), fmt.Sprintf("records %v of 160, entries %v of %d", r, e, c1.entries)
@@ -173,7 +173,7 @@ func TestKafkaDeliversCommitsAndFlushesOnCancel(t *testing.T) {
 	c2 := newCorpus(t, 4, 30, 12)
 	produceCorpus(t, addr, topic, c2)
 	sinkB := newFakeSink(newFakeTopic(1))
-	b := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1}, sinkB)
+	b := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1}, sinkB)
 	eventually(t, 45*time.Second, "detector B delivers the new records", func() (bool, string) {
 		d := diffSums(sinkB.got(), c2.want)
 		return d == "", d
@@ -199,7 +199,7 @@ func TestKafkaRebalance(t *testing.T) {
 	topic, group := stacktest.Name(t), stacktest.Name(t)
 	createKafkaTopic(t, addr, topic, 4)
 	sink := newFakeSink(newFakeTopic(1)) // both detectors hand on to one sink
-	cfg := Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1}
+	cfg := Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1}
 	partitions := func(r running) float64 { return testutil.ToFloat64(r.d.m.partitions) }
 
 	a := startKafka(t, cfg, sink)

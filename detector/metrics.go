@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	records    prometheus.Counter
 	entries    prometheus.Counter
+	stale      prometheus.Counter
 	invalid    []prometheus.Counter // by wire.Reason
 	invalidVec *prometheus.CounterVec
 	filtered   prometheus.Counter
@@ -31,8 +32,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		return prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "detector", Name: name, Help: help}
 	}
 	m := &metrics{
-		records:    f.NewCounter(opts("records_total", "Kafka records consumed.")),
-		entries:    f.NewCounter(opts("entries_total", "Valid (key, count) entries counted.")),
+		records: f.NewCounter(opts("records_total", "Kafka records consumed.")),
+		entries: f.NewCounter(opts("entries_total", "Valid (key, count) entries counted.")),
+		stale: f.NewCounter(opts("stale_entries_total",
+			"Entries not counted because their event time was older than the window when read (a replayed backlog).")),
 		filtered:   f.NewCounter(opts("filtered_accesses_total", "Accesses not forwarded because the key's local windowed rate was under the cutoff.")),
 		capDropped: f.NewCounter(opts("cap_dropped_total", "Entries not counted because the key table was full and the sketch did not admit the key.")),
 		admitted:   f.NewCounter(opts("sketch_admitted_total", "Keys admitted into the table's reserve by the count-min sketch.")),

@@ -12,23 +12,21 @@ import (
 // api.Client is a Sink.
 type Count = api.Count
 
+// Flush describes one flush round's counts: when it ended, the event
+// time its counts happened in and its sequence number (see api.Flush).
+type Flush = api.Flush
+
 // Sink receives each flush's partial counts.
 //
 // Send is called once per flush round, with no counts when there is
 // nothing to forward (a liveness signal). It returns once the counts are
 // handed on. Run commits the offsets of the records behind them only after
-// Send returned nil; on an error it retries the same counts with backoff for
-// up to Config.SendTimeout and never commits past them. counts is reused
-// after Send returns: keep the Count values (their strings are immutable),
-// not the slice. Send is called from one goroutine at a time.
-//
-// span is how much event time the counts cover: about one flush interval
-// normally, more when the detector caught up on a backlog (the time the
-// events carry advanced faster than the clock), 0 when it is unknown. The
-// aggregator spreads the counts over it rather than counting a catch-up
-// burst as if it had all happened at once.
+// Send returned nil; on an error it retries the same counts (same Flush)
+// with backoff and never commits past them. counts is reused after Send
+// returns: keep the Count values (their strings are immutable), not the
+// slice. Send is called from one goroutine at a time.
 type Sink interface {
-	Send(ctx context.Context, at time.Time, span time.Duration, counts []Count) error
+	Send(ctx context.Context, f Flush, counts []Count) error
 }
 
 // Source is membership in the consumer group on the access topic. The

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,9 @@ type partial struct {
 	counts    []Count // the worker's buffer: valid until it answers the next round
 	offset    int64   // next offset to read; -1 if no record was counted yet
 	keys      int     // keys in the worker's counter
-	newest    int64   // newest event time counted so far, Unix ms (0: none yet)
+	// Event time of the entries counted during the round, Unix ms, never
+	// ahead of the clock (0, 0: none).
+	oldest, newest int64
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -47,11 +50,16 @@ type worker struct {
 
 	offset, hwm int64
 	entries     uint64 // entries of the record being decoded
+	stale       uint64 // of them, older than the window
+	// oldestLive is the oldest event time still in the window, Unix ms:
+	// older entries (a backlog replayed after a rebalance, a pause or an
+	// outage) are not counted, since no window they could make hot is left.
+	oldestLive int64
 
 	// Event time, in Unix ms: recMs is the time of the record being decoded
-	// (the default of entries without their own), newest the latest entry
-	// time seen, never ahead of the clock.
-	recMs, newest int64
+	// (the default of entries without their own); oldest and newest bound
+	// the entry times of the current round (0 when it has none).
+	recMs, oldest, newest int64
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
@@ -68,10 +76,17 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
 	w.add = func(e *wire.Entry) {
 		w.entries++
-		w.c.queue(e.App, e.Key, e.Count)
 		ts := e.TS
 		if ts <= 0 {
 			ts = w.recMs
+		}
+		if ts < w.oldestLive {
+			w.stale++
+			return
+		}
+		w.c.queue(e.App, e.Key, e.Count)
+		if w.oldest == 0 || ts < w.oldest {
+			w.oldest = ts
 		}
 		w.newest = max(w.newest, ts)
 	}
@@ -105,7 +120,9 @@ func (w *worker) run(gctx context.Context) {
 		if r.ctx.Err() == nil {
 			w.d.m.fetchErrs.Inc()
 			w.d.log.Warn("detector: fetch failed; retrying", "partition", part, "err", err)
-			t := time.NewTimer(time.Second)
+			// Short: after a broker restart, every 250 ms of waiting
+			// here delays detection.
+			t := time.NewTimer(250 * time.Millisecond)
 			select {
 			case <-r.ctx.Done():
 			case <-t.C:
@@ -125,14 +142,19 @@ func (w *worker) run(gctx context.Context) {
 func (w *worker) consume(rec Record) {
 	now := time.Now()
 	w.c.advance(now.UnixNano())
-	w.entries = 0
+	w.entries, w.stale = 0, 0
 	w.recMs = now.UnixMilli()
+	w.oldestLive = math.MinInt64
+	if age := w.d.cfg.MaxAge; age > 0 {
+		w.oldestLive = w.recMs - age.Milliseconds()
+	}
 	if !rec.Time.IsZero() {
 		w.recMs = rec.Time.UnixMilli()
 	}
 	err := w.dec.Decode(rec.Value, w.add)
 	w.d.m.records.Inc()
-	w.d.m.entries.Add(float64(w.entries))
+	w.d.m.entries.Add(float64(w.entries - w.stale))
+	w.d.m.stale.Add(float64(w.stale))
 	if err != nil {
 		// Counted by reason in OnInvalid; the record (or line) is skipped.
 		w.d.log.Debug("detector: invalid record", "partition", w.claim.Partition(), "offset", rec.Offset, "err", err)
@@ -156,6 +178,8 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// An entry time ahead of this clock counts as now.
-	w.newest = min(w.newest, time.Now().UnixMilli())
-	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(), newest: w.newest}
+	now := time.Now().UnixMilli()
+	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
+		oldest: min(w.oldest, now), newest: min(w.newest, now)}
+	w.oldest, w.newest = 0, 0
 }

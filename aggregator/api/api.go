@@ -48,3 +48,23 @@ type Top struct {
 	Shard string     `json:"shard"` // the answering shard's id
 	Keys  []KeyState `json:"keys"`  // busiest first
 }
+
+// Flush describes one detector flush round's counts, as Client.Send
+// carries them to the aggregators (the detector's Sink passes it on).
+type Flush struct {
+	At time.Time // when the round ended
+	// Span and End are the event time the counts happened in: [End-Span,
+	// End]. For a live stream that is about one flush interval ending a
+	// little before At; when the detector catches up on a backlog (after a
+	// rebalance, a pause or an outage) it is the stretch of the past the
+	// round read. The aggregator counts the accesses where they happened,
+	// so what is older than its window is never counted as recent. A zero
+	// End means unknown (no counts, or no event times).
+	Span time.Duration
+	End  time.Time
+	// Seq numbers the detector's rounds, increasing, unique per detector
+	// process (it starts at the start time in milliseconds). A retry of a
+	// round's counts carries the same Seq, so that an aggregator that
+	// applied them once but answered too late does not count them twice.
+	Seq uint64
+}

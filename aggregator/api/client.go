@@ -143,8 +143,9 @@ func (c *Client) Close() {
 // over when the dead member leaves; Send retries so until every count was
 // accepted. It returns nil only when every count was accepted (2xx);
 // otherwise an error naming each failed owner. counts is not kept. Each
-// batch carries at and span (see detector.Sink).
-func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, counts []Count) error {
+// batch carries f's times and a sequence number made of f.Seq and the pass
+// (see batchSeq), so that an aggregator applies a retried batch once.
+func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ring := c.table.Ring() // one view for the whole flush
@@ -178,8 +179,8 @@ func (c *Client) Send(ctx context.Context, at time.Time, span time.Duration, cou
 		}
 	}
 	var errs []error
-	for {
-		failed := c.postAll(ctx, at, span)
+	for pass := 0; ; pass++ {
+		failed := c.postAll(ctx, f, pass)
 		if len(failed) == 0 {
 			break
 		}
@@ -241,14 +242,30 @@ type failure struct {
 	err error
 }
 
+// batchSeq is the wire sequence of the batches of pass number pass of a
+// Send of f: an aggregator applies each (source, sequence) once, so a retry
+// of the whole Send (same f, pass 0 again) is dropped where it was applied,
+// while the counts a later pass reroutes to an owner that already took pass
+// 0 are still counted.
+func batchSeq(f Flush, pass int) uint64 {
+	if f.Seq == 0 {
+		return 0 // unnumbered
+	}
+	return f.Seq<<8 | uint64(min(pass, 255))
+}
+
 // postAll posts every used owner's batch in parallel and returns the owners
 // that failed, their batches intact; the others' batches are released.
-func (c *Client) postAll(ctx context.Context, at time.Time, span time.Duration) []failure {
+func (c *Client) postAll(ctx context.Context, f Flush, pass int) []failure {
 	var used []*owner
 	for id, o := range c.owners {
 		if o.used {
 			o.idle = 0
-			o.batch.At, o.batch.Span = at.UnixMilli(), span.Milliseconds()
+			o.batch.At, o.batch.Span = f.At.UnixMilli(), f.Span.Milliseconds()
+			o.batch.End, o.batch.Seq = 0, batchSeq(f, pass)
+			if !f.End.IsZero() {
+				o.batch.End = f.End.UnixMilli()
+			}
 			o.body = wire.AppendPartials(o.body[:0], &o.batch)
 			used = append(used, o)
 		} else if o.idle++; o.idle > 100 {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/aggregator/api"
-	"github.com/hotspot-dev/hotspot/detector"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
@@ -61,16 +60,16 @@ func newClient(t *testing.T) *api.Client {
 	return c
 }
 
-func counts(n int) []detector.Count {
-	cs := make([]detector.Count, n)
+func counts(n int) []api.Count {
+	cs := make([]api.Count, n)
 	for i := range cs {
-		cs[i] = detector.Count{App: fmt.Sprint("app", i%3), Key: fmt.Sprint("item:", i), N: uint64(i + 1)}
+		cs[i] = api.Count{App: fmt.Sprint("app", i%3), Key: fmt.Sprint("item:", i), N: uint64(i + 1)}
 	}
 	return cs
 }
 
 // owners returns, for each count, the shard the ring over ids gives it.
-func owners(t *testing.T, cs []detector.Count, ids ...string) []string {
+func owners(t *testing.T, cs []api.Count, ids ...string) []string {
 	t.Helper()
 	var nodes []router.Node
 	for _, id := range ids {
@@ -94,12 +93,12 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 	c := newClient(t)
 	cs := counts(300)
 
-	if err := c.Send(t.Context(), time.Now(), 0, cs); !errors.Is(err, api.ErrNoMembers) {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); !errors.Is(err, api.ErrNoMembers) {
 		t.Fatalf("Send without members = %v, want ErrNoMembers", err)
 	}
 
 	c.SetMembers(map[string][]byte{"agg-1": a1.member(), "agg-2": a2.member()})
-	if err := c.Send(t.Context(), time.Now(), 0, cs); err != nil {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	per := map[string]int{}
@@ -119,7 +118,7 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 
 	// agg-1 leaves: every key goes to agg-2 from the next Send on.
 	c.SetMembers(map[string][]byte{"agg-2": a2.member()})
-	if err := c.Send(t.Context(), time.Now(), 0, cs); err != nil {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	for i, owner := range owners(t, cs, "agg-1", "agg-2") {
@@ -149,7 +148,7 @@ func TestSendRoutesAroundFailedOwner(t *testing.T) {
 		"bad":  hotset.EncodeMember(hotset.Member{ID: "bad", Addr: strings.TrimPrefix(bad.URL, "http://")}),
 	})
 	cs := counts(100)
-	if err := c.Send(t.Context(), time.Now(), 0, cs); err != nil {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatalf("Send with one live owner = %v, want nil (rerouted)", err)
 	}
 	if hits.Load() != 1 {
@@ -161,13 +160,13 @@ func TestSendRoutesAroundFailedOwner(t *testing.T) {
 		}
 	}
 	// Within SuspectFor the failed owner is not tried again.
-	if err := c.Send(t.Context(), time.Now(), 0, counts(100)); err != nil || hits.Load() != 1 {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(100)); err != nil || hits.Load() != 1 {
 		t.Errorf("second Send = %v with %d requests to bad, want nil and still 1", err, hits.Load())
 	}
 
 	// With no live owner left the Send fails, naming the owner.
 	c.SetMembers(map[string][]byte{"gone": hotset.EncodeMember(hotset.Member{ID: "gone", Addr: "127.0.0.1:1"})})
-	if err := c.Send(t.Context(), time.Now(), 0, counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
 		t.Errorf("Send to a closed port = %v, want an error naming gone", err)
 	}
 }
@@ -190,6 +189,7 @@ func TestSetMembersSkipsBadMembers(t *testing.T) {
 func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	var got []wire.KeyCount
 	var sources []string
+	var headers []wire.PartialHeader
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		h, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
@@ -200,20 +200,27 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 			return
 		}
 		sources = append(sources, h.Source)
+		headers = append(headers, h)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
 	c := newClient(t)
 	c.SetMembers(map[string][]byte{"only": hotset.EncodeMember(hotset.Member{ID: "only", Addr: strings.TrimPrefix(srv.URL, "http://")})})
-	in := []detector.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3}, {App: "a", Key: "z", N: 4}, {App: "a", Key: "zero", N: 0}}
+	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3}, {App: "a", Key: "z", N: 4}, {App: "a", Key: "zero", N: 0}}
+	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42}
 	for range 2 { // the second Send reuses the buffers
-		got, sources = nil, nil
-		if err := c.Send(t.Context(), time.Now(), 0, in); err != nil {
+		got, sources, headers = nil, nil, nil
+		if err := c.Send(t.Context(), f, in); err != nil {
 			t.Fatal(err)
 		}
 		want := []wire.KeyCount{{Key: "a/x", Count: 2}, {Key: "a/z", Count: 4}, {Key: "b/y", Count: 3}}
 		if fmt.Sprint(got) != fmt.Sprint(want) || len(sources) != 1 || sources[0] != "d1" {
 			t.Errorf("received %v from %v, want %v in one batch from d1", got, sources, want)
+		}
+		// Pass 0 of flush 42: sequence 42<<8.
+		wantH := wire.PartialHeader{Source: "d1", At: 5000, Span: 300, End: 4900, Seq: 42 << 8}
+		if len(headers) != 1 || headers[0] != wantH {
+			t.Errorf("headers %+v, want [%+v]", headers, wantH)
 		}
 	}
 }
@@ -237,7 +244,7 @@ func BenchmarkSend(b *testing.B) {
 	cs := counts(1000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.Send(context.Background(), time.Now(), 0, cs); err != nil {
+		if err := c.Send(context.Background(), api.Flush{At: time.Now()}, cs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -119,7 +119,7 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	waitMembers("agg-1", "agg-2")
 
 	cs := counts(200)
-	if err := c.Send(ctx, time.Now(), 0, cs); err != nil {
+	if err := c.Send(ctx, api.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	own := owners(t, cs, "agg-1", "agg-2")
@@ -134,7 +134,7 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	// agg-1 leaves the group: the ring drops it and its keys go to agg-2.
 	a1.stop()
 	waitMembers("agg-2")
-	if err := c.Send(ctx, time.Now(), 0, cs); err != nil {
+	if err := c.Send(ctx, api.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	for i, o := range own {

@@ -77,7 +77,7 @@ func TestKeyAsksTheOwner(t *testing.T) {
 	s1, s2 := newShard(t, "s1"), newShard(t, "s2")
 	c := newClient(t)
 	c.SetMembers(map[string][]byte{"s1": s1.member(), "s2": s2.member()})
-	if err := c.Send(t.Context(), time.Now(), 0, []api.Count{{App: "shop", Key: "item:1", N: 7}}); err != nil {
+	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, []api.Count{{App: "shop", Key: "item:1", N: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	st, found, err := c.Key(t.Context(), "shop", "item:1")

@@ -223,10 +223,15 @@ func (p *process) ready() error {
 	default:
 		return errors.New("hot set not read from ZooKeeper yet")
 	}
-	if p.det != nil && len(p.aggs.Members()) == 0 {
+	if p.det == nil {
+		return nil
+	}
+	if len(p.aggs.Members()) == 0 {
 		return errors.New("no aggregator member registered")
 	}
-	return nil
+	// An unreachable aggregator makes the detector not ready, never the
+	// process exit: the aggregator and the API here stay up.
+	return p.det.Healthy()
 }
 
 // listen serves h on cfg's HTTP address (HTTPS with --tls-cert) and returns

@@ -22,17 +22,33 @@
 # once into its own folder; a running broker of another version is left
 # running until `down`. Each version keeps its own data folder, so that a
 # switch never hands one version's log to another (Kafka cannot downgrade).
+#
+# A second, private stack (the fault tests restart its broker and ZooKeeper)
+# takes its own HOTSPOT_STACK_DIR and ports, and HOTSPOT_KAFKA_LIBS, the libs/
+# folder of an already downloaded Kafka (the shared stack's
+# .stack/kafka-<version>/libs), so that nothing is fetched again; the version
+# is then that of the jars there unless HOTSPOT_KAFKA_VERSION says otherwise.
+# `start SERVICE...` and `stop SERVICE...` (zookeeper, redis, kafka) start or
+# stop single services of a stack, without installing or probing.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 state=${HOTSPOT_STACK_DIR:-$top/.stack}
-kafka_version=${HOTSPOT_KAFKA_VERSION:-4.4.0}
+kafka_libs=${HOTSPOT_KAFKA_LIBS:-}
+kafka_version=${HOTSPOT_KAFKA_VERSION:-}
+if [[ -z $kafka_version && -n $kafka_libs ]]; then # the version of the jars given
+	for jar in "$kafka_libs"/kafka_2.13-[0-9]*.jar; do
+		[[ -f $jar ]] && kafka_version=${jar##*/kafka_2.13-} && kafka_version=${kafka_version%.jar}
+	done
+fi
+kafka_version=${kafka_version:-4.4.0}
 kafka_port=${HOTSPOT_KAFKA_PORT:-19092}
 kafka_ctl_port=${HOTSPOT_KAFKA_CONTROLLER_PORT:-19093}
 zk_port=${HOTSPOT_ZK_PORT:-12181}
 redis_port=${HOTSPOT_REDIS_PORT:-16379}
 partitions=${HOTSPOT_KAFKA_PARTITIONS:-8}
+kafka_libs=${kafka_libs:-$state/kafka-$kafka_version/libs}
 
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -59,7 +75,7 @@ install_debs() {
 }
 
 install_kafka() {
-	local libs=$state/kafka-$kafka_version/libs
+	local libs=$kafka_libs
 	[[ -f $libs/kafka_2.13-$kafka_version.jar ]] && return
 	command -v mvn >/dev/null || die "Maven is needed to fetch Apache Kafka from Maven Central, and installing Debian's maven did not provide it"
 	log "fetching Apache Kafka $kafka_version from Maven Central"
@@ -115,7 +131,7 @@ start_redis() {
 }
 
 kafka_java() {
-	java -cp "$state/kafka-$kafka_version/libs/*" "$@"
+	java -cp "$kafka_libs/*" "$@"
 }
 
 start_kafka() {
@@ -179,7 +195,7 @@ EOF
 	KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-512m}
 	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
 		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
-		-cp "$state/kafka-$kafka_version/libs/*" kafka.Kafka "$dir/server.properties" \
+		-cp "$kafka_libs/*" kafka.Kafka "$dir/server.properties" \
 		>"$state/kafka.log" 2>&1 </dev/null &
 	echo $! >"$state/kafka.pid"
 	echo "$kafka_version" >"$state/kafka.version"
@@ -211,16 +227,34 @@ up() {
 	print_env
 }
 
+stop_one() { # stop_one NAME: stop the service this script started, if it runs
+	local name=$1 pid
+	alive "$name" || { rm -f "$state/$name.pid"; return 0; }
+	pid=$(cat "$state/$name.pid")
+	log "stopping $name (pid $pid)"
+	kill "$pid"
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+	rm -f "$state/$name.pid"
+}
+
 down() {
-	local name pid
+	local name
 	for name in kafka redis zookeeper; do
-		alive "$name" || { rm -f "$state/$name.pid"; continue; }
-		pid=$(cat "$state/$name.pid")
-		log "stopping $name (pid $pid)"
-		kill "$pid"
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-		rm -f "$state/$name.pid"
+		stop_one "$name"
+	done
+}
+
+services() { # services start|stop NAME...
+	local verb=$1 name
+	shift
+	mkdir -p "$state"
+	for name in "$@"; do
+		case $name in
+		zookeeper | redis | kafka) ;;
+		*) die "unknown service $name (zookeeper, redis, kafka)" ;;
+		esac
+		if [[ $verb == start ]]; then "start_$name"; else stop_one "$name"; fi
 	done
 }
 
@@ -253,6 +287,7 @@ up) up ;;
 down) down ;;
 status) status ;;
 env) print_env ;;
+start | stop) services "$@" ;;
 purge) down; rm -rf "$state/kafka" "$state/zookeeper" "$state/redis" ;;
-*) echo "usage: $0 up|down|status|env|install|purge [--secure]" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|env|install|purge [--secure], or $0 start|stop SERVICE..." >&2; exit 2 ;;
 esac

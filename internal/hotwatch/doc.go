@@ -10,9 +10,16 @@
 //     already older than its TTL by the local clock is ignored until it changes.
 //     A timer drops expired shards, so a dead aggregator's keys age out within
 //     one TTL, not at once and not never.
+//   - While the ZooKeeper connection is down nothing expires (no aggregator
+//     can renew either), for at most Config.MaxStale (5 minutes); after a
+//     reconnect every TTL runs from the reconnect. An outage never empties
+//     the view at once. A freeze of this process is told apart (its loop
+//     did not run for a second): then the TTLs apply at once, and Snapshot
+//     waits for that before it answers.
 //   - A key hot in several shards is merged: the highest rate, the earliest
 //     since, "pinned" if any shard pins it.
-//   - Readers never block: Snapshot is an atomic load. All state is owned by
+//   - Readers do not block: Snapshot is an atomic load (except, briefly,
+//     right after a freeze of the process, see above). All state is owned by
 //     the goroutine running Run; OnChange is called from it, in order, after
 //     the new Snapshot is published.
 //   - Watches fire once; the ZooKeeper layer (internal/zkgroup) re-arms them

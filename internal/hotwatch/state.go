@@ -13,6 +13,7 @@ type shardState struct {
 	raw    []byte       // data as last read; a change is a difference in bytes
 	keys   []hotset.Key // nil when the node is invalid or expired
 	expiry time.Time    // local time after which keys stop counting; zero when keys is nil
+	ttl    time.Duration
 }
 
 // appState is the set of shard nodes of one app. The operators' pins node
@@ -65,8 +66,8 @@ func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logge
 			// leftover (e.g. of a dead aggregator before our restart).
 			m.expired.Inc()
 		default:
-			st.keys = sh.Keys
-			st.expiry = at.Add(time.Duration(sh.TTL) * time.Millisecond)
+			st.keys, st.ttl = sh.Keys, time.Duration(sh.TTL)*time.Millisecond
+			st.expiry = at.Add(st.ttl)
 		}
 		if a.shards == nil {
 			a.shards = map[string]*shardState{}
@@ -94,6 +95,23 @@ func (a *appState) expire(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// restart makes the TTL of every live shard run from at at the earliest:
+// after a disconnection, nobody could have renewed them.
+func (a *appState) restart(at time.Time) {
+	for _, st := range a.shards {
+		if st.keys != nil {
+			st.expiry = later(st.expiry, at.Add(st.ttl))
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // nextExpiry returns the earliest expiry among live shards, or zero.

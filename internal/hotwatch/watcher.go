@@ -27,6 +27,16 @@ type Config struct {
 	// order. It must not block for long: the next ZooKeeper event waits.
 	OnChange func(Change)
 
+	// MaxStale bounds how long the hot set is kept while the ZooKeeper
+	// connection is down (0 means 5 minutes). Meanwhile no shard expires:
+	// the aggregators cannot renew their nodes either, and dropping every
+	// hot key at once would send all of their traffic to the backing store.
+	// The watcher notices a disconnection within 250ms; MaxStale after
+	// that, the TTLs apply again. After a reconnect every TTL runs from the
+	// reconnect. A freeze of this process (SIGSTOP) is not an outage: on
+	// resume the TTLs apply at once.
+	MaxStale time.Duration
+
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: not exported
 }
@@ -56,10 +66,15 @@ type Watcher struct {
 	m     *metrics
 	watch watchFunc
 	now   func() time.Time
+	// connected reports whether the ZooKeeper connection has a session.
+	connected func() bool
 
 	snap    atomic.Pointer[Snapshot]
 	ready   chan struct{}
 	running atomic.Bool
+	// beat is when Run's loop last went round (Unix ns; 0 when not
+	// running): it goes round at least every beatEvery.
+	beat atomic.Int64
 }
 
 type metrics struct {
@@ -84,20 +99,51 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 func newWatcher(watch watchFunc, cfg Config) *Watcher {
 	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
+	cfg.MaxStale = cmp.Or(cfg.MaxStale, DefaultMaxStale)
 	w := &Watcher{
-		cfg:   cfg,
-		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		m:     newMetrics(cfg.Registerer),
-		watch: watch,
-		now:   time.Now,
-		ready: make(chan struct{}),
+		cfg:       cfg,
+		log:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		m:         newMetrics(cfg.Registerer),
+		watch:     watch,
+		now:       time.Now,
+		connected: func() bool { return true },
+		ready:     make(chan struct{}),
 	}
 	w.snap.Store(empty)
 	return w
 }
 
-// Snapshot returns the current hot set. It never blocks and never returns nil.
-func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
+// DefaultMaxStale is the default of Config.MaxStale: the longest a reader
+// keeps a hot set it cannot confirm with ZooKeeper.
+const DefaultMaxStale = 5 * time.Minute
+
+// beatEvery is the longest Run's loop stays idle; freezeGap is the gap
+// between two rounds that tells this process was frozen (SIGSTOP, a paused
+// VM) rather than ZooKeeper away.
+const (
+	beatEvery = 250 * time.Millisecond
+	freezeGap = time.Second
+)
+
+// freezeWait bounds how long Snapshot waits for the loop after a freeze: on
+// a resumed process the loop runs within it, and a merely busy one does not
+// stall its readers for longer.
+const freezeWait = 50 * time.Millisecond
+
+// Snapshot returns the current hot set and never returns nil. It does not
+// block, except right after this process was frozen (its loop has not gone
+// round for freezeGap): then it waits, at most freezeWait, for the loop to
+// expire what the freeze made stale, so that a resumed process does not
+// serve a hot set older than its TTLs.
+func (w *Watcher) Snapshot() *Snapshot {
+	if b := w.beat.Load(); b != 0 && time.Since(time.Unix(0, b)) > freezeGap {
+		deadline := time.Now().Add(freezeWait)
+		for w.beat.Load() == b && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return w.snap.Load()
+}
 
 // Ready is closed once the hot set has been read in full for the first time.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
@@ -128,6 +174,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return errors.New("hotwatch: Run is already running")
 	}
 	defer w.running.Store(false)
+	defer w.beat.Store(0)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -171,6 +218,29 @@ func (w *Watcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	beat := time.NewTicker(beatEvery)
+	defer beat.Stop()
+	w.beat.Store(w.now().UnixNano())
+	var down time.Time // when the connection was found down; zero while up
+	// checkConn notices a disconnection and a reconnect, and reports
+	// whether shards may expire now.
+	checkConn := func(now time.Time) bool {
+		if !w.connected() {
+			if down.IsZero() {
+				down = now
+				w.log.Warn("hotwatch: ZooKeeper connection lost; keeping the hot set", "max_stale", w.cfg.MaxStale)
+			}
+			return now.Sub(down) >= w.cfg.MaxStale
+		}
+		if !down.IsZero() {
+			w.log.Info("hotwatch: ZooKeeper connection back; TTLs run from now", "down", now.Sub(down).Round(time.Millisecond))
+			down = time.Time{}
+			for _, aw := range apps {
+				aw.state.restart(now)
+			}
+		}
+		return true
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -194,7 +264,18 @@ func (w *Watcher) Run(ctx context.Context) error {
 				}
 			}
 		case <-timer.C:
-			now := w.now()
+		case <-beat.C:
+		}
+		now := w.now()
+		frozen := now.Sub(time.Unix(0, w.beat.Load())) > freezeGap
+		if frozen {
+			// This process stood still, not ZooKeeper: the TTLs apply
+			// (what they cover went stale while it stood still), and the
+			// connection, lost to the freeze, is not an outage.
+			w.log.Warn("hotwatch: this process was frozen; expiring by TTL", "for", now.Sub(time.Unix(0, w.beat.Load())).Round(time.Millisecond))
+			down = time.Time{}
+		}
+		if frozen || checkConn(now) {
 			for app, aw := range apps {
 				if n := aw.state.expire(now); n > 0 {
 					w.m.expired.Add(float64(n))
@@ -202,6 +283,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				}
 			}
 		}
+		w.beat.Store(now.UnixNano())
 		w.markReady(listed, apps)
 		w.arm(timer, apps)
 	}
@@ -273,7 +355,9 @@ func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
 	close(w.ready)
 }
 
-// arm sets timer to the earliest shard expiry, or stops it.
+// arm sets timer to the earliest shard expiry still to come, or stops it.
+// An expiry already past is one kept through a ZooKeeper outage: the beat
+// checks it again.
 func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
 	var next time.Time
 	for _, aw := range apps {
@@ -281,9 +365,9 @@ func (w *Watcher) arm(timer *time.Timer, apps map[string]*appWatch) {
 			next = e
 		}
 	}
-	if next.IsZero() {
+	if d := next.Sub(w.now()); next.IsZero() || d <= 0 {
 		timer.Stop()
-		return
+	} else {
+		timer.Reset(d)
 	}
-	timer.Reset(max(next.Sub(w.now()), 0))
 }

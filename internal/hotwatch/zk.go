@@ -17,7 +17,9 @@ func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
 	if cfg.Root != "" && (!strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/")) {
 		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
 	}
-	return newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
+	w := newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
 		return s.Watch(ctx, dir, fn)
-	}, cfg), nil
+	}, cfg)
+	w.connected = s.Connected
+	return w, nil
 }

@@ -20,7 +20,7 @@ type GroupConfig struct {
 	SessionTimeout    time.Duration // 10s: a member silent this long is dropped from the group
 	RebalanceTimeout  time.Duration // 10s: how long a rebalance waits for members to rejoin
 	HeartbeatInterval time.Duration // 1s; must be below SessionTimeout
-	JoinGroupBackoff  time.Duration // 1s: wait before rejoining after a failed join
+	JoinGroupBackoff  time.Duration // 250ms: wait before rejoining after a failed join
 
 	// FromOldest starts a partition that has no committed offset at its
 	// oldest record. False (the default) starts it at the newest, like
@@ -79,7 +79,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, 10*time.Second)
 	cfg.RebalanceTimeout = cmp.Or(cfg.RebalanceTimeout, 10*time.Second)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)
-	cfg.JoinGroupBackoff = cmp.Or(cfg.JoinGroupBackoff, time.Second)
+	cfg.JoinGroupBackoff = cmp.Or(cfg.JoinGroupBackoff, 250*time.Millisecond)
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 250*time.Millisecond)
 	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 4<<20)
 	if cfg.HeartbeatInterval >= cfg.SessionTimeout {

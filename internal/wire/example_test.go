@@ -27,7 +27,7 @@ func ExampleAppendBatch() {
 
 // The worked example of docs/wire.md.
 func ExampleAppendPartials() {
-	b := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1700000000500, Span: 100, Groups: []wire.PartialGroup{
+	b := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1700000000500, Span: 100, End: 1700000000450, Seq: 7, Groups: []wire.PartialGroup{
 		{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 1500}}},
 		{App: "ads", Entries: []wire.KeyCount{{Key: "b", Count: 2}}},
 	}})
@@ -36,12 +36,12 @@ func ExampleAppendPartials() {
 	h, err := wire.DecodePartials(b, func(app, key []byte, count uint64) {
 		fmt.Printf("%s %s %d\n", app, key, count)
 	})
-	fmt.Println(h.Source, h.At, h.Span, err)
+	fmt.Println(h.Source, h.At, h.Span, h.End, h.Seq, err)
 	// Output:
-	// a602026431f4d395ffbc3164020473686f7001076974656d3a3432dc0b0361647301016202
+	// a603026431f4d395ffbc3164c2d395ffbc3107020473686f7001076974656d3a3432dc0b0361647301016202
 	// shop item:42 1500
 	// ads b 2
-	// d1 1700000000500 100 <nil>
+	// d1 1700000000500 100 1700000000450 7 <nil>
 }
 
 func ExampleDecoder_Decode() {

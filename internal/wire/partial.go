@@ -11,8 +11,9 @@ import (
 const partialMagic = 0xA6
 
 // partialVersion is the version of the partial-count batch that
-// AppendPartials writes. Version 1 had no Span; DecodePartials reads both.
-const partialVersion = 2
+// AppendPartials writes. Version 1 had no Span, version 2 no End and Seq;
+// DecodePartials reads all three.
+const partialVersion = 3
 
 // minGroupSize is the smallest encoded group: an empty app and no entries.
 const minGroupSize = 2
@@ -25,15 +26,25 @@ type PartialBatch struct {
 	// Span is how much event time the counts cover, in milliseconds: about
 	// one flush interval normally, more when the detector caught up on a
 	// backlog. 0 means unknown (treated as one flush).
-	Span   int64
+	Span int64
+	// End is the event time of the newest counted access, Unix
+	// milliseconds: the counts happened over [End-Span, End]. 0 means
+	// unknown (the receiver counts them as ending at receipt).
+	End int64
+	// Seq numbers the sender's flushes; a retry of the same counts to the
+	// same receiver carries the same (Source, Seq), so the receiver can
+	// apply each batch once. 0 means unnumbered: never deduplicated.
+	Seq    uint64
 	Groups []PartialGroup
 }
 
 // PartialHeader is the header of a decoded partial-count batch.
 type PartialHeader struct {
 	Source string
-	At     int64 // Unix milliseconds
-	Span   int64 // milliseconds; 0 in version 1 batches
+	At     int64  // Unix milliseconds
+	Span   int64  // milliseconds; 0 in version 1 batches
+	End    int64  // Unix milliseconds; 0 in version 1 and 2 batches
+	Seq    uint64 // 0 in version 1 and 2 batches
 }
 
 // PartialGroup holds one app's (key, count) entries of a PartialBatch.
@@ -46,7 +57,7 @@ type PartialGroup struct {
 // and returns the extended slice. Entries with a count of 0, an empty key or a key that is not UTF-8
 // are left out, and so are groups left with no entries; key length is not
 // limited (the detector's Decoder already enforced its MaxKeyLen). A
-// negative At or Span is written as 0. The layout is documented
+// negative At, Span or End is written as 0. The layout is documented
 // in docs/wire.md.
 func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	groups := 0
@@ -60,6 +71,8 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	dst = append(dst, b.Source...)
 	dst = binary.AppendUvarint(dst, uint64(max(b.At, 0)))
 	dst = binary.AppendUvarint(dst, uint64(max(b.Span, 0)))
+	dst = binary.AppendUvarint(dst, uint64(max(b.End, 0)))
+	dst = binary.AppendUvarint(dst, b.Seq)
 	dst = binary.AppendUvarint(dst, uint64(groups))
 	for _, g := range b.Groups {
 		n := countPartials(g.Entries)
@@ -97,7 +110,7 @@ func countPartials(entries []KeyCount) int {
 // called. app and key alias body. Keys are 1 or more bytes and counts >= 1;
 // lengths are bounded only by the body, so callers should limit its size
 // (http.MaxBytesReader). The same key may appear more than once: the counts
-// add up. err is nil or an *Error. Versions 1 and 2 are read.
+// add up. err is nil or an *Error. Versions 1, 2 and 3 are read.
 func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (PartialHeader, error) {
 	src, h, groups, start, f := checkPartials(body)
 	if f.r != 0 {
@@ -164,12 +177,13 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f 
 	return
 }
 
-// partialHeader reads the magic, version, source, time and (version 2) span
-// of a partial-count batch and returns the index after them.
+// partialHeader reads the magic, version, source, time, (version 2 on)
+// span and (version 3 on) end and sequence of a partial-count batch and
+// returns the index after them.
 func partialHeader(b []byte) (src []byte, h PartialHeader, i int, f fail) {
 	version := byte(partialVersion)
-	if len(b) >= 2 && b[0] == partialMagic && b[1] == 1 {
-		version = 1
+	if len(b) >= 2 && b[0] == partialMagic && b[1] >= 1 && b[1] < partialVersion {
+		version = b[1]
 	}
 	if f = checkVersionOf(b, partialMagic, version, "partial-count batch"); f.r != 0 {
 		return
@@ -187,7 +201,15 @@ func partialHeader(b []byte) (src []byte, h PartialHeader, i int, f fail) {
 		return
 	}
 	if version >= 2 {
-		h.Span, i, f = readTime(b, i)
+		if h.Span, i, f = readTime(b, i); f.r != 0 {
+			return
+		}
+	}
+	if version >= 3 {
+		if h.End, i, f = readTime(b, i); f.r != 0 {
+			return
+		}
+		h.Seq, i, f = readUvarint(b, i)
 	}
 	return
 }

@@ -114,6 +114,16 @@ func TestPartialsRoundTrip(t *testing.T) {
 	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2}}) {
 		t.Errorf("version 1 batch: %+v %+v %v", h, got, err)
 	}
+	// Version 2 (span, no end or sequence) still decodes: span 9.
+	v2 := []byte{0xa6, 0x02, 0x01, 'd', 0x07, 0x09, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
+	h, got, err = decodePartials(t, v2)
+	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2}}) {
+		t.Errorf("version 2 batch: %+v %+v %v", h, got, err)
+	}
+	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}))
+	if want := (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}); err != nil || h != want {
+		t.Errorf("version 3 header: got %+v %v, want %+v", h, err, want)
+	}
 }
 
 func TestDecodePartialsReasons(t *testing.T) {
@@ -126,7 +136,7 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"empty", "", wire.ReasonEmpty, 0},
 		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
 		{"json", "7b7d", wire.ReasonBadMagic, 0},
-		{"unknown version", "a6 03 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a6 04 00 00 00", wire.ReasonUnknownVersion, 1},
 		{"v2 without span", "a6 02 00 00", wire.ReasonTruncated, 4},
 		{"v2 span out of range", "a6 02 00 00 ffffffffffffffffff01 00", wire.ReasonBadValue, 4},
 		{"no version", "a6", wire.ReasonTruncated, 1},

@@ -184,6 +184,11 @@ func (s *Session) Expired() <-chan struct{} {
 	return s.expired
 }
 
+// Connected reports whether the connection has a session now: false while
+// go-zookeeper is reconnecting (the ensemble unreachable) or after an expiry
+// until the next session.
+func (s *Session) Connected() bool { return s.conn.State() == zk.StateHasSession }
+
 // Done is closed once Close has been called.
 func (s *Session) Done() <-chan struct{} { return s.closed }
 

@@ -1,0 +1,625 @@
+package main
+
+// Fault tests: three hotspotd processes on the real stack, a load generator
+// with a ground truth (internal/loadgen), a fault injected mid-run, and every
+// process's /v1/hotkeys sampled all along. Each test asserts, against the
+// truth in event time, what docs/aggregator.md promises under faults:
+//
+//   - no key is ever listed whose true rate stayed at or below 0.8x the
+//     threshold (a false hot key);
+//   - no key is listed longer than the recovery bound after its true rate
+//     fell below 0.8x (a stale hot key);
+//   - no key at 1.2x or more is missing from any view for longer than the
+//     recovery bound (a vanished hot key), so every view agrees again within
+//     it.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+)
+
+// recoveryBound is the documented recovery bound for process and service
+// faults (docs/aggregator.md, "Faults"): a dead shard's node outlives it by
+// at most the TTL (10s), plus the window and the hold.
+const recoveryBound = 13 * time.Second
+
+const faultThreshold = 1000.0
+
+// sample is one read of one process's /v1/hotkeys?app=shop.
+type sample struct {
+	at    time.Time
+	view  string
+	keys  []string
+	rates []float64 // published rate of each key
+}
+
+// sampler reads every process's view every 200 ms.
+type sampler struct {
+	mu      sync.Mutex
+	samples []sample
+	procs   map[string]string // id -> addr; a process not answering gives no sample
+}
+
+func (s *sampler) set(id, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if addr == "" {
+		delete(s.procs, id)
+	} else {
+		s.procs[id] = addr
+	}
+}
+
+func (s *sampler) run(ctx context.Context) {
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	tk := time.NewTicker(200 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		s.mu.Lock()
+		procs := make(map[string]string, len(s.procs))
+		for id, a := range s.procs {
+			procs[id] = a
+		}
+		s.mu.Unlock()
+		var wg sync.WaitGroup
+		for id, addr := range procs {
+			wg.Go(func() {
+				resp, err := client.Get("http://" + addr + "/v1/hotkeys?app=shop")
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				var body struct {
+					HotKeys []struct {
+						Key  string
+						Rate float64
+					} `json:"hotkeys"`
+				}
+				if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+					return
+				}
+				at := time.Now()
+				sm := sample{at: at, view: id}
+				for _, k := range body.HotKeys {
+					sm.keys = append(sm.keys, k.Key)
+					sm.rates = append(sm.rates, k.Rate)
+				}
+				s.mu.Lock()
+				s.samples = append(s.samples, sm)
+				s.mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// faultRun is one fault test's cluster, load and views.
+type faultRun struct {
+	t     *testing.T
+	c     *cluster
+	procs map[string]*proc
+	views *sampler
+	load  chan loadResult
+	start time.Time
+	lossy bool   // the broker goes away: records written meanwhile may be lost
+	extra string // a key sent outside the load generator, not scored
+}
+
+type loadResult struct {
+	stats loadgen.Stats
+	err   error
+}
+
+// faultWorkload is the load of every fault test: a Zipf background whose
+// busiest key stays far below 0.8x, fixed keys at 0.7x (never hot), 2x and
+// 3x, and keys at 2x that stop at coldAt (they must leave every view).
+func faultWorkload(brokers, topic string, d, coldAt time.Duration) loadgen.Config {
+	fl := []loadgen.Flash{
+		{App: "shop", Key: "fixed:0.7x", Rate: 0.7 * faultThreshold},
+		{App: "shop", Key: "fixed:2x", Rate: 2 * faultThreshold},
+		{App: "shop", Key: "fixed:3x", Rate: 3 * faultThreshold},
+	}
+	for i := range 3 {
+		fl = append(fl, loadgen.Flash{App: "shop", Key: "cools:" + strconv.Itoa(i), Rate: 2 * faultThreshold, End: coldAt})
+	}
+	return loadgen.Config{
+		Brokers: []string{brokers}, Topic: topic, App: "shop",
+		Rate: 4000, Keys: 20_000, Skew: 1.1, KeyPrefix: "bg:",
+		Flashes: fl, Duration: d, Threshold: faultThreshold,
+	}
+}
+
+// newFaultRun starts three hotspotd on c and the sampler.
+func newFaultRun(t *testing.T, c *cluster) *faultRun {
+	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		p := c.start(id)
+		r.procs[id] = p
+		r.views.set(id, p.addr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.views.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// runLoad starts the load generator.
+func (r *faultRun) runLoad(cfg loadgen.Config) {
+	r.load = make(chan loadResult, 1)
+	r.start = time.Now()
+	go func() {
+		st, err := loadgen.Run(context.Background(), cfg)
+		r.load <- loadResult{st, err}
+	}()
+}
+
+// finish waits for the load to end and scores every view against its truth,
+// leaving out of the stale and missing checks the samples taken during
+// excused (an outage during which no view can change).
+func (r *faultRun) finish(excused ...[2]time.Time) {
+	t := r.t
+	res := <-r.load
+	if res.err != nil && !(r.lossy && res.stats.FailedRecords > 0 && res.stats.Truth != nil) {
+		t.Fatalf("load generator: %v", res.err)
+	}
+	if res.stats.FailedRecords > 0 {
+		// Only while the broker was down (lossy): the truth overstates
+		// that stretch, which is excused.
+		t.Logf("load generator: %d records (%d events) not delivered", res.stats.FailedRecords, res.stats.FailedEvents)
+	}
+	truth := res.stats.Truth
+	r.views.mu.Lock()
+	samples := slices.Clone(r.views.samples)
+	r.views.mu.Unlock()
+	t.Logf("load: %d events in %v (max lag %v); %d view samples", res.stats.Events, res.stats.Elapsed, res.stats.MaxLag, len(samples))
+	if r.extra != "" {
+		for i := range samples {
+			samples[i].keys = slices.DeleteFunc(slices.Clone(samples[i].keys), func(k string) bool { return k == r.extra })
+		}
+	}
+	logRates(t, truth, samples)
+	for _, e := range scoreViews(truth, samples, faultThreshold, recoveryBound, excused) {
+		t.Error(e)
+	}
+	if t.Failed() && os.Getenv("HOTSPOT_E2E_LOGS") == "" {
+		t.Logf("process logs in %s (set HOTSPOT_E2E_LOGS=1 to print them)", r.c.dir)
+	}
+}
+
+// trailing returns, per slot, the key's true rate over the window ending at
+// the end of that slot.
+func trailing(counts []uint64, slotMs int64) []float64 {
+	w := int(1000 / slotMs)
+	out := make([]float64, len(counts))
+	var sum uint64
+	for i, n := range counts {
+		sum += n
+		if i >= w {
+			sum -= counts[i-w]
+		}
+		out[i] = float64(sum)
+	}
+	return out
+}
+
+// logRates logs how far the published rates of the steady keys were from
+// their true trailing-window rate, from 1 s after a view first listed them:
+// the median and the 95th percentile of the relative error over all samples
+// (faults included).
+func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
+	for _, key := range []string{"fixed:2x", "fixed:3x"} {
+		var counts []uint64
+		for _, k := range truth.Keys {
+			if k.App == "shop" && k.Key == key {
+				counts = k.Counts
+			}
+		}
+		tr := trailing(counts, truth.SlotMs)
+		first := map[string]time.Time{}
+		var errs, pub, want []float64
+		for _, s := range samples {
+			i := slices.Index(s.keys, key)
+			slot := int((s.at.UnixMilli() - truth.StartMs) / truth.SlotMs)
+			if i < 0 || slot < 0 || slot >= len(tr) || tr[slot] == 0 {
+				continue
+			}
+			if _, ok := first[s.view]; !ok {
+				first[s.view] = s.at
+			}
+			if s.at.Sub(first[s.view]) >= time.Second {
+				errs = append(errs, math.Abs(s.rates[i]-tr[slot])/tr[slot])
+				pub, want = append(pub, s.rates[i]), append(want, tr[slot])
+			}
+		}
+		if len(errs) == 0 {
+			continue
+		}
+		slices.Sort(errs)
+		slices.Sort(pub)
+		slices.Sort(want)
+		t.Logf("%s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%; median published %.0f/s, median true %.0f/s",
+			key, len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)*95/100], 100*errs[len(errs)-1], pub[len(pub)/2], want[len(want)/2])
+	}
+}
+
+// scoreViews checks samples against truth (see the file comment) and
+// returns one message per violation, at most a few per key and view.
+func scoreViews(truth *loadgen.Truth, samples []sample, threshold float64, bound time.Duration, excused [][2]time.Time) []string {
+	type kv struct{ key, view string }
+	rates := map[string][]float64{}
+	maxRate := map[string]float64{}
+	for _, k := range truth.Keys {
+		if k.App != "shop" {
+			continue
+		}
+		rates[k.Key] = trailing(k.Counts, truth.SlotMs)
+		maxRate[k.Key] = slices.Max(rates[k.Key])
+	}
+	slot := func(at time.Time) int { return int((at.UnixMilli() - truth.StartMs) / truth.SlotMs) }
+	end := truth.Start().Add(time.Duration(truth.Slots) * time.Duration(truth.SlotMs) * time.Millisecond)
+	isExcused := func(at time.Time) bool {
+		for _, e := range excused {
+			if !at.Before(e[0]) && at.Before(e[1].Add(bound)) {
+				return true
+			}
+		}
+		return false
+	}
+	// rateAt is the true rate of key over the window ending in the slot of
+	// at, and whether at is within the run.
+	rateAt := func(key string, at time.Time) (float64, bool) {
+		i := slot(at)
+		if i < 0 || i >= truth.Slots {
+			return 0, false
+		}
+		return rates[key][i], true
+	}
+	var errs []string
+	reported := map[kv]int{}
+	report := func(k kv, format string, args ...any) {
+		if reported[k]++; reported[k] <= 2 {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	listed := map[kv]bool{}
+	views := map[string]bool{}
+	for _, s := range samples {
+		views[s.view] = true
+		if s.at.After(end) {
+			continue
+		}
+		for _, key := range s.keys {
+			listed[kv{key, s.view}] = true
+			if maxRate[key] <= 0.8*threshold {
+				report(kv{key, s.view}, "false hot key: view %s listed %s at +%v; its true rate never passed %.0f/s (max %.0f/s)",
+					s.view, key, s.at.Sub(truth.Start()).Round(time.Millisecond), 0.8*threshold, maxRate[key])
+				continue
+			}
+			if isExcused(s.at) {
+				continue
+			}
+			// Stale: the key was below 0.8x for the whole bound before.
+			stale := true
+			for d := time.Duration(0); d <= bound; d += time.Duration(truth.SlotMs) * time.Millisecond {
+				if r, ok := rateAt(key, s.at.Add(-d)); !ok || r > 0.8*threshold {
+					stale = false
+					break
+				}
+			}
+			if stale {
+				report(kv{key, s.view}, "stale hot key: view %s listed %s at +%v, %v after its true rate fell below %.0f/s",
+					s.view, key, s.at.Sub(truth.Start()).Round(time.Millisecond), bound, 0.8*threshold)
+			}
+		}
+	}
+	// Missing: a key at 1.2x or more is missing from a view for at most the
+	// bound at a time (the run of samples of that view that miss it while
+	// its true rate is at 1.2x or more).
+	byView := map[string][]sample{}
+	for _, s := range samples {
+		byView[s.view] = append(byView[s.view], s)
+	}
+	for view, ss := range byView {
+		slices.SortFunc(ss, func(a, b sample) int { return a.at.Compare(b.at) })
+		for key := range rates {
+			var since time.Time // start of the current miss; zero when none
+			for _, s := range ss {
+				r, ok := rateAt(key, s.at)
+				if !ok || r < 1.2*threshold || slices.Contains(s.keys, key) || isExcused(s.at) {
+					since = time.Time{}
+					continue
+				}
+				if since.IsZero() {
+					since = s.at
+				}
+				if s.at.Sub(since) > bound {
+					report(kv{key, view}, "vanished hot key: view %s did not list %s from +%v to +%v, at >= %.0f/s all along",
+						view, key, since.Sub(truth.Start()).Round(time.Millisecond), s.at.Sub(truth.Start()).Round(time.Millisecond), 1.2*threshold)
+					since = time.Time{}
+				}
+			}
+		}
+	}
+	// The test must have seen the hot keys at all.
+	for v := range views {
+		for _, key := range []string{"fixed:2x", "fixed:3x"} {
+			if !listed[kv{key, v}] {
+				errs = append(errs, fmt.Sprintf("view %s never listed %s", v, key))
+			}
+		}
+	}
+	return errs
+}
+
+// TestFaultKill: SIGKILL one of three processes under load while keys go
+// cold; its partitions and shard move to the survivors.
+func TestFaultKill(t *testing.T) {
+	c := newCluster(t, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(faultWorkload(c.brokers, c.topic, 40*time.Second, 14*time.Second))
+	time.Sleep(12 * time.Second)
+	r.views.set("n1", "")
+	r.procs["n1"].kill()
+	t.Logf("killed n1 at +%v", time.Since(r.start).Round(time.Millisecond))
+	r.finish()
+}
+
+// TestFaultPause: SIGSTOP one of three processes for 20 s, beyond its
+// ZooKeeper and Kafka session timeouts, while keys it publishes go cold;
+// after SIGCONT it must not republish them.
+func TestFaultPause(t *testing.T) {
+	c := newCluster(t, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(faultWorkload(c.brokers, c.topic, 45*time.Second, 14*time.Second))
+	time.Sleep(12 * time.Second)
+	p := r.procs["n1"]
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped n1 at +%v", time.Since(r.start).Round(time.Millisecond))
+	time.Sleep(20 * time.Second)
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resumed n1 at +%v", time.Since(r.start).Round(time.Millisecond))
+	r.finish()
+}
+
+// TestFaultBacklog: the detectors are down for 60 s while the load runs;
+// then they replay the backlog at full speed. Nothing the backlog holds is
+// recent, so no key may turn hot from it; the live keys are back within the
+// bound.
+func TestFaultBacklog(t *testing.T) {
+	c := newCluster(t, 8)
+	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}}
+	// The burst of old keys: hot (3x) during the outage only.
+	cfg := faultWorkload(c.brokers, c.topic, 80*time.Second, 50*time.Second)
+	cfg.Flashes = append(cfg.Flashes, loadgen.Flash{App: "shop", Key: "past:3x", Start: 10 * time.Second, End: 40 * time.Second, Rate: 3 * faultThreshold})
+	r.runLoad(cfg)
+	time.Sleep(60 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); r.views.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for _, id := range []string{"n1", "n2", "n3"} {
+		p := c.start(id)
+		r.procs[id] = p
+		r.views.set(id, p.addr)
+	}
+	t.Logf("detectors up at +%v", time.Since(r.start).Round(time.Millisecond))
+	r.finish()
+}
+
+// privateStack is a Kafka broker and a ZooKeeper of this test alone (on
+// free ports, with their own state directory), started through
+// deployments/local/stack.sh and reusing the shared stack's Kafka jars, so
+// that the test may restart them without disturbing the tests that share
+// the main stack.
+type privateStack struct {
+	t                 *testing.T
+	env               []string
+	kafka, zk         string
+	script            string
+	kafkaPort, zkPort string
+}
+
+func newPrivateStack(t *testing.T) *privateStack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault test with a private stack; -short skips it")
+	}
+	stacktest.Kafka(t) // the shared stack is up, so the jars are there
+	// The jars of the shared stack: HOTSPOT_KAFKA_LIBS, else those under
+	// HOTSPOT_STACK_DIR or the repository's .stack/ (where `make up` puts
+	// them).
+	libs := os.Getenv("HOTSPOT_KAFKA_LIBS")
+	if libs == "" {
+		dir := os.Getenv("HOTSPOT_STACK_DIR")
+		if dir == "" {
+			top, err := filepath.Abs("../..")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir = filepath.Join(top, ".stack")
+		}
+		matches, _ := filepath.Glob(filepath.Join(dir, "kafka-*", "libs"))
+		// The version that stack runs, when it recorded it.
+		if v, err := os.ReadFile(filepath.Join(dir, "kafka.version")); err == nil {
+			if p := filepath.Join(dir, "kafka-"+strings.TrimSpace(string(v)), "libs"); slices.Contains(matches, p) {
+				matches = []string{p}
+			}
+		}
+		if len(matches) == 0 {
+			msg := "no downloaded Kafka jars (run `make up`, or set HOTSPOT_KAFKA_LIBS or HOTSPOT_STACK_DIR)"
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		libs = matches[0]
+	}
+	port := func() string {
+		a := freeAddr(t)
+		return a[len("127.0.0.1:"):]
+	}
+	s := &privateStack{t: t, script: "../../deployments/local/stack.sh", kafkaPort: port(), zkPort: port()}
+	s.env = append(os.Environ(), "HOTSPOT_STACK_DIR="+t.TempDir(), "HOTSPOT_KAFKA_LIBS="+libs,
+		"HOTSPOT_KAFKA_PORT="+s.kafkaPort, "HOTSPOT_KAFKA_CONTROLLER_PORT="+port(),
+		"HOTSPOT_ZK_PORT="+s.zkPort, "HOTSPOT_REDIS_PORT="+port(), "HOTSPOT_KAFKA_HEAP=256m")
+	s.kafka, s.zk = "127.0.0.1:"+s.kafkaPort, "127.0.0.1:"+s.zkPort
+	t.Cleanup(func() { s.do("stop", "kafka", "zookeeper") })
+	s.do("start", "zookeeper", "kafka")
+	s.waitKafka(90 * time.Second)
+	s.waitZK(30 * time.Second)
+	return s
+}
+
+// do runs stack.sh verb services.
+func (s *privateStack) do(verb string, services ...string) {
+	cmd := exec.Command(s.script, append([]string{verb}, services...)...)
+	cmd.Env = s.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("stack.sh %s %v: %v\n%s", verb, services, err, out)
+	}
+}
+
+func (s *privateStack) waitKafka(limit time.Duration) {
+	waitFor(s.t, limit, "the private Kafka", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := kafkaio.EnsureTopic(ctx, []string{s.kafka}, "probe", 1)
+		return err == nil
+	})
+}
+
+func (s *privateStack) waitZK(limit time.Duration) {
+	waitFor(s.t, limit, "the private ZooKeeper", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		sess, err := zkgroup.Connect(ctx, []string{s.zk}, zkgroup.Config{})
+		if err != nil {
+			return false
+		}
+		sess.Close()
+		return true
+	})
+}
+
+// clusterOn is newCluster on the private stack.
+func clusterOn(t *testing.T, s *privateStack, partitions int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, brokers: s.kafka, zk: s.zk, dir: t.TempDir()}
+	name := "faults"
+	c.topic, c.group, c.root = name, name, "/"+name
+	c.bin = filepath.Join(c.dir, "hotspotd")
+	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestFaultBrokerRestart: the (private) Kafka broker stops for 5 s under
+// load and comes back; the views agree again within the recovery bound, and
+// a key that turns hot after the broker is back is listed within it. The
+// delay from the broker accepting writes to that key's listing is logged:
+// issue 9 targets 2 s; the consumer group taking up to a session timeout to
+// re-form after a broker restart keeps it above that (docs/detector.md).
+func TestFaultBrokerRestart(t *testing.T) {
+	s := newPrivateStack(t)
+	c := clusterOn(t, s, 8)
+	r := newFaultRun(t, c)
+	r.lossy, r.extra = true, "after:3x"
+	cfg := faultWorkload(c.brokers, c.topic, 60*time.Second, 14*time.Second)
+	cfg.MaxInflight = 256 << 20
+	r.runLoad(cfg)
+	time.Sleep(12 * time.Second)
+	s.do("stop", "kafka")
+	stopped := time.Now()
+	time.Sleep(5 * time.Second)
+	s.do("start", "kafka")
+	s.waitKafka(60 * time.Second)
+	back := time.Now()
+	t.Logf("broker stopped at +%v, accepting writes again at +%v", stopped.Sub(r.start).Round(time.Millisecond), back.Sub(r.start).Round(time.Millisecond))
+	// A key that turns hot now, at 3x, in every view within the bound.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prod := newProducer(t, c.brokers, c.topic, true)
+	go prod.run(ctx, t, map[string]float64{"after:3x": 3 * faultThreshold}, 0)
+	seen := map[string]time.Duration{}
+	waitFor(t, recoveryBound, "after:3x in every view", func() bool {
+		r.views.mu.Lock()
+		defer r.views.mu.Unlock()
+		for _, sm := range r.views.samples {
+			if _, ok := seen[sm.view]; !ok && sm.at.After(back) && slices.Contains(sm.keys, "after:3x") {
+				seen[sm.view] = sm.at.Sub(back)
+			}
+		}
+		return len(seen) == 3
+	})
+	t.Logf("after:3x, hot from the broker's return, listed by the views after %v", seen)
+	cancel()
+	r.finish([2]time.Time{stopped, back})
+}
+
+// TestFaultZooKeeper: the (private) ZooKeeper restarts quickly, then stays
+// away for 15 s, longer than the 10 s TTL. No view may empty meanwhile
+// (readers keep their hot set while disconnected), and they agree again
+// within the bound.
+func TestFaultZooKeeper(t *testing.T) {
+	s := newPrivateStack(t)
+	c := clusterOn(t, s, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(faultWorkload(c.brokers, c.topic, 55*time.Second, 50*time.Second))
+	time.Sleep(10 * time.Second)
+	s.do("stop", "zookeeper")
+	s.do("start", "zookeeper")
+	s.waitZK(30 * time.Second)
+	restarted := time.Now()
+	t.Logf("ZooKeeper restarted at +%v", restarted.Sub(r.start).Round(time.Millisecond))
+	time.Sleep(8 * time.Second)
+	s.do("stop", "zookeeper")
+	down := time.Now()
+	time.Sleep(15 * time.Second)
+	s.do("start", "zookeeper")
+	s.waitZK(30 * time.Second)
+	up := time.Now()
+	t.Logf("ZooKeeper down from +%v to +%v", down.Sub(r.start).Round(time.Millisecond), up.Sub(r.start).Round(time.Millisecond))
+	r.finish([2]time.Time{down, up})
+	// During the outage every view kept the hot keys.
+	r.views.mu.Lock()
+	defer r.views.mu.Unlock()
+	for _, sm := range r.views.samples {
+		if sm.at.After(down) && sm.at.Before(up) && !slices.Contains(sm.keys, "fixed:3x") {
+			t.Errorf("view %s lost fixed:3x during the ZooKeeper outage, at +%v", sm.view, sm.at.Sub(r.start).Round(time.Millisecond))
+			break
+		}
+	}
+}
