@@ -63,11 +63,11 @@ func (t *table) makeHotRoom(e *entry) bool {
 	var coldest *entry
 	for _, h := range as.hot {
 		h.win.advance(e.win.last)
-		if coldest == nil || h.win.sum < coldest.win.sum {
+		if coldest == nil || h.win.evalTo(t.evalEnd) < coldest.win.evalTo(t.evalEnd) {
 			coldest = h
 		}
 	}
-	if coldest == nil || coldest.win.sum >= e.win.sum {
+	if coldest == nil || coldest.win.evalTo(t.evalEnd) >= e.win.evalTo(t.evalEnd) {
 		t.m.evicted.WithLabelValues("hot_cap_refused").Inc()
 		return false
 	}

@@ -8,7 +8,7 @@ func (a *Aggregator) Add(app, key string, n uint64) {
 	now := time.Now()
 	a.t.mu.Lock()
 	a.t.heard(now)
-	a.t.setCover(now)
+	a.t.setReach(now)
 	hot := a.t.add([]byte(app), []byte(key), n, now, span{buckets: 1})
 	a.t.mu.Unlock()
 	if hot {

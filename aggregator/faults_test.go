@@ -136,7 +136,7 @@ func TestSteadyRateReadsTrue(t *testing.T) {
 					}
 					end := now.Add(-80 * time.Millisecond)
 					due := rate / 3 * end.Sub(start).Seconds()
-					n := math.Floor(due - sent[d])
+					n := max(0, math.Floor(due-sent[d])) // nothing before the start
 					sent[d] += n
 					body := batch(fmt.Sprint("d", d), uint64(ms+1), end, 100*time.Millisecond, uint64(n))
 					if _, err := a.apply(body, now); err != nil {
@@ -189,5 +189,148 @@ func TestFrozenProcessRenewsNothingStale(t *testing.T) {
 	ws := a.t.due(now, &a.cfg, false)
 	if len(ws) != 1 || len(ws[0].shard.Keys) != 0 {
 		t.Errorf("writes after the sweep: %+v, want one empty node", ws)
+	}
+}
+
+// lagSim drives a shard with keys at steady rates, their accesses split
+// evenly over detectors that flush every 100 ms at different phases, each
+// batch reaching the event time lag[d] before its receipt.
+type lagSim struct {
+	t     *testing.T
+	a     *Aggregator
+	start time.Time
+	rates map[string]float64
+	lag   []time.Duration
+	phase []time.Duration
+	dead  []bool
+	owner []int              // owner[d]: the detector that reads d's share
+	sent  map[[2]int]float64 // (share, key index) -> accesses handed on
+	reach []time.Duration    // per share: event time reported, since start
+	keys  []string
+	seq   uint64
+}
+
+func newLagSim(t *testing.T, rates map[string]float64, lag []time.Duration) *lagSim {
+	s := &lagSim{t: t, a: mustNew(t, Config{}, &fakePub{}), start: time.Unix(1_700_000_000, 0), rates: rates,
+		lag: lag, phase: []time.Duration{0, 33 * time.Millisecond, 71 * time.Millisecond}[:len(lag)],
+		dead: make([]bool, len(lag)), sent: map[[2]int]float64{}, reach: make([]time.Duration, len(lag))}
+	for d := range lag {
+		s.owner = append(s.owner, d)
+	}
+	for k := range rates {
+		s.keys = append(s.keys, k)
+	}
+	return s
+}
+
+// step advances the simulation to ms after the start.
+func (s *lagSim) step(ms int) time.Time {
+	now := s.start.Add(time.Duration(ms) * time.Millisecond)
+	for d, ph := range s.phase {
+		if s.dead[d] || time.Duration(ms)*time.Millisecond < ph || (time.Duration(ms)*time.Millisecond-ph)%(100*time.Millisecond) != 0 {
+			continue
+		}
+		end := now.Add(-s.lag[d])
+		if end.Before(s.start) {
+			continue
+		}
+		var entries []wire.KeyCount
+		for share, o := range s.owner {
+			if o != d {
+				continue
+			}
+			s.reach[share] = end.Sub(s.start)
+			for i, k := range s.keys {
+				due := s.rates[k] / float64(len(s.owner)) * end.Sub(s.start).Seconds()
+				n := math.Floor(due - s.sent[[2]int{share, i}])
+				s.sent[[2]int{share, i}] += n
+				if n > 0 {
+					entries = append(entries, wire.KeyCount{Key: k, Count: uint64(n)})
+				}
+			}
+		}
+		s.seq++
+		b := &wire.PartialBatch{Source: fmt.Sprint("d", d), Seq: s.seq, At: now.UnixMilli(), End: end.UnixMilli(),
+			Span: (100 * time.Millisecond).Milliseconds()}
+		if len(entries) > 0 {
+			b.Groups = []wire.PartialGroup{{App: "app", Entries: entries}}
+		}
+		if _, err := s.a.apply(wire.AppendPartials(nil, b), now); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	if ms%100 == 0 {
+		s.a.t.sweep(now)
+	}
+	return now
+}
+
+// TestLaggingDetectorsReadTrue: the detectors' counts lag the clock by 100,
+// 300 and 500 ms. The shard evaluates each key over the window that ends
+// where every live detector has reported, so a steady key reads within 3 %
+// of its true rate, a key at 1.2x the threshold is promoted (later by the
+// lag) and one at 0.8x never is.
+func TestLaggingDetectorsReadTrue(t *testing.T) {
+	rates := map[string]float64{"steady": 3000, "over": 1200, "under": 800}
+	s := newLagSim(t, rates, []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond})
+	worst := map[string]float64{}
+	var promoted time.Duration
+	for ms := 0; ms < 5000; ms++ {
+		now := s.step(ms)
+		if st, _ := s.a.t.key("app", "over", now); st.Hot && promoted == 0 {
+			promoted = time.Duration(ms) * time.Millisecond
+		}
+		if st, _ := s.a.t.key("app", "under", now); st.Hot {
+			t.Fatalf("at +%dms the key at 0.8x is hot (rate %v)", ms, st.Rate)
+		}
+		if ms >= 1700 && ms%7 == 0 { // a window after the slowest detector's first counts
+			for k, r := range rates {
+				st, _ := s.a.t.key("app", k, now)
+				worst[k] = max(worst[k], math.Abs(st.Rate-r)/r)
+			}
+		}
+	}
+	for k, w := range worst {
+		if w > 0.03 {
+			t.Errorf("%s at %v/s: worst reported rate off by %.1f%%, want <= 3%%", k, rates[k], 100*w)
+		}
+	}
+	// Its window reaches 1000/s once 1 s of counts have arrived from every
+	// detector: 1.5 s in (the slowest lags 0.5 s), plus up to a bucket.
+	if promoted == 0 || promoted > 1700*time.Millisecond {
+		t.Errorf("key at 1.2x promoted at +%v, want by +1.7s", promoted)
+	}
+	t.Logf("worst error %v; 1.2x key promoted at +%v", worst, promoted)
+}
+
+// TestDeadDetectorReleasesReach: a detector that dies stops holding the
+// evaluated window back once it has been silent for Stall; its share,
+// taken over by a survivor from where it stopped, reads true again.
+func TestDeadDetectorReleasesReach(t *testing.T) {
+	rates := map[string]float64{"steady": 3000}
+	s := newLagSim(t, rates, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 800 * time.Millisecond})
+	var worst float64
+	for ms := 0; ms < 6000; ms++ {
+		if ms == 3000 {
+			s.dead[2] = true // SIGKILL of the slowest
+		}
+		if ms == 4000 {
+			s.owner[2] = 0 // its share moves after a session timeout
+		}
+		now := s.step(ms)
+		// Within Stall (500 ms) and a bucket of the death, the window ends
+		// where the live detectors reported, not 800 ms back.
+		if ms >= 3700 {
+			if end := s.a.t.bucket(now.Add(-100*time.Millisecond)) - 2; s.a.t.evalEnd < end {
+				t.Fatalf("at +%dms the evaluated window ends at bucket %d, want >= %d", ms, s.a.t.evalEnd, end)
+			}
+		}
+		if ms >= 5200 && ms%7 == 0 {
+			st, _ := s.a.t.key("app", "steady", now)
+			worst = max(worst, math.Abs(st.Rate-3000)/3000)
+		}
+	}
+	if worst > 0.03 {
+		t.Errorf("after the takeover: worst reported rate off by %.1f%%, want <= 3%%", 100*worst)
 	}
 }

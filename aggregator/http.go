@@ -91,10 +91,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		a.m.duplicates.Inc()
 		return 0, nil
 	}
-	if h.End > 0 {
-		src.end = max(src.end, end)
-	}
-	t.setCover(now)
+	t.setReach(now)
 	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
 		n++
 		if t.add(app, key, count, now, sp) {
@@ -103,6 +100,16 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	})
 	if err == nil {
 		src.remember(h.Seq)
+		// What this detector has reported now reaches End: the window the
+		// rule reads may move, and keys that got no counts now may cross.
+		src.idle = h.End == 0
+		if h.End > 0 {
+			src.end = max(src.end, end)
+		}
+		prev := t.evalEnd
+		if t.setReach(now); t.evalEnd != prev && t.promoteAll(now) {
+			hot = true
+		}
 	}
 	t.mu.Unlock()
 	if err != nil {

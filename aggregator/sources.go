@@ -14,6 +14,7 @@ const sourceIdle = 10 * time.Minute
 type source struct {
 	heard time.Time // receipt of its last batch
 	end   int64     // event time its counts reached, Unix ms; 0: unknown
+	idle  bool      // its last batch had no counts (no End)
 	seqs  map[uint64]struct{}
 	ring  [seqMemory]uint64 // insertion order of seqs, for forgetting the oldest
 	next  int
@@ -47,7 +48,7 @@ const maxSources = 1024
 
 // source returns the state of the detector named name. Past maxSources a
 // new name gets a state that is not kept: its batches are counted, but
-// neither deduplicated nor part of the coverage. The caller holds t.mu.
+// neither deduplicated nor part of the reach. The caller holds t.mu.
 func (t *table) source(name string) *source {
 	s := t.sources[name]
 	if s == nil {
@@ -59,39 +60,29 @@ func (t *table) source(name string) *source {
 	return s
 }
 
-// coverage returns how much time the counts of every window reach at now:
-// from the start of the window's oldest bucket to the event time the live
-// detectors' counts reached, on average (each detector reads a share of the
-// partitions, so a key's counts in the window lag by the mean of their
-// lags). A detector is live when it sent a batch within Stall and its counts
-// reach within two buckets of now: one that lags more (replaying after a
-// rebalance) is left out, so that the others' counts are not divided by too
-// short a time; its own missing counts make the rate read low, not high.
-// Without live detectors with event times (version 1 and 2 batches, Add),
-// counts are placed at receipt, where each stands for the flush interval
-// before it, and the result is Window, as before event times. It is kept
-// within [Window - 2*Bucket, Window], so that no error in it makes a rate
-// read more than Window/(Window-2*Bucket) (25 %) high. The caller holds t.mu.
-func (t *table) coverage(now time.Time) float64 {
+// reach returns the event time, Unix ms, up to which every live detector's
+// counts have arrived: the minimum of their Ends. A detector is live when it
+// sent a batch within Stall, its last batch had counts (an idle detector
+// has nothing outstanding) and its End is at most maxLag behind now: one
+// that lags more, replaying a backlog after a rebalance or an outage, is
+// left out (its missing counts make rates read low until it catches up),
+// and a dead one stops holding the reach back after Stall. ok is false
+// without live detectors with event times (version 1 and 2 batches, Add).
+// It also forgets sources silent for sourceIdle. The caller holds t.mu.
+func (t *table) reach(now time.Time) (ms int64, ok bool) {
 	nowMs := now.UnixMilli()
-	var sum, n int64
+	maxLag := t.p.maxLag.Milliseconds()
+	ms = nowMs
 	for name, s := range t.sources {
 		age := now.Sub(s.heard)
 		if age >= sourceIdle {
 			delete(t.sources, name)
 			continue
 		}
-		if s.end == 0 || age >= t.p.stall || nowMs-s.end > 2*t.p.bucketNs/int64(time.Millisecond) {
+		if s.end == 0 || s.idle || age >= t.p.stall || nowMs-s.end > maxLag {
 			continue
 		}
-		sum += min(s.end, nowMs)
-		n++
+		ms, ok = min(ms, s.end), true
 	}
-	if n == 0 {
-		return t.p.winSec
-	}
-	reach := sum / n
-	start := (t.bucket(now) - int64(t.p.buckets) + 1) * t.p.bucketNs / int64(time.Millisecond)
-	c := float64(reach-start) / 1000
-	return min(max(c, t.p.winSec-2*float64(t.p.bucketNs)/1e9), t.p.winSec)
+	return ms, ok
 }

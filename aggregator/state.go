@@ -65,6 +65,7 @@ type params struct {
 	stall    time.Duration
 	maxStall time.Duration
 	window   time.Duration
+	maxLag   time.Duration // how far the reach may trail the clock (see reach)
 	maxKeys  int
 	maxApps  int
 	maxHot   int
@@ -86,6 +87,7 @@ func newParams(c Config) params {
 		stall:    c.Stall,
 		maxStall: c.MaxStall,
 		window:   c.Window,
+		maxLag:   c.Window,
 		maxKeys:  c.MaxKeys,
 		maxApps:  c.MaxApps,
 		maxHot:   c.MaxHotPerApp,
@@ -108,18 +110,26 @@ type table struct {
 	lastSweep time.Time // when the last sweep ran
 	sources   map[string]*source
 	decided   []Decision // not yet handed to the Recorder
-	// cover is how much time the windows' counts reach, in seconds (see
-	// coverage), as of the last batch or sweep; hotAt and lowAt are the
-	// window totals that make a key hot and keep it so over that time.
-	cover, hotAt, lowAt float64
+	// evalEnd is the newest bucket of the window that rates and the rule
+	// read, as of the last batch or sweep (see setReach).
+	evalEnd int64
 }
 
-// setCover recomputes the coverage of the windows at now. The caller holds
-// t.mu.
-func (t *table) setCover(now time.Time) {
-	t.cover = t.coverage(now)
-	t.hotAt = t.p.thresh * t.cover
-	t.lowAt = t.p.low * t.cover
+// setReach moves the evaluated window to end at now's reach: the last
+// whole bucket before the event time up to which every live detector has
+// reported (see reach), so that a key's rate is its count over a full
+// window of complete buckets divided by the window, however far the
+// detectors lag. Without live event times (old detectors, Add) counts are
+// placed at receipt and the window ends at now's bucket, as before event
+// times. The caller holds t.mu.
+func (t *table) setReach(now time.Time) {
+	b := t.bucket(now)
+	ms, ok := t.reach(now)
+	if !ok {
+		t.evalEnd = b
+		return
+	}
+	t.evalEnd = min(ms*int64(time.Millisecond)/t.p.bucketNs-1, b)
 }
 
 // heard records that a partials batch arrived at now. The caller holds t.mu.
@@ -131,7 +141,7 @@ func (t *table) heard(now time.Time) {
 
 func newTable(p params, m *metrics) *table {
 	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source)}
-	t.cover, t.hotAt, t.lowAt = p.winSec, p.hotSum, p.lowSum
+	t.evalEnd = noEval
 	return t
 }
 
@@ -141,6 +151,14 @@ func (t *table) bucket(now time.Time) int64 { return now.UnixNano() / t.p.bucket
 // spreads over: the nearest whole number, at least 1.
 func (t *table) spanBuckets(span time.Duration) int64 {
 	return max(1, (int64(span)+t.p.bucketNs/2)/t.p.bucketNs)
+}
+
+// newWindow returns a key's window at bucket b: it keeps the buckets back to
+// maxLag (and two for rounding) behind the evaluated window, so that the
+// window can end at a reach that far behind the clock.
+func (t *table) newWindow(b int64) window {
+	lag := int(t.p.maxLag.Nanoseconds()/t.p.bucketNs) + 2
+	return newRing(t.p.buckets+lag, t.p.buckets, b)
 }
 
 func (t *table) bucketStart(b int64) time.Time { return time.Unix(0, b*t.p.bucketNs) }
@@ -164,7 +182,7 @@ type span struct {
 
 // add counts n accesses of (app, key) received at now, which happened over
 // sp, and reports whether the key turned hot. The caller holds t.mu and has
-// called setCover.
+// called setReach.
 func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 	b := t.bucket(now)
 	var e *entry
@@ -181,32 +199,55 @@ func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
 			return false
 		}
 		as := t.app(app)
-		e = &entry{app: as, key: string(key), idx: len(t.entries), win: newWindow(t.p.buckets, b)}
+		e = &entry{app: as, key: string(key), idx: len(t.entries), win: t.newWindow(b)}
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
-	as := e.app
 	if sp.from > 0 {
 		e.win.addTime(b, sp.from, sp.end, t.p.bucketNs, n)
 	} else {
 		e.win.addSpan(b, sp.buckets, n)
 	}
-	sum := float64(e.win.sum)
+	return t.check(e, b, now)
+}
+
+// check runs the rule's promotion on e at now (bucket b) over the
+// evaluated window, and reports whether e turned hot. Promotion is decided
+// as soon as the evaluated window reaches the threshold, at receipt or when
+// the reach moves (promoteAll), not at the next sweep. The caller holds
+// t.mu.
+func (t *table) check(e *entry, b int64, now time.Time) bool {
+	sum := float64(e.win.evalTo(t.evalEnd))
 	switch {
-	case !e.hot && sum >= t.hotAt && t.makeHotRoom(e):
-		// Promotion is decided at receipt, not at the next sweep: the rate
-		// only rises when counts arrive, so this is the earliest moment.
+	case !e.hot && sum >= t.p.hotSum && t.makeHotRoom(e):
+		as := e.app
 		e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
 		as.hot[e.key] = e
 		as.dirty = true
-		as.pending = append(as.pending, t.bucketStart(b))
+		// The crossing is where the evaluated window ends.
+		as.pending = append(as.pending, t.bucketStart(min(b, t.evalEnd)))
 		t.decide(e, Promoted, now)
 		return true
-	case e.hot && sum >= t.lowAt:
+	case e.hot && sum >= t.p.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	}
 	return false
+}
+
+// promoteAll runs check on every key that is not hot, after the reach moved
+// (the windows of keys that got no counts now may cross too), and reports
+// whether one turned hot. The caller holds t.mu.
+func (t *table) promoteAll(now time.Time) bool {
+	b := t.bucket(now)
+	hot := false
+	for _, e := range t.entries {
+		if !e.hot {
+			e.win.advance(b)
+			hot = t.check(e, b, now) || hot
+		}
+	}
+	return hot
 }
 
 // makeRoom evicts the coldest of a few random keys that are not hot, unless
@@ -242,11 +283,10 @@ func (t *table) remove(e *entry) {
 	t.m.tracked.Set(float64(len(t.entries)))
 }
 
-// rate is e's accesses per second over the time its window's counts reach
-// (see coverage): dividing by the full window while its newest part is
-// still being counted would read low.
+// rate is e's accesses per second over the evaluated window (see
+// setReach): its count over the Window that ends at the detectors' reach.
 func (t *table) rate(e *entry, now time.Time) float64 {
-	r := float64(e.win.sum) / t.cover
+	r := float64(e.win.evalTo(t.evalEnd)) / t.p.winSec
 	if e.seed > r && now.Before(e.holdFrom) {
 		return e.seed
 	}
@@ -277,7 +317,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 		t.lastInput = now
 	}
 	t.lastSweep = now
-	t.setCover(now)
+	t.setReach(now)
 	silence := now.Sub(t.lastInput)
 	t.stalled = !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
 	for _, as := range t.apps {
@@ -291,8 +331,12 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 		}
 		if e.hot {
 			t.hold(e, now)
+		} else {
+			t.check(e, b, now) // the reach moved since the last batch
 		}
-		if !e.hot && e.win.sum == 0 {
+		// Idle: nothing in the evaluated window or after it (what is
+		// older will not be read again).
+		if !e.hot && (e.win.sum == 0 || e.win.evalTo(t.evalEnd) == 0 && e.win.from(t.evalEnd+1) == 0) {
 			t.remove(e) // moves the last entry to i
 			t.m.evicted.WithLabelValues("idle").Inc()
 			continue
@@ -321,7 +365,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 // has stayed below the low mark for the hold time.
 func (t *table) hold(e *entry, now time.Time) {
 	switch {
-	case float64(e.win.sum) >= t.lowAt:
+	case float64(e.win.evalTo(t.evalEnd)) >= t.p.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	case t.stalled:
 		// A stall says nothing about the key: its hold starts over once
@@ -412,6 +456,7 @@ func (t *table) key(app, key string, now time.Time) (KeyState, bool) {
 		return KeyState{}, false
 	}
 	e.win.advance(t.bucket(now))
+	t.setReach(now)
 	return t.state(e, now), true
 }
 
@@ -437,7 +482,7 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 			continue
 		}
 		e := &entry{
-			app: as, key: k.Key, idx: len(t.entries), win: newWindow(t.p.buckets, b),
+			app: as, key: k.Key, idx: len(t.entries), win: t.newWindow(b),
 			hot: true, since: time.UnixMilli(k.Since), seed: k.Rate, holdFrom: now.Add(t.p.window), confirmed: now,
 		}
 		as.keys[e.key] = e

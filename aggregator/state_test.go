@@ -3,6 +3,7 @@ package aggregator
 import (
 	"fmt"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func testTable(t *testing.T, mod func(*Config)) (*table, Config) {
 func (tb *table) addS(app, key string, n uint64, now time.Time) bool {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	tb.setCover(now)
+	tb.setReach(now)
 	return tb.add([]byte(app), []byte(key), n, now, span{buckets: 1})
 }
 
@@ -429,6 +430,43 @@ func TestCatchUpBatchIsSpread(t *testing.T) {
 		st, _ := a.t.key("app", "k", start.Add(1300*time.Millisecond))
 		if st.Hot != tt.wantHot {
 			t.Errorf("catch-up batch with span %dms: hot %v at rate %v, want hot %v", tt.spanMs, st.Hot, st.Rate, tt.wantHot)
+		}
+	}
+}
+
+// TestEvalWindowMatchesRecount: the evaluated sum, kept up to date as
+// counts arrive, the window slides and the evaluated end moves (forward a
+// bucket or a few, back, far), always equals a recount of its buckets.
+func TestEvalWindowMatchesRecount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := newRing(22, 10, 1000)
+	end := int64(995)
+	for step := range 20000 {
+		now := w.last + int64(rng.IntN(2))
+		switch rng.IntN(4) {
+		case 0:
+			w.add(now, uint64(rng.IntN(100)))
+		case 1:
+			w.addTime(now, (now-15)*100+int64(rng.IntN(1500)), now*100+int64(rng.IntN(100)), 100, uint64(rng.IntN(1000)))
+		case 2:
+			w.advance(now)
+		}
+		switch r := rng.IntN(10); {
+		case r < 6:
+			end = w.last - 2 // follows the clock
+		case r < 8:
+			end = w.last - int64(rng.IntN(12))
+		default:
+			end = w.last - int64(rng.IntN(40)) // far back, partly out of the ring
+		}
+		got := w.evalTo(end)
+		var want uint64
+		size := int64(len(w.b))
+		for i := max(end-9, w.last-size+1); i <= min(end, w.last); i++ {
+			want += w.b[i%size]
+		}
+		if got != want {
+			t.Fatalf("step %d: evalTo(%d) = %d, recount %d", step, end, got, want)
 		}
 	}
 }

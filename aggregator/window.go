@@ -10,14 +10,75 @@ import "math"
 //
 // Invariant: sum is the total of b, and b holds exactly the buckets
 // (last-len(b), last]; older counts have been subtracted.
+//
+// The rate is read over the n buckets that end at eend (evalTo), which may
+// lie behind last: the buckets after eend are still being filled by
+// detectors that lag. esum is the total of the buckets (eend-n, eend] that
+// are in b.
 type window struct {
 	b    []uint64
 	sum  uint64
 	last int64 // absolute index of the newest bucket in b
+	n    int64 // buckets of the evaluated window, <= len(b)
+	eend int64 // newest bucket of the evaluated window
+	esum uint64
 }
 
-func newWindow(n int, now int64) window {
-	return window{b: make([]uint64, n), last: now}
+// noEval is an eend before any bucket: the evaluated window is empty.
+const noEval = math.MinInt64 / 2
+
+// newWindow returns a window of n buckets that evaluates all of them.
+func newWindow(n int, now int64) window { return newRing(n, n, now) }
+
+// newRing returns a window that keeps size buckets and evaluates n of them.
+func newRing(size, n int, now int64) window {
+	return window{b: make([]uint64, size), last: now, n: int64(n), eend: noEval}
+}
+
+// counted adds c, just added to bucket k, to esum when k is evaluated.
+func (w *window) counted(k int64, c uint64) {
+	if k > w.eend-w.n && k <= w.eend {
+		w.esum += c
+	}
+}
+
+// from returns the total of the buckets from bucket k on.
+func (w *window) from(k int64) uint64 {
+	size := int64(len(w.b))
+	var s uint64
+	for i := max(k, w.last-size+1); i <= w.last; i++ {
+		s += w.b[i%size]
+	}
+	return s
+}
+
+// evalTo returns the total of the n buckets ending at bucket end (those
+// still in the window; a bucket newer than last has no counts yet).
+func (w *window) evalTo(end int64) uint64 {
+	if end == w.eend {
+		return w.esum
+	}
+	size := int64(len(w.b))
+	lo, hi := w.last-size+1, w.last // the buckets in b
+	if d := end - w.eend; d > 0 && d < w.n {
+		// Forward by a few buckets (each sweep): add the new ones, take
+		// off those that left. A bucket cleared by advance was taken off
+		// then and reads 0 now.
+		for i := max(w.eend+1, lo); i <= min(end, hi); i++ {
+			w.esum += w.b[i%size]
+		}
+		for i := max(w.eend-w.n+1, lo); i <= min(end-w.n, hi); i++ {
+			w.esum -= w.b[i%size]
+		}
+		w.eend = end
+		return w.esum
+	}
+	var s uint64
+	for i := max(end-w.n+1, lo); i <= min(end, hi); i++ {
+		s += w.b[i%size] // a subset of sum: cannot overflow
+	}
+	w.eend, w.esum = end, s
+	return w.esum
 }
 
 // advance slides the window so that now is its newest bucket. A window never
@@ -30,11 +91,14 @@ func (w *window) advance(now int64) {
 	n := int64(len(w.b))
 	if d >= n {
 		clear(w.b)
-		w.sum = 0
+		w.sum, w.esum = 0, 0
 	} else {
 		for i := w.last + 1; i <= now; i++ {
 			s := &w.b[i%n]
 			w.sum -= *s
+			if old := i - n; old > w.eend-w.n && old <= w.eend {
+				w.esum -= *s
+			}
 			*s = 0
 		}
 	}
@@ -49,6 +113,7 @@ func (w *window) add(now int64, n uint64) {
 	n = satAdd(w.sum, n) - w.sum
 	w.b[w.last%int64(len(w.b))] += n
 	w.sum += n
+	w.counted(w.last, n)
 }
 
 // addSpan counts n accesses that happened over the span newest buckets
@@ -72,6 +137,7 @@ func (w *window) addSpan(now int64, span int64, n uint64) uint64 {
 		}
 		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[(w.last-i)%size] += c
+		w.counted(w.last-i, c)
 		counted += c
 	}
 	w.sum += counted
@@ -98,6 +164,7 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 		n = satAdd(w.sum, n) - w.sum // saturate as add does
 		w.b[b%size] += n
 		w.sum += n
+		w.counted(b, n)
 		return n
 	}
 	total := float64(end - from)
@@ -119,6 +186,7 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 		c := cum((b+1)*bucket) - cum(b*bucket)
 		c = satAdd(w.sum+counted, c) - (w.sum + counted) // saturate as add does
 		w.b[b%size] += c
+		w.counted(b, c)
 		counted += c
 	}
 	w.sum += counted
