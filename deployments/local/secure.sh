@@ -21,7 +21,7 @@ s_tls=$sstate/tls
 s_creds=$sstate/credentials.env
 kafka_libs=${HOTSPOT_KAFKA_LIBS:-$state/kafka-$kafka_version/libs}
 
-s_alive() { local f=$sstate/$1.pid; [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null; }
+s_alive() { alive "$1" "$sstate"; }
 
 secure_certs() {
 	[[ -f $s_tls/server.pem ]] && return
@@ -85,19 +85,8 @@ admin.enableServer=false
 enforce.auth.enabled=true
 enforce.auth.schemes=digest
 EOF
-	cat >"$dir/log4j.properties" <<'EOF'
-log4j.rootLogger=WARN, CONSOLE
-log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
-log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
-log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
-EOF
 	log "starting ZooKeeper (digest auth enforced) on 127.0.0.1:$s_zk_port"
-	nohup java -Xms64m -Xmx256m -Dzookeeper.jmx.log4j.disable=true \
-		-Dlog4j.configuration="file:$dir/log4j.properties" \
-		-cp "$dir:/usr/share/java/zookeeper.jar" \
-		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-		>"$sstate/zookeeper.log" 2>&1 </dev/null &
-	echo $! >"$sstate/zookeeper.pid"
+	launch_zookeeper "$dir" "$sstate"
 }
 
 secure_redis() {
@@ -154,18 +143,7 @@ ssl.truststore.type=PEM
 ssl.truststore.location=$s_tls/ca.pem
 ssl.client.auth=none
 ssl.endpoint.identification.algorithm=https
-log.dirs=$dir/data-$kafka_version
-num.partitions=$partitions
-auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=8
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-log.retention.hours=2
-log.segment.bytes=67108864
+$(kafka_broker_settings "$dir")
 EOF
 	chmod 600 "$dir/server.properties"
 	cat >"$dir/log4j2.yaml" <<'EOF'
@@ -183,23 +161,13 @@ Configuration:
 EOF
 	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
 		log "formatting the secured Kafka's storage with its SCRAM users"
-		local id
-		id=$(java -cp "$kafka_libs/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
-		java -cp "$kafka_libs/*" -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
-			-t "$id" -c "$dir/server.properties" \
+		format_kafka "$dir" "$sstate" \
 			--add-scram "SCRAM-SHA-512=[name=admin,password=$S_KAFKA_ADMIN_PASSWORD]" \
 			--add-scram "SCRAM-SHA-256=[name=$S_KAFKA_USER,password=$S_KAFKA_PASSWORD]" \
-			--add-scram "SCRAM-SHA-512=[name=$S_KAFKA_USER,password=$S_KAFKA_PASSWORD]" \
-			>"$sstate/kafka-format.log" 2>&1 ||
-			die "formatting Kafka storage failed; see $sstate/kafka-format.log"
+			--add-scram "SCRAM-SHA-512=[name=$S_KAFKA_USER,password=$S_KAFKA_PASSWORD]"
 	fi
 	log "starting Apache Kafka $kafka_version (SASL_SSL, SCRAM) on 127.0.0.1:$s_kafka_port"
-	KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-512m}
-	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
-		-cp "$kafka_libs/*" kafka.Kafka "$dir/server.properties" \
-		>"$sstate/kafka.log" 2>&1 </dev/null &
-	echo $! >"$sstate/kafka.pid"
+	launch_kafka "$dir" "$sstate"
 }
 
 secure_probe() {
@@ -252,15 +220,9 @@ secure_up() {
 }
 
 secure_down() {
-	local name pid
+	local name
 	for name in kafka redis zookeeper; do
-		s_alive "$name" || { rm -f "$sstate/$name.pid"; continue; }
-		pid=$(cat "$sstate/$name.pid")
-		log "stopping secured $name (pid $pid)"
-		kill "$pid"
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-		rm -f "$sstate/$name.pid"
+		stop_one "$name" "$sstate" "secured $name"
 	done
 }
 

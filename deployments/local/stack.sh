@@ -53,8 +53,8 @@ kafka_libs=${kafka_libs:-$state/kafka-$kafka_version/libs}
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-alive() { # alive NAME: the process in NAME.pid runs
-	local f=$state/$1.pid
+alive() { # alive NAME [DIR]: the process in DIR/NAME.pid runs (DIR: $state)
+	local f=${2:-$state}/$1.pid
 	[[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
 }
 
@@ -104,19 +104,24 @@ minSessionTimeout=1000
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,mntr,cons
 EOF
+	log "starting ZooKeeper on 127.0.0.1:$zk_port"
+	launch_zookeeper "$dir" "$state"
+}
+
+launch_zookeeper() { # launch_zookeeper DIR STATE: run the ZooKeeper of DIR/zoo.cfg, its pid and log in STATE
+	local dir=$1 st=$2
 	cat >"$dir/log4j.properties" <<'EOF'
 log4j.rootLogger=WARN, CONSOLE
 log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
 log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
 log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
 EOF
-	log "starting ZooKeeper on 127.0.0.1:$zk_port"
 	nohup java -Xms64m -Xmx256m -Dzookeeper.jmx.log4j.disable=true \
 		-Dlog4j.configuration="file:$dir/log4j.properties" \
 		-cp "$dir:/usr/share/java/zookeeper.jar" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-		>"$state/zookeeper.log" 2>&1 </dev/null &
-	echo $! >"$state/zookeeper.pid"
+		>"$st/zookeeper.log" 2>&1 </dev/null &
+	echo $! >"$st/zookeeper.pid"
 }
 
 start_redis() {
@@ -154,18 +159,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$dir/data-$kafka_version
-num.partitions=$partitions
-auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=8
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-log.retention.hours=2
-log.segment.bytes=67108864
+$(kafka_broker_settings "$dir")
 EOF
 	cat >"$dir/log4j2.yaml" <<'EOF'
 Configuration:
@@ -185,20 +179,48 @@ Configuration:
 EOF
 	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
 		log "formatting Kafka storage (KRaft)"
-		local id
-		id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
-		kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
-			-t "$id" -c "$dir/server.properties" >"$state/kafka-format.log" 2>&1 ||
-			die "formatting Kafka storage failed; see $state/kafka-format.log"
+		format_kafka "$dir" "$state"
 	fi
 	log "starting Apache Kafka $kafka_version (KRaft) on 127.0.0.1:$kafka_port"
+	launch_kafka "$dir" "$state"
+	echo "$kafka_version" >"$state/kafka.version"
+}
+
+kafka_broker_settings() { # kafka_broker_settings DIR: the server.properties lines every local broker shares
+	local dir=$1
+	cat <<EOF
+log.dirs=$dir/data-$kafka_version
+num.partitions=$partitions
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.hours=2
+log.segment.bytes=67108864
+EOF
+}
+
+format_kafka() { # format_kafka DIR STATE [ARG...]: format DIR's KRaft storage; ARGs go to StorageTool format
+	local dir=$1 st=$2 id
+	shift 2
+	id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+	kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
+		-t "$id" -c "$dir/server.properties" "$@" >"$st/kafka-format.log" 2>&1 ||
+		die "formatting Kafka storage failed; see $st/kafka-format.log"
+}
+
+launch_kafka() { # launch_kafka DIR STATE: run the broker of DIR/server.properties, its pid and log in STATE
+	local dir=$1 st=$2
 	KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-512m}
 	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
 		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
 		-cp "$kafka_libs/*" kafka.Kafka "$dir/server.properties" \
-		>"$state/kafka.log" 2>&1 </dev/null &
-	echo $! >"$state/kafka.pid"
-	echo "$kafka_version" >"$state/kafka.version"
+		>"$st/kafka.log" 2>&1 </dev/null &
+	echo $! >"$st/kafka.pid"
 }
 
 probe() { # probe: every service answers a real request (Go probe, see probe/main.go)
@@ -227,15 +249,15 @@ up() {
 	print_env
 }
 
-stop_one() { # stop_one NAME: stop the service this script started, if it runs
-	local name=$1 pid
-	alive "$name" || { rm -f "$state/$name.pid"; return 0; }
-	pid=$(cat "$state/$name.pid")
-	log "stopping $name (pid $pid)"
+stop_one() { # stop_one NAME [DIR [LABEL]]: stop the service this script started in DIR ($state), if it runs
+	local name=$1 dir=${2:-$state} label=${3:-$1} pid
+	alive "$name" "$dir" || { rm -f "$dir/$name.pid"; return 0; }
+	pid=$(cat "$dir/$name.pid")
+	log "stopping $label (pid $pid)"
 	kill "$pid"
 	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-	rm -f "$state/$name.pid"
+	rm -f "$dir/$name.pid"
 }
 
 down() {

@@ -81,7 +81,8 @@ func TestInstallsMissingMaven(t *testing.T) {
 			bin, aptLog, mvnLog := fakeBin(t, tc.withMvn)
 			state := t.TempDir()
 			cmd := exec.Command("bash", "stack.sh", "install")
-			cmd.Env = append(os.Environ(), "PATH="+bin, "HOTSPOT_STACK_DIR="+state, "HOTSPOT_KAFKA_VERSION=9.9.9-test")
+			// HOTSPOT_KAFKA_LIBS would skip the Kafka fetch (and so Maven).
+			cmd.Env = append(os.Environ(), "PATH="+bin, "HOTSPOT_STACK_DIR="+state, "HOTSPOT_KAFKA_VERSION=9.9.9-test", "HOTSPOT_KAFKA_LIBS=")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("stack.sh install: %v\n%s", err, out)
