@@ -87,6 +87,9 @@ func Apply(fs *flag.FlagSet, prefix string, lookup func(string) (string, bool)) 
 		if v, ok := lookup(name); ok {
 			if e := f.Value.Set(v); e != nil {
 				err = fmt.Errorf("%s=%q: %v", name, v, e)
+				if typ, _ := flag.UnquoteUsage(f); typ != "" { // "duration", "int", ...
+					err = fmt.Errorf("%s=%q is not a valid %s: %v", name, v, typ, e)
+				}
 			}
 		}
 	})

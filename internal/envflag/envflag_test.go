@@ -23,6 +23,7 @@ func TestApply(t *testing.T) {
 		{"command line wins", []string{"--some-str", "cli"}, map[string]string{"X_SOME_STR": "env"}, "cli 1s 1", ""},
 		{"an empty variable counts", nil, map[string]string{"X_SOME_STR": ""}, " 1s 1", ""},
 		{"bad value names the variable", nil, map[string]string{"X_DUR": "soon"}, "", `X_DUR="soon"`},
+		{"bad value says what it wants", nil, map[string]string{"X_N": "many"}, "", `X_N="many" is not a valid int`},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
