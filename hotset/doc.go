@@ -13,6 +13,7 @@
 //	<root>/hot/<app>/<shard>          persistent; the keys shard <shard> holds hot for <app> (Shard, JSON)
 //	<root>/hot/<app>/%pins            persistent; keys an operator pinned hot (Shard, Source "pinned")
 //	<root>/hot/<app>/%blocks          persistent; keys an operator blocked from ever being hot (Shard)
+//	<root>/rules/<app>                persistent; the app's rule list (package rules, EncodeNode)
 //
 // App names and shard ids are path-escaped, so any string is a valid name.
 //

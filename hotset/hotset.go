@@ -33,6 +33,12 @@ type Key struct {
 	Rate   float64 `json:"r"`             // accesses per second over the rule's window
 	Since  int64   `json:"s"`             // Unix ms when it turned hot
 	Source string  `json:"src,omitempty"` // "detected" (default) or "pinned"
+	// Rule is the index of the app's rule that made the key hot, -1 for
+	// the default rule; nil for pinned keys and nodes of older writers.
+	Rule *int `json:"rule,omitempty"`
+	// Kind is why it is hot: "count" (also when empty, as older writers
+	// leave it), "bytes" or "write". Apps never cache a "write" key.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Shard is the content of one <root>/hot/<app>/<shard> node.
@@ -136,6 +142,12 @@ func PinsPath(root, app string) string { return path.Join(AppDir(root, app), Pin
 
 // BlocksPath is the node of app's blocked keys.
 func BlocksPath(root, app string) string { return path.Join(AppDir(root, app), BlocksNode) }
+
+// RulesDir is the folder of the apps' rule lists.
+func RulesDir(root string) string { return path.Join(root, "rules") }
+
+// RulesPath is the node of app's rule list (package rules encodes it).
+func RulesPath(root, app string) string { return path.Join(RulesDir(root), Escape(app)) }
 
 // AggregatorsDir is the folder of aggregator membership nodes.
 func AggregatorsDir(root string) string { return path.Join(root, "members", "aggregators") }

@@ -21,6 +21,8 @@ const (
 	maxKeyLen = 1024
 	// maxTTL bounds a node's TTL: PinTTL, which operator nodes use.
 	maxTTL = PinTTL
+	// maxRules bounds a key's rule index (package rules' MaxRules).
+	maxRules = 1000
 )
 
 // ErrInvalid is wrapped by the errors of Decode and DecodeMember for content
@@ -32,7 +34,8 @@ func invalid(format string, args ...any) error {
 }
 
 // validate checks a decoded Shard: TTL in (0, maxTTL], at most maxKeys keys,
-// each 1..maxKeyLen bytes of UTF-8 with a finite rate >= 0 and a known source.
+// each 1..maxKeyLen bytes of UTF-8 with a finite rate >= 0, a known source
+// and kind, and a rule index in -1..maxRules-1.
 func (s *Shard) validate() error {
 	switch {
 	case s.TTL <= 0 || s.TTL > maxTTL:
@@ -52,6 +55,10 @@ func (s *Shard) validate() error {
 			return invalid("key %q: rate %v", k.Key, k.Rate)
 		case k.Source != "" && k.Source != "detected" && k.Source != "pinned":
 			return invalid("key %q: unknown source %q", k.Key, k.Source)
+		case k.Kind != "" && k.Kind != "count" && k.Kind != "bytes" && k.Kind != "write":
+			return invalid("key %q: unknown kind %q", k.Key, k.Kind)
+		case k.Rule != nil && (*k.Rule < -1 || *k.Rule >= maxRules):
+			return invalid("key %q: rule %d out of -1..%d", k.Key, *k.Rule, maxRules-1)
 		}
 	}
 	return nil

@@ -126,3 +126,28 @@ func FuzzDecodeMember(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateRuleAndKind(t *testing.T) {
+	idx := func(i int) *int { return &i }
+	for _, c := range []struct {
+		key  Key
+		good bool
+	}{
+		{Key{Key: "a", Rule: idx(-1), Kind: "count"}, true},
+		{Key{Key: "a", Rule: idx(999), Kind: "write"}, true},
+		{Key{Key: "a", Kind: "bytes"}, true},
+		{Key{Key: "a", Rule: idx(-2)}, false},
+		{Key{Key: "a", Rule: idx(1000)}, false},
+		{Key{Key: "a", Kind: "reads"}, false},
+	} {
+		s := &Shard{V: Version, App: "shop", Shard: "s", TTL: 10000, Keys: []Key{c.key}}
+		b, err := Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Decode(b)
+		if got := err == nil; got != c.good {
+			t.Errorf("Decode(%s) = %v, want good=%v", b, err, c.good)
+		}
+	}
+}

@@ -29,7 +29,11 @@ const (
 // routes to the key's owner.
 type Count struct {
 	App, Key string
-	N        uint64 // accesses since the previous flush
+	N        uint64 // accesses since the previous flush, reads and writes
+	Writes   uint64 // of N, the writes
+	// Bytes is the size of the values of the N accesses, WriteBytes the
+	// part of it written; 0 when the events did not say.
+	Bytes, WriteBytes uint64
 }
 
 // KeyState is one key's state at the shard that owns it: the JSON of KeyPath
@@ -40,6 +44,8 @@ type KeyState struct {
 	Rate  float64   `json:"rate"`           // accesses per second over the window
 	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
 	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
+	Rule  int       `json:"rule"`           // the app's rule that decides for the key; -1: the default
+	Kind  string    `json:"kind,omitempty"` // "count", "bytes" or "write": what the rule counts
 }
 
 // Top is the JSON answer of TopPath.
