@@ -9,7 +9,7 @@ func (a *Aggregator) Add(app, key string, n uint64) {
 	a.t.mu.Lock()
 	a.t.heard(now)
 	a.t.setReach(now)
-	hot := a.t.add([]byte(app), []byte(key), n, now, span{buckets: 1})
+	hot := a.t.add([]byte(app), []byte(key), tally{n: n}, now, span{buckets: 1})
 	a.t.mu.Unlock()
 	if hot {
 		a.wake()

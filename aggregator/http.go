@@ -94,7 +94,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	t.setReach(now)
 	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
 		n++
-		if t.add(app, key, count, now, sp) {
+		if t.add(app, key, tally{n: count}, now, sp) {
 			hot = true
 		}
 	})

@@ -180,10 +180,16 @@ type span struct {
 	buckets   int64
 }
 
-// add counts n accesses of (app, key) received at now, which happened over
-// sp, and reports whether the key turned hot. The caller holds t.mu and has
-// called setReach.
-func (t *table) add(app, key []byte, n uint64, now time.Time, sp span) bool {
+// tally is one key's accesses in a partials batch: all of them (n), the
+// writes among them, and the bytes of their values, of which writeBytes
+// were written.
+type tally struct{ n, writes, bytes, writeBytes uint64 }
+
+// add counts the accesses c of (app, key) received at now, which happened
+// over sp, and reports whether the key turned hot. The caller holds t.mu
+// and has called setReach.
+func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
+	n := c.n
 	b := t.bucket(now)
 	var e *entry
 	if as := t.apps[string(app)]; as != nil {

@@ -31,7 +31,7 @@ func (tb *table) addS(app, key string, n uint64, now time.Time) bool {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	tb.setReach(now)
-	return tb.add([]byte(app), []byte(key), n, now, span{buckets: 1})
+	return tb.add([]byte(app), []byte(key), tally{n: n}, now, span{buckets: 1})
 }
 
 func TestWindow(t *testing.T) {
