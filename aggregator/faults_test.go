@@ -354,13 +354,14 @@ func TestSparseDetectorsReadTrue(t *testing.T) {
 		oldest, newest time.Time
 	}
 	pending := make([]held, 3)
+	jitter := func(k int) int { return k * 37 % 80 }
 	var worst float64
 	for ms := 0; ms < 5000; ms++ {
 		now := start.Add(time.Duration(ms) * time.Millisecond)
 		// Record k sums [k*100ms, (k+1)*100ms) and reaches its detector
-		// 110 ms after its stamp.
-		if ms >= 110 && (ms-110)%100 == 0 {
-			k := (ms - 110) / 100
+		// 110 to 190 ms after its stamp: an idle detector may hold a
+		// record while another reports a newer one.
+		if k := (ms - 110) / 100; ms >= 110 && (ms-110)%100 == jitter(k) {
 			p := &pending[owner[k%8]]
 			stamp := start.Add(time.Duration(k) * 100 * time.Millisecond)
 			if p.n == 0 {
