@@ -127,8 +127,8 @@ type faultRun struct {
 	lossy bool   // the broker goes away: records written meanwhile may be lost
 	extra string // a key sent outside the load generator, not scored
 	// faults are the stretches of the run during which a fault lasted:
-	// rates are held to faultRateTolerance then (and for the recovery
-	// bound after), to rateTolerance otherwise.
+	// rates are held to faultOverRead then (and for the recovery bound
+	// after), to rateTolerance otherwise.
 	faults [][2]time.Time
 	// ratesLogged: steady rates more than rateTolerance off are logged,
 	// not failed: every fault test. On this shared 2-core machine under a
@@ -283,7 +283,7 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 		first := map[string]time.Time{}
 		var steady, faulty []float64
 		lo, hi := math.Inf(1), math.Inf(-1) // published/true during faults
-		reported := 0
+		failed, logged := 0, 0
 		for _, s := range samples {
 			i := slices.Index(s.keys, key)
 			slot := int((s.at.UnixMilli() - truth.StartMs) / truth.SlotMs)
@@ -323,11 +323,13 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 				}
 			}
 			if bad != "" {
-				report := t.Errorf
+				// At most 3 messages of each kind per key; every error
+				// fails the test.
+				report, n := t.Errorf, &failed
 				if !strict && !within(s.at, faults) {
-					report = t.Logf
+					report, n = t.Logf, &logged
 				}
-				if reported++; reported <= 3 {
+				if *n++; *n <= 3 {
 					report("%s in view %s at +%v: published %.0f/s, true trailing rate %.0f/s: %.1f%% off, %s",
 						key, s.view, s.at.Sub(truth.Start()).Round(time.Millisecond), s.rates[i], tr[slot], 100*e, bad)
 				}
