@@ -334,3 +334,65 @@ func TestDeadDetectorReleasesReach(t *testing.T) {
 		t.Errorf("after the takeover: worst reported rate off by %.1f%%, want <= 3%%", 100*worst)
 	}
 }
+
+// TestSparseDetectorsReadTrue: a producer writes one record every 100 ms,
+// stamped with the start of the 100 ms it sums (as the SDK and the load
+// generator do), round-robin over 8 partitions that 3 detectors own 3, 3
+// and 2 of. So a detector reads a record only now and then: most of its
+// rounds are empty, some hold two records 100 ms apart. The rate must read
+// true all along: empty rounds must not let the window end at the clock,
+// and a round of two records must not put both in one bucket.
+func TestSparseDetectorsReadTrue(t *testing.T) {
+	const rate = 2000.0
+	a := mustNew(t, Config{}, &fakePub{})
+	start := time.Unix(1_700_000_000, 0)
+	owner := []int{0, 0, 0, 1, 1, 1, 2, 2}
+	phase := []int{0, 33, 71}
+	every := []int{100, 200, 100} // the second flushes slowly: two records a round
+	type held struct {
+		n              uint64
+		oldest, newest time.Time
+	}
+	pending := make([]held, 3)
+	jitter := func(k int) int { return k * 37 % 80 }
+	var worst float64
+	for ms := 0; ms < 5000; ms++ {
+		now := start.Add(time.Duration(ms) * time.Millisecond)
+		// Record k sums [k*100ms, (k+1)*100ms) and reaches its detector
+		// 110 to 190 ms after its stamp: an idle detector may hold a
+		// record while another reports a newer one.
+		if k := (ms - 110) / 100; ms >= 110 && (ms-110)%100 == jitter(k) {
+			p := &pending[owner[k%8]]
+			stamp := start.Add(time.Duration(k) * 100 * time.Millisecond)
+			if p.n == 0 {
+				p.oldest = stamp
+			}
+			p.n += uint64(rate / 10)
+			p.newest = stamp
+		}
+		for d, ph := range phase {
+			if ms < ph || (ms-ph)%every[d] != 0 {
+				continue
+			}
+			p := &pending[d]
+			body := batch(fmt.Sprint("d", d), uint64(ms+1), time.Time{}, 0, 0)
+			if p.n > 0 {
+				body = batch(fmt.Sprint("d", d), uint64(ms+1), p.newest, p.newest.Sub(p.oldest), p.n)
+			}
+			*p = held{}
+			if _, err := a.apply(body, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ms%100 == 0 {
+			a.t.sweep(now)
+		}
+		if ms >= 1700 && ms%7 == 0 {
+			st, _ := a.t.key("app", "k", now)
+			worst = max(worst, math.Abs(st.Rate-rate)/rate)
+		}
+	}
+	if worst > 0.03 {
+		t.Errorf("worst reported rate off by %.1f%%, want <= 3%%", 100*worst)
+	}
+}

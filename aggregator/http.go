@@ -80,6 +80,14 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	if h.End > 0 {
 		sp.from = max(end-spanD.Milliseconds(), 1) * int64(time.Millisecond)
 		sp.end = end * int64(time.Millisecond)
+		if spanD > 0 {
+			// The entries stamped End stand for the time after it as
+			// those stamped earlier do: a round that read two records
+			// 100 ms apart (a producer's two flushes) covers two buckets,
+			// not all in the first one. Without this the accesses of
+			// a stamp on a bucket boundary would land a bucket early.
+			sp.end += t.p.bucketNs
+		}
 	}
 	n, hot := 0, false
 	t.mu.Lock()

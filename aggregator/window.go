@@ -53,11 +53,19 @@ func (w *window) from(k int64) uint64 {
 }
 
 // evalTo returns the total of the n buckets ending at bucket end (those
-// still in the window; a bucket newer than last has no counts yet).
+// still in the window; a bucket newer than last has no counts yet). It is
+// small enough to inline: a sweep asks every key for the same end several
+// times.
 func (w *window) evalTo(end int64) uint64 {
 	if end == w.eend {
 		return w.esum
 	}
+	return w.moveEval(end)
+}
+
+// moveEval moves the evaluated window to end at bucket end and returns its
+// total (see evalTo).
+func (w *window) moveEval(end int64) uint64 {
 	size := int64(len(w.b))
 	lo, hi := w.last-size+1, w.last // the buckets in b
 	if d := end - w.eend; d > 0 && d < w.n {

@@ -21,7 +21,6 @@ type flusher struct {
 	merged    []Count
 	span      time.Duration  // event time the merged counts cover (see Flush)
 	end       int64          // newest event time of the merged counts, Unix ms; 0: none
-	newest    int64          // newest event time of all partitions so far, Unix ms
 	index     map[appKey]int // merged index by key
 	offsets   map[int]int64  // partition -> next offset to read, as of the last round
 	committed map[int]int64  // partition -> last offset committed
@@ -138,25 +137,24 @@ func (f *flusher) collect(id uint64) {
 	}
 	f.d.m.keys.Set(float64(keys))
 	// The round's counts happened between the oldest and the newest event
-	// time its entries carry. When the stream is live and contiguous (the
-	// oldest is not behind what the previous round reached), they cover the
-	// time since the previous round's newest: a flush interval, even when a
-	// sparse partition gets its next record only now. When it is behind (the
-	// first round of a generation reading the backlog a dead or paused owner
-	// left, or a partition catching up), they cover the whole stretch back
-	// to the oldest, and the aggregator counts them there, not now. Event
-	// times are compared with the clocks of this process (MaxAge) and of the
-	// aggregators: producers' and hotspotd's clocks must agree to well
+	// time its entries carry, and the aggregator spreads them evenly over
+	// that stretch: a live round covers the event times it read (nothing
+	// when one record's entries share one time), the first round of a
+	// generation reading the backlog a dead or paused owner left, or a
+	// partition catching up, the whole stretch back to its oldest. The
+	// stretch is never extended back to the previous round's newest: a
+	// partition that gets a record only now and then (a producer flushing
+	// every 100 ms, a detector owning few of many partitions) would smear
+	// its counts back over buckets the aggregators have already evaluated,
+	// and every evaluated window would miss the part of them still to come
+	// (rates read 10 % low and more; docs/aggregator.md, "Rate"). Event
+	// times are compared with the clocks of this process (MaxAge) and of
+	// the aggregators: producers' and hotspotd's clocks must agree to well
 	// under a bucket (docs/detector.md).
 	f.span, f.end = 0, newest
-	if newest > 0 {
-		from := oldest
-		if f.newest > 0 && oldest >= f.newest {
-			from = f.newest
-		}
-		f.span = time.Duration(newest-from) * time.Millisecond
+	if newest > 0 && oldest > 0 {
+		f.span = time.Duration(newest-oldest) * time.Millisecond
 	}
-	f.newest = max(f.newest, newest)
 }
 
 // shutdownSend bounds the retries of the last counts once Run is canceled

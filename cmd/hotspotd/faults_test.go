@@ -126,6 +126,16 @@ type faultRun struct {
 	start time.Time
 	lossy bool   // the broker goes away: records written meanwhile may be lost
 	extra string // a key sent outside the load generator, not scored
+	// faults are the stretches of the run during which a fault lasted:
+	// rates are held to faultOverRead then (and for the recovery bound
+	// after), to rateTolerance otherwise.
+	faults [][2]time.Time
+	// ratesLogged: steady rates more than rateTolerance off are logged,
+	// not failed: every fault test. On this shared 2-core machine under a
+	// load average of 6 to 9, node writes one or two buckets short (10 or
+	// 20 % low) were seen outside the faults (docs/aggregator.md, "Rate");
+	// TestSteadyRates holds the 3 %.
+	ratesLogged bool
 }
 
 type loadResult struct {
@@ -154,7 +164,7 @@ func faultWorkload(brokers, topic string, d, coldAt time.Duration) loadgen.Confi
 
 // newFaultRun starts three hotspotd on c and the sampler.
 func newFaultRun(t *testing.T, c *cluster) *faultRun {
-	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}}
+	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}, ratesLogged: true}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		p := c.start(id)
 		r.procs[id] = p
@@ -201,7 +211,7 @@ func (r *faultRun) finish(excused ...[2]time.Time) {
 			samples[i].keys = slices.DeleteFunc(slices.Clone(samples[i].keys), func(k string) bool { return k == r.extra })
 		}
 	}
-	logRates(t, truth, samples)
+	checkRates(t, truth, samples, excused, r.faults, recoveryBound, !r.ratesLogged)
 	for _, e := range scoreViews(truth, samples, faultThreshold, recoveryBound, excused) {
 		t.Error(e)
 	}
@@ -226,11 +236,42 @@ func trailing(counts []uint64, slotMs int64) []float64 {
 	return out
 }
 
-// logRates logs how far the published rates of the steady keys were from
-// their true trailing-window rate, from 1 s after a view first listed them:
-// the median and the 95th percentile of the relative error over all samples
-// (faults included).
-func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
+// rateTolerance is how far a steady key's published rate may be from its
+// true trailing-window rate, from 1 s after a view first listed it
+// (docs/aggregator.md, "Rate").
+const rateTolerance = 0.03
+
+// faultOverRead bounds how far above its true trailing-window rate a steady
+// key's published rate may read while a fault and its recovery bound last
+// (docs/aggregator.md, "Rate"): partitions change owner and replay, a
+// detector lags or is left out of the reach, so rates may read low (a shard
+// that just took a key over has not a window of its counts yet), but a
+// replay never counts the same accesses twice.
+const faultOverRead = 0.15
+
+// checkRates compares the published rates of the steady keys with their true
+// trailing-window rate, from 1 s after a view first listed them: every
+// sample outside the faults (each extended by the recovery bound) taken
+// while the true rate has held for a window within rateTolerance, those
+// during a fault at most faultOverRead above; the excused outages are not
+// checked (the truth does not hold while records are lost). It logs the
+// median, the 95th percentile and the largest error of each, and the lowest
+// and highest published rate relative to the truth.
+func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, faults [][2]time.Time, bound time.Duration, strict bool) {
+	t.Helper()
+	within := func(at time.Time, spans [][2]time.Time) bool {
+		for _, f := range spans {
+			if !at.Before(f[0]) && at.Before(f[1].Add(bound)) {
+				return true
+			}
+		}
+		return false
+	}
+	// steadyFor is how long a key's true trailing rate must have held
+	// (within 1 %) before a sample is held to rateTolerance: a window, so
+	// that a key that just started is not "at a steady rate" while its
+	// trailing window fills.
+	steadyFor := int(time.Second.Milliseconds() / truth.SlotMs)
 	for _, key := range []string{"fixed:2x", "fixed:3x"} {
 		var counts []uint64
 		for _, k := range truth.Keys {
@@ -240,7 +281,9 @@ func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
 		}
 		tr := trailing(counts, truth.SlotMs)
 		first := map[string]time.Time{}
-		var errs, pub, want []float64
+		var steady, faulty []float64
+		lo, hi := math.Inf(1), math.Inf(-1) // published/true during faults
+		failed, logged := 0, 0
 		for _, s := range samples {
 			i := slices.Index(s.keys, key)
 			slot := int((s.at.UnixMilli() - truth.StartMs) / truth.SlotMs)
@@ -250,19 +293,65 @@ func logRates(t *testing.T, truth *loadgen.Truth, samples []sample) {
 			if _, ok := first[s.view]; !ok {
 				first[s.view] = s.at
 			}
-			if s.at.Sub(first[s.view]) >= time.Second {
-				errs = append(errs, math.Abs(s.rates[i]-tr[slot])/tr[slot])
-				pub, want = append(pub, s.rates[i]), append(want, tr[slot])
+			if s.at.Sub(first[s.view]) < time.Second {
+				continue
+			}
+			if within(s.at, excused) {
+				// An outage: records written meanwhile may be lost or
+				// written twice by the producer's retries, so the truth
+				// does not hold.
+				continue
+			}
+			steadyNow := slot >= steadyFor
+			for j := max(slot-steadyFor, 0); j <= slot && steadyNow; j++ {
+				steadyNow = math.Abs(tr[j]-tr[slot]) <= 0.01*tr[slot]
+			}
+			e := math.Abs(s.rates[i]-tr[slot]) / tr[slot]
+			var bad string
+			switch {
+			case within(s.at, faults):
+				faulty = append(faulty, e)
+				q := s.rates[i] / tr[slot]
+				lo, hi = min(lo, q), max(hi, q)
+				if q > 1+faultOverRead {
+					bad = fmt.Sprintf("want at most %.0f%% above during a fault", 100*faultOverRead)
+				}
+			case steadyNow:
+				steady = append(steady, e)
+				if e > rateTolerance {
+					bad = fmt.Sprintf("want within %.0f%%", 100*rateTolerance)
+				}
+			}
+			if bad != "" {
+				// At most 3 messages of each kind per key; every error
+				// fails the test.
+				report, n := t.Errorf, &failed
+				if !strict && !within(s.at, faults) {
+					report, n = t.Logf, &logged
+				}
+				if *n++; *n <= 3 {
+					report("%s in view %s at +%v: published %.0f/s, true trailing rate %.0f/s: %.1f%% off, %s",
+						key, s.view, s.at.Sub(truth.Start()).Round(time.Millisecond), s.rates[i], tr[slot], 100*e, bad)
+				}
 			}
 		}
-		if len(errs) == 0 {
-			continue
+		for _, g := range []struct {
+			name string
+			errs []float64
+		}{{"steady", steady}, {"during faults", faulty}} {
+			if len(g.errs) == 0 {
+				continue
+			}
+			slices.Sort(g.errs)
+			t.Logf("%s, %s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%",
+				key, g.name, len(g.errs), 100*g.errs[len(g.errs)/2], 100*g.errs[len(g.errs)*95/100], 100*g.errs[len(g.errs)-1])
 		}
-		slices.Sort(errs)
-		slices.Sort(pub)
-		slices.Sort(want)
-		t.Logf("%s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%; median published %.0f/s, median true %.0f/s",
-			key, len(errs), 100*errs[len(errs)/2], 100*errs[len(errs)*95/100], 100*errs[len(errs)-1], pub[len(pub)/2], want[len(want)/2])
+		if len(faulty) > 0 {
+			t.Logf("%s, during faults: published between %.2f and %.2f times the true rate", key, lo, hi)
+		}
+		if len(steady) == 0 {
+			t.Errorf("%s: no sample outside the faults to check its rate on", key)
+		}
 	}
 }
 
@@ -384,7 +473,9 @@ func TestFaultKill(t *testing.T) {
 	time.Sleep(12 * time.Second)
 	r.views.set("n1", "")
 	r.procs["n1"].kill()
-	t.Logf("killed n1 at +%v", time.Since(r.start).Round(time.Millisecond))
+	killed := time.Now()
+	t.Logf("killed n1 at +%v", killed.Sub(r.start).Round(time.Millisecond))
+	r.faults = append(r.faults, [2]time.Time{killed, killed})
 	r.finish()
 }
 
@@ -400,12 +491,14 @@ func TestFaultPause(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	stopped := time.Now()
 	t.Logf("stopped n1 at +%v", time.Since(r.start).Round(time.Millisecond))
 	time.Sleep(20 * time.Second)
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("resumed n1 at +%v", time.Since(r.start).Round(time.Millisecond))
+	r.faults = append(r.faults, [2]time.Time{stopped, time.Now()})
 	r.finish()
 }
 
@@ -415,7 +508,7 @@ func TestFaultPause(t *testing.T) {
 // bound.
 func TestFaultBacklog(t *testing.T) {
 	c := newCluster(t, 8)
-	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}}
+	r := &faultRun{t: t, c: c, procs: map[string]*proc{}, views: &sampler{procs: map[string]string{}}, ratesLogged: true}
 	// The burst of old keys: hot (3x) during the outage only.
 	cfg := faultWorkload(c.brokers, c.topic, 80*time.Second, 50*time.Second)
 	cfg.Flashes = append(cfg.Flashes, loadgen.Flash{App: "shop", Key: "past:3x", Start: 10 * time.Second, End: 40 * time.Second, Rate: 3 * faultThreshold})
@@ -432,6 +525,7 @@ func TestFaultBacklog(t *testing.T) {
 		r.views.set(id, p.addr)
 	}
 	t.Logf("detectors up at +%v", time.Since(r.start).Round(time.Millisecond))
+	r.faults = append(r.faults, [2]time.Time{r.start, time.Now()})
 	r.finish()
 }
 
@@ -550,8 +644,8 @@ func clusterOn(t *testing.T, s *privateStack, partitions int) *cluster {
 // load and comes back; the views agree again within the recovery bound, and
 // a key that turns hot after the broker is back is listed within it. The
 // delay from the broker accepting writes to that key's listing is logged:
-// issue 9 targets 2 s; the consumer group taking up to a session timeout to
-// re-form after a broker restart keeps it above that (docs/detector.md).
+// issue 9 targets 2 s, met in some runs only (docs/detector.md, "Broker
+// restart").
 func TestFaultBrokerRestart(t *testing.T) {
 	s := newPrivateStack(t)
 	c := clusterOn(t, s, 8)
@@ -561,8 +655,8 @@ func TestFaultBrokerRestart(t *testing.T) {
 	cfg.MaxInflight = 256 << 20
 	r.runLoad(cfg)
 	time.Sleep(12 * time.Second)
+	stopped := time.Now() // before the stop: the broker goes away during it
 	s.do("stop", "kafka")
-	stopped := time.Now()
 	time.Sleep(5 * time.Second)
 	s.do("start", "kafka")
 	s.waitKafka(60 * time.Second)
@@ -599,6 +693,7 @@ func TestFaultZooKeeper(t *testing.T) {
 	r := newFaultRun(t, c)
 	r.runLoad(faultWorkload(c.brokers, c.topic, 55*time.Second, 50*time.Second))
 	time.Sleep(10 * time.Second)
+	zkStopped := time.Now()
 	s.do("stop", "zookeeper")
 	s.do("start", "zookeeper")
 	s.waitZK(30 * time.Second)
@@ -612,6 +707,7 @@ func TestFaultZooKeeper(t *testing.T) {
 	s.waitZK(30 * time.Second)
 	up := time.Now()
 	t.Logf("ZooKeeper down from +%v to +%v", down.Sub(r.start).Round(time.Millisecond), up.Sub(r.start).Round(time.Millisecond))
+	r.faults = append(r.faults, [2]time.Time{zkStopped, restarted})
 	r.finish([2]time.Time{down, up})
 	// During the outage every view kept the hot keys.
 	r.views.mu.Lock()
@@ -622,4 +718,16 @@ func TestFaultZooKeeper(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestSteadyRates: no fault. Three processes under the fault tests' load;
+// every published rate of the steady keys, from 1 s after a view listed
+// them, is within 3 % of the true trailing-window rate (checkRates), and
+// no view lists a false, stale or vanished key.
+func TestSteadyRates(t *testing.T) {
+	c := newCluster(t, 8)
+	r := newFaultRun(t, c)
+	r.ratesLogged = false
+	r.runLoad(faultWorkload(c.brokers, c.topic, 20*time.Second, 10*time.Second))
+	r.finish()
 }

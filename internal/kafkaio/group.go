@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -43,6 +44,12 @@ type Group struct {
 	reader kafka.ReaderConfig // template for the partition readers
 	cg     *kafka.ConsumerGroup
 	client *kafka.Client // offset commits, each bounded by its context
+
+	member  string        // member ID of the last generation; only Next touches it
+	joined  chan struct{} // closed by Next when a generation arrives: the leaver stops; only Next touches it
+	done    chan struct{} // closed by Close: leavers stop
+	leavers sync.WaitGroup
+	once    sync.Once
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
@@ -57,6 +64,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		return nil, fmt.Errorf("kafkaio: consumer group: %w", err)
 	}
 	g.cg = cg
+	g.done = make(chan struct{})
 	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: cfg.Security.Transport()}
 	return g, nil
 }
@@ -147,10 +155,38 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 // Next blocks until the group hands this member its next generation. It
 // never returns two live generations: the previous one has ended (and every
 // function started on it has returned) before the next is returned.
+//
+// After a failed join or a lost coordinator (a broker restart) kafka-go
+// drops its member ID and joins as a new member; its LeaveGroup for the old
+// ID fails while the coordinator is away. The restarted coordinator loads
+// the group with the old member and holds the next rebalance until that
+// member rejoins or its session times out (6 s and more), so every
+// detector would wait a session timeout for members that no longer exist.
+// Next therefore keeps sending LeaveGroup for the dropped ID in the
+// background until the next generation arrives (or a session timeout has
+// passed twice since a broker answered): the rebalance completes as soon
+// as the live members have joined. It keeps sending after the coordinator
+// accepted the leave, because a coordinator still loading the group
+// accepts it and then loads the member from its log again.
 func (g *Group) Next(ctx context.Context) (*Generation, error) {
 	gen, err := g.cg.Next(ctx)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, kafka.RebalanceInProgress) && !errors.Is(err, kafka.ErrGroupClosed) && g.member != "" {
+			// kafka-go has dropped this member ID (it keeps it only
+			// through RebalanceInProgress).
+			if g.joined != nil {
+				close(g.joined)
+			}
+			g.joined = make(chan struct{})
+			g.leaveLater(g.member, g.joined)
+			g.member = ""
+		}
 		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+	}
+	g.member = gen.MemberID
+	if g.joined != nil {
+		close(g.joined)
+		g.joined = nil
 	}
 	parts := gen.Assignments[g.cfg.Topic]
 	out := &Generation{gen: gen, client: g.client, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
@@ -163,10 +199,62 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 // Close ends the current generation, waits for the functions started on it
 // to return, and leaves the group. Later calls do nothing.
 func (g *Group) Close() error {
+	g.once.Do(func() { close(g.done) })
+	defer g.leavers.Wait()
 	if err := g.cg.Close(); err != nil {
 		return fmt.Errorf("kafkaio: close group %s: %w", g.cfg.Group, err)
 	}
 	return nil
+}
+
+// leaveFor bounds the LeaveGroup retries for a dropped member ID while no
+// broker answers.
+const leaveFor = 5 * time.Minute
+
+// leaveLater sends LeaveGroup for member, a member ID kafka-go dropped, every
+// 250 ms until joined is closed (the next generation arrived), until
+// Close, or for twice the session timeout after a broker first answered
+// (by then the coordinator has expired the member); while no broker
+// answers (it is down), for at most leaveFor.
+func (g *Group) leaveLater(member string, joined <-chan struct{}) {
+	g.leavers.Add(1)
+	go func() {
+		defer g.leavers.Done()
+		log := g.cfg.Logger
+		deadline := time.Now().Add(leaveFor)
+		answered, left := false, false
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			resp, err := g.client.LeaveGroup(ctx, &kafka.LeaveGroupRequest{
+				GroupID: g.cfg.Group, Members: []kafka.LeaveGroupRequestMember{{ID: member}},
+			})
+			cancel()
+			if err == nil {
+				err = resp.Error
+				for _, m := range resp.Members {
+					err = cmp.Or(err, m.Error)
+				}
+				if !left && (err == nil || errors.Is(err, kafka.UnknownMemberId)) {
+					left = true
+					log.Info("kafkaio: left the group as the member kafka-go dropped", "group", g.cfg.Group, "member", member, "err", err)
+				}
+				if !answered {
+					answered = true
+					deadline = time.Now().Add(2 * g.cfg.SessionTimeout)
+				}
+			}
+			log.Debug("kafkaio: leave the group as the member kafka-go dropped; again until the next generation", "group", g.cfg.Group, "member", member, "err", err)
+			select {
+			case <-g.done:
+				return
+			case <-joined:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 }
 
 // Assignment is one partition given to this member and the offset its
