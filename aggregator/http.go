@@ -133,7 +133,16 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
+	keys := a.Top(app, n)
+	if s := q.Get("rule"); s != "" {
+		rule, err := strconv.Atoi(s)
+		if err != nil || rule < 0 {
+			httpjson.Error(w, http.StatusBadRequest, "rule must be an integer >= 0")
+			return
+		}
+		keys = a.RuleTop(app, rule, n)
+	}
+	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: keys})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {

@@ -112,11 +112,12 @@ const resolveChunk = 2048
 // safe to call from any goroutine; a later call supersedes an earlier one
 // still running.
 func (a *Aggregator) SetRules(app string, s *rules.Set) {
-	a.t.setRules(app, s)
+	a.t.setRules(app, s, time.Now)
 	a.wake()
 }
 
-func (t *table) setRules(app string, s *rules.Set) {
+// setRules is SetRules on the clock now.
+func (t *table) setRules(app string, s *rules.Set, clock func() time.Time) {
 	t.mu.Lock()
 	rs := t.newRuleSet(s)
 	if s == nil {
@@ -143,7 +144,7 @@ func (t *table) setRules(app string, s *rules.Set) {
 				t.mu.Unlock()
 				return // superseded, or the app was forgotten
 			}
-			now := time.Now()
+			now := clock()
 			b := t.bucket(now)
 			t.setReach(now)
 			end := min(i+resolveChunk, len(t.entries))

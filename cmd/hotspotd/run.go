@@ -31,6 +31,7 @@ var (
 	_ detector.Membership  = (*zkgroup.Session)(nil)
 	_ api.Membership       = (*zkgroup.Session)(nil)
 	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
+	_ aggregator.Peers     = (*api.Client)(nil)
 	_ httpapi.Aggregators  = (*api.Client)(nil)
 	_ httpapi.Lists        = (*pinstore.Store)(nil)
 )
@@ -126,7 +127,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	if cfg.aggregator {
-		if p.agg, err = newAggregator(cfg, p.sess, p.rec.recorder(), log, p.reg); err != nil {
+		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, p.rec.recorder(), log, p.reg); err != nil {
 			return err
 		}
 	}
@@ -139,14 +140,14 @@ func (p *process) build(ctx context.Context) error {
 }
 
 // newAggregator returns the aggregator role, publishing to ZooKeeper.
-func newAggregator(cfg config, sess *zkgroup.Session, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
+func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
 	pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return aggregator.New(aggregator.Config{
 		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-		Recorder: rec, Logger: log, Registerer: reg,
+		Recorder: rec, Peers: peers, Logger: log, Registerer: reg,
 	}, pub)
 }
 
