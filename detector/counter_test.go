@@ -339,8 +339,8 @@ func TestCutoff(t *testing.T) {
 		{0.05, 1000, time.Second, 2, 4, 7},  // 6.25
 		{0.05, 1000, time.Second, 10, 10, 1},
 		{0.05, 1000, 2 * time.Second, 1, 4, 25},
-		{0.05, 1000, time.Second, 0, 0, 50}, // D and P of 0 count as 1
-		{-1, 1000, time.Second, 1, 1, 0},    // filter off
+		{0.05, 1000, time.Second, 0, 0, 50},   // D and P of 0 count as 1
+		{-1, 1000, time.Second, 1, 1, 0},      // filter off
 		{1, 1e12, time.Second, 1, 1, 1 << 24}, // saturated: 2^32-1 of weight
 	}
 	for _, tc := range tests {

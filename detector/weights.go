@@ -2,8 +2,8 @@ package detector
 
 import (
 	"bytes"
-	"math"
 	"maps"
+	"math"
 	"math/bits"
 
 	"github.com/hotspot-dev/hotspot/rules"
