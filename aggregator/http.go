@@ -92,9 +92,9 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		return 0, nil
 	}
 	t.setReach(now)
-	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
+	_, err = wire.DecodePartials(body, func(app, key []byte, count, writes, bytes, writeBytes uint64) {
 		n++
-		if t.add(app, key, tally{n: count}, now, sp) {
+		if t.add(app, key, tally{count, writes, bytes, writeBytes}, now, sp) {
 			hot = true
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -160,16 +161,20 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 	}
 }
 
-// cutoff is the per-partition forwarding threshold, in accesses over
-// Window+Bucket, for d detectors and p partitions on this one: the smallest
-// integer >= Alpha*Threshold*Window/(d*p). 0 turns the filter off.
+// cutoff is the per-partition forwarding threshold, in filter weight over
+// Window+Bucket (unit per access of an app without rules), for d detectors
+// and p partitions on this one: the smallest integer >=
+// unit*Alpha*Threshold*Window/(d*p), at most 2^32-1 (a bucket's weight
+// saturates there). 0 turns the filter off. For an app without rules it
+// forwards exactly the keys with at least Alpha*Threshold*Window/(d*p)
+// accesses in the window, as a cutoff in accesses rounded up would.
 func (cfg Config) cutoff(d, p int) uint64 {
 	if cfg.Alpha < 0 {
 		return 0
 	}
-	c := cfg.Alpha * cfg.Threshold * cfg.Window.Seconds() / float64(max(d, 1)*max(p, 1))
-	if c >= 1<<32 {
-		return 1 << 32
+	c := unit * cfg.Alpha * cfg.Threshold * cfg.Window.Seconds() / float64(max(d, 1)*max(p, 1))
+	if c >= math.MaxUint32 {
+		return math.MaxUint32
 	}
 	u := uint64(c)
 	if float64(u) < c {
