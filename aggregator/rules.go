@@ -100,7 +100,7 @@ func (t *table) rulesOf(app string) *ruleSet {
 
 // resolveChunk is how many entries a rule change re-resolves per hold of
 // the table lock: small enough that intake waits a few milliseconds at most.
-const resolveChunk = 2048
+const resolveChunk = 512
 
 // SetRules makes s the rules of app's keys (nil: the default rule built
 // from Config's Threshold, Window, Hold and LowMark, which every app has

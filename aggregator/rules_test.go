@@ -416,3 +416,69 @@ func TestDecisionsCarryRule(t *testing.T) {
 		t.Errorf("decided rules %v, want %v", got, want)
 	}
 }
+
+// BenchmarkSetRules re-resolves 100 000 tracked keys of one app against
+// 100 rules (alternating two lists that differ in thresholds and windows),
+// while another goroutine keeps adding counts: max_intake_wait_ms is the
+// longest any of those adds waited for the table lock.
+func BenchmarkSetRules(b *testing.B) {
+	tb, _ := testTable(&testing.T{}, func(c *Config) { c.MaxKeys = 200_000 })
+	now := time.Now()
+	const keys, nrules = 100_000, 100
+	for i := range keys {
+		tb.addT("app", fmt.Sprintf("p%d:%d", i%nrules, i), tally{n: 1}, now)
+	}
+	lists := [2]*rules.Set{}
+	for v := range lists {
+		var rs []rules.Rule
+		for j := range nrules {
+			m := rules.Prefix
+			p := fmt.Sprintf("p%d:", j)
+			if j%2 == 1 {
+				m, p = rules.Glob, fmt.Sprintf("p%d:*", j)
+			}
+			rs = append(rs, rules.Rule{Match: m, Pattern: p, Threshold: float64(100 * (j + 1 + v)),
+				Window: time.Duration(1+(j+v)%20) * 100 * time.Millisecond})
+		}
+		var err error
+		if lists[v], err = rules.Compile(&rules.List{Rules: rs}, tb.p.def); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var maxWait time.Duration
+	var slow, adds int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			tb.addT("app", fmt.Sprintf("p%d:%d", i%nrules, i%keys), tally{n: 1}, start)
+			d := time.Since(start)
+			maxWait = max(maxWait, d)
+			if d > 20*time.Millisecond {
+				slow++
+			}
+			adds++
+		}
+	})
+	// Baseline: the same adds with no rule change, for as long.
+	time.Sleep(300 * time.Millisecond)
+	base := maxWait
+	maxWait, slow, adds = 0, 0, 0
+	b.ResetTimer()
+	for i := range b.N {
+		tb.setRules("app", lists[i%2], time.Now)
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(maxWait.Microseconds())/1000, "max_intake_wait_ms")
+	b.ReportMetric(float64(base.Microseconds())/1000, "baseline_max_wait_ms")
+	b.ReportMetric(float64(len(tb.entries)), "keys")
+	b.ReportMetric(float64(slow)/float64(max(adds, 1)), "adds_over_20ms/add")
+}
