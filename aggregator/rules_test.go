@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -481,4 +482,31 @@ func BenchmarkSetRules(b *testing.B) {
 	b.ReportMetric(float64(base.Microseconds())/1000, "baseline_max_wait_ms")
 	b.ReportMetric(float64(len(tb.entries)), "keys")
 	b.ReportMetric(float64(slow)/float64(max(adds, 1)), "adds_over_20ms/add")
+}
+
+// BenchmarkMemoryPerKey reports the heap one tracked key takes (10-byte
+// keys) under a rule of each window: the ring grows by 8 bytes per 100 ms.
+func BenchmarkMemoryPerKey(b *testing.B) {
+	for _, w := range []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second, 60 * time.Second} {
+		b.Run(w.String(), func(b *testing.B) {
+			const keys = 20_000
+			var per float64
+			for range b.N {
+				tb, _ := testTable(&testing.T{}, nil)
+				tb.setRules("app", compile(&testing.T{}, tb, rules.Rule{Match: rules.Prefix, Pattern: "k", Window: w}), time.Now)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				now := time.Now()
+				for i := range keys {
+					tb.addT("app", fmt.Sprintf("k%09d", i), tally{n: 1}, now)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				per = float64(after.HeapAlloc-before.HeapAlloc) / keys
+				runtime.KeepAlive(tb)
+			}
+			b.ReportMetric(per, "B/key")
+		})
+	}
 }
