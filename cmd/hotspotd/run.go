@@ -49,7 +49,7 @@ type process struct {
 	events  *httpapi.Events   // its recent changes
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
-	rules   *rulestore.Watcher // every app's rules, handed to ruleSinks
+	rules   *rulestore.Watcher              // every app's rules, handed to ruleSinks
 	guard   func(http.Handler) http.Handler // checks the cluster's signatures on the internal routes
 	rec     *recording                      // the history and the webhooks
 }
@@ -222,7 +222,7 @@ func (p *process) handler() (http.Handler, error) {
 		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
 		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
 		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
-		Rules: rulestore.New(p.sess, p.cfg.zkRoot),
+		Rules:   rulestore.New(p.sess, p.cfg.zkRoot),
 		History: p.rec.api(), Webhooks: p.rec.webhooks(),
 		Ready: p.ready,
 	})
