@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/rules"
+)
+
+// flow is one key's traffic: accesses per second, each of size bytes,
+// reads or writes.
+type flow struct {
+	app, key string
+	rate     float64
+	size     uint64
+	op       wire.Op
+}
+
+// ruleLoad sends flows as JSON access events (one event per key per tick,
+// its count the accesses owed, its bytes their total) until ctx ends. The
+// flows can be changed while it runs.
+type ruleLoad struct {
+	mu    sync.Mutex // guards flows
+	flows map[string]flow
+}
+
+func (l *ruleLoad) set(fs ...flow) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range fs {
+		l.flows[f.app+"/"+f.key] = f
+	}
+}
+
+func (l *ruleLoad) run(ctx context.Context, t *testing.T, brokers, topic string) {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
+		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireOne}
+	defer w.Close()
+	owed := map[string]float64{}
+	tk := time.NewTicker(20 * time.Millisecond)
+	defer tk.Stop()
+	last := time.Now()
+	var failing time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last = now
+		var msgs []kafka.Message
+		l.mu.Lock()
+		for id, f := range l.flows {
+			owed[id] += f.rate * dt
+			if n := uint64(owed[id]); n > 0 {
+				owed[id] -= float64(n)
+				ev := wire.Event{App: f.app, Key: f.key, Count: n, Bytes: n * f.size, Op: f.op}
+				msgs = append(msgs, kafka.Message{Value: wire.AppendJSON(nil, ev)})
+			}
+		}
+		l.mu.Unlock()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			if time.Since(failing) > 5*time.Second {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			continue
+		}
+		failing = time.Time{}
+	}
+}
+
+// putRules PUTs rs as app's rules over version through addr's admin API and
+// returns the new version.
+func putRules(t *testing.T, addr, app string, version int64, rs ...rules.Rule) int64 {
+	t.Helper()
+	body, err := rules.Encode(&rules.List{App: app, Version: version, Rules: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/v1/rules?app="+app, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer e2e-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT rules of %s: %s %s", app, resp.Status, b)
+	}
+	l, err := rules.Decode(b)
+	if err != nil {
+		t.Fatalf("PUT rules answer %s: %v", b, err)
+	}
+	return l.Version
+}
+
+// hotKeys is app's published hot set as an app reads it: key -> "rule kind".
+func hotKeys(w *hotwatch.Watcher, app string) map[string]string {
+	out := map[string]string{}
+	for _, k := range w.Snapshot().App(app) {
+		r := "nil"
+		if k.Rule != nil {
+			r = fmt.Sprint(*k.Rule)
+		}
+		out[k.Key] = r + " " + k.Kind
+	}
+	return out
+}
+
+// TestRulesEndToEnd runs two hotspotd processes (both roles, so two
+// aggregator shards) on the real stack and drives three apps with JSON
+// events: one with a rule list mixing threshold, never, bytes and write
+// rules, one with a top-K rule, one with no rules. It checks each app's
+// published hot set with each key's rule and kind, /v1/top for the never
+// key, then a live rule change that turns one key hot and another cold.
+func TestRulesEndToEnd(t *testing.T) {
+	c := newCluster(t, 4)
+	p1, p2 := c.start("r1"), c.start("r2")
+	w := c.watch(t)
+
+	putRules(t, p1.addr, "shop", 0,
+		rules.Rule{Match: rules.Prefix, Pattern: "item:", Threshold: 300},
+		rules.Rule{Match: rules.Prefix, Pattern: "session:", Mode: rules.Never},
+		rules.Rule{Match: rules.Prefix, Pattern: "blob:", Measure: rules.Bytes, Threshold: 200_000},
+		rules.Rule{Match: rules.Glob, Pattern: "counter:*", Ops: rules.Write, Threshold: 50},
+	)
+	putRules(t, p2.addr, "feed", 0, rules.Rule{Match: rules.Prefix, Pattern: "feed:", Mode: rules.TopK, K: 3})
+
+	load := &ruleLoad{flows: map[string]flow{}}
+	load.set(
+		flow{app: "shop", key: "item:a", rate: 500},
+		flow{app: "shop", key: "item:b", rate: 200},
+		flow{app: "shop", key: "session:x", rate: 3000},
+		flow{app: "shop", key: "blob:big", rate: 100, size: 4096},  // 409 600 B/s
+		flow{app: "shop", key: "blob:small", rate: 100, size: 512}, // 51 200 B/s
+		flow{app: "shop", key: "counter:c", rate: 200, op: wire.OpWrite},
+		flow{app: "shop", key: "counter:r", rate: 2000}, // reads only: the write rule does not count them
+		flow{app: "blog", key: "item:a", rate: 500},
+		flow{app: "blog", key: "item:z", rate: 1500},
+	)
+	for i := range 6 {
+		load.set(flow{app: "feed", key: fmt.Sprint("feed:", i), rate: float64(100 * (i + 1))})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { load.run(ctx, t, c.brokers, c.topic) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	want := map[string]map[string]string{
+		"shop": {"item:a": "0 count", "blob:big": "2 bytes", "counter:c": "3 write"},
+		"blog": {"item:z": "-1 count"},
+		"feed": {"feed:3": "0 count", "feed:4": "0 count", "feed:5": "0 count"},
+	}
+	for app, keys := range want {
+		var got map[string]string
+		waitFor(t, 30*time.Second, app+"'s hot set "+fmt.Sprint(keys), func() bool {
+			got = hotKeys(w, app)
+			return fmt.Sprint(got) == fmt.Sprint(keys)
+		})
+	}
+	// The feed's top-K set was cut across the two shards: both must own
+	// some of the feed's keys for the test to mean that.
+	owners := map[string]bool{}
+	for i := range 6 {
+		for _, p := range []*proc{p1, p2} {
+			resp, err := http.Get(fmt.Sprintf("http://%s%s?app=feed&key=feed:%d", p.addr, api.KeyPath, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				owners[p.id] = true
+			}
+		}
+	}
+	if len(owners) != 2 {
+		t.Errorf("the feed's keys are tracked by %v, want both shards", slices.Sorted(maps.Keys(owners)))
+	}
+
+	// The never key is counted and listed by /v1/top, cold; the shard
+	// that tracks it says which rule judges it.
+	var top struct {
+		Keys []struct {
+			Key  string  `json:"key"`
+			Hot  bool    `json:"hot"`
+			Rate float64 `json:"rate"`
+		} `json:"keys"`
+	}
+	// Keys of different rules rank by their rates as they are: the bytes
+	// keys (bytes/s) come first.
+	waitFor(t, 10*time.Second, "/v1/top to list session:x, cold", func() bool {
+		top.Keys = nil
+		getJSON(t, "http://"+p1.addr+"/v1/top?app=shop&n=10", &top)
+		for _, k := range top.Keys {
+			if k.Key == "session:x" {
+				return !k.Hot
+			}
+		}
+		return false
+	})
+	var never []api.KeyState
+	for _, p := range []*proc{p1, p2} {
+		resp, err := http.Get("http://" + p.addr + api.KeyPath + "?app=shop&key=session:x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st api.KeyState
+		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil {
+			never = append(never, st)
+		}
+		resp.Body.Close()
+	}
+	if len(never) != 1 || never[0].Rule != 1 || never[0].Kind != "count" || never[0].Hot || never[0].Rate < 1000 {
+		t.Errorf("session:x at its shard: %+v, want one shard tracking it under rule 1, count, cold, about 3000/s", never)
+	}
+
+	// Hold it for a few seconds: no flapping, nothing else turns hot.
+	for range 20 {
+		time.Sleep(150 * time.Millisecond)
+		for app, keys := range want {
+			if got := hotKeys(w, app); fmt.Sprint(got) != fmt.Sprint(keys) {
+				t.Fatalf("%s's hot set changed to %v, want %v throughout", app, got, keys)
+			}
+		}
+	}
+
+	// A live change: item:b (200/s) turns hot under a 150/s rule, item:a
+	// (500/s) cold under an exact 2000/s rule with a 500 ms hold.
+	putRules(t, p2.addr, "shop", 1,
+		rules.Rule{Match: rules.Exact, Pattern: "item:a", Threshold: 2000, Hold: 500 * time.Millisecond},
+		rules.Rule{Match: rules.Prefix, Pattern: "item:", Threshold: 150},
+		rules.Rule{Match: rules.Prefix, Pattern: "session:", Mode: rules.Never},
+		rules.Rule{Match: rules.Prefix, Pattern: "blob:", Measure: rules.Bytes, Threshold: 200_000},
+		rules.Rule{Match: rules.Glob, Pattern: "counter:*", Ops: rules.Write, Threshold: 50},
+	)
+	changed := time.Now()
+	shop := map[string]string{"item:b": "1 count", "blob:big": "3 bytes", "counter:c": "4 write"}
+	waitFor(t, 10*time.Second, "shop's hot set after the change "+fmt.Sprint(shop), func() bool {
+		return fmt.Sprint(hotKeys(w, "shop")) == fmt.Sprint(shop)
+	})
+	t.Logf("rule change in the published hot set after %v (item:a's hold is 500 ms)", time.Since(changed).Round(time.Millisecond))
+}
