@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -263,4 +264,85 @@ func TestRulesEndToEnd(t *testing.T) {
 		return fmt.Sprint(hotKeys(w, "shop")) == fmt.Sprint(shop)
 	})
 	t.Logf("rule change in the published hot set after %v (item:a's hold is 500 ms)", time.Since(changed).Round(time.Millisecond))
+}
+
+// TestRuleChangeLatency measures how long a rule change takes to be in
+// effect on every hotspotd, from the PUT returning to the moment each of
+// three aggregator shards judges its keys by the new list (its internal key
+// answer names the new rule index), over many changes. It fails when the
+// p99 is above 1 s. HOTSPOT_RULE_CHANGES sets the number of changes
+// (default 30).
+func TestRuleChangeLatency(t *testing.T) {
+	c := newCluster(t, 6)
+	procs := []*proc{c.start("l1"), c.start("l2"), c.start("l3")}
+	changes := 30
+	if s := os.Getenv("HOTSPOT_RULE_CHANGES"); s != "" {
+		fmt.Sscan(s, &changes)
+	}
+	// Two lists that put the probes' rule at index 0 and 1 in turn.
+	probe := rules.Rule{Match: rules.Prefix, Pattern: "probe:", Threshold: 100}
+	lists := [2][]rules.Rule{{probe}, {{Match: rules.Exact, Pattern: "other", Threshold: 100}, probe}}
+	version := putRules(t, procs[0].addr, "lat", 0, lists[0]...)
+
+	load := &ruleLoad{flows: map[string]flow{}}
+	for i := range 12 {
+		load.set(flow{app: "lat", key: fmt.Sprint("probe:", i), rate: 200})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { load.run(ctx, t, c.brokers, c.topic) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	// ruleAt returns the rule index shard p judges key by, or -2.
+	ruleAt := func(p *proc, key string) int {
+		resp, err := http.Get("http://" + p.addr + api.KeyPath + "?app=lat&key=" + key)
+		if err != nil {
+			return -2
+		}
+		defer resp.Body.Close()
+		var st api.KeyState
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return -2
+		}
+		return st.Rule
+	}
+	// One probe key tracked at each shard.
+	owned := map[*proc]string{}
+	waitFor(t, 30*time.Second, "every shard to track a probe key", func() bool {
+		for i := range 12 {
+			key := fmt.Sprint("probe:", i)
+			for _, p := range procs {
+				if _, ok := owned[p]; !ok && ruleAt(p, key) == 0 {
+					owned[p] = key
+				}
+			}
+		}
+		return len(owned) == len(procs)
+	})
+	var took []time.Duration
+	for i := 1; i <= changes; i++ {
+		want := i % 2
+		version = putRules(t, procs[i%len(procs)].addr, "lat", version, lists[want]...)
+		start := time.Now()
+		pending := maps.Clone(owned)
+		for len(pending) > 0 {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("change %d: not in effect after 10s at %d shards", i, len(pending))
+			}
+			for p, key := range pending {
+				if ruleAt(p, key) == want {
+					delete(pending, p)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	q := func(f float64) time.Duration { return took[min(len(took)-1, int(f*float64(len(took))))] }
+	t.Logf("rule change in effect on all %d hotspotd: %d changes, p50 %v, p99 %v, max %v",
+		len(procs), len(took), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	if q(0.99) > time.Second {
+		t.Errorf("p99 %v, want at most 1s", q(0.99))
+	}
 }
