@@ -346,3 +346,112 @@ func TestRuleChangeLatency(t *testing.T) {
 		t.Errorf("p99 %v, want at most 1s", q(0.99))
 	}
 }
+
+// TestRuleAccuracy drives keys at 0.5, 0.8, 1.2 and 2 times their own
+// rule's threshold under six rules (windows 100 ms, 1 s and 10 s; count and
+// bytes; reads and writes) and a top-K rule, at constant rates that are the
+// ground truth, and samples the published hot set for 10 s once every
+// window is full: every key at 1.2x or more must be published throughout,
+// none at 0.8x or less ever; the top-K set must be the 3 busiest.
+func TestRuleAccuracy(t *testing.T) {
+	c := newCluster(t, 4)
+	p1, _ := c.start("a1"), c.start("a2")
+	w := c.watch(t)
+	type ruleCase struct {
+		rule  rules.Rule
+		unit  flow    // rate 0: set from the multiple
+		perS  float64 // the threshold in the unit's accesses per second
+		label string
+	}
+	cases := []ruleCase{
+		// A 100 ms window sees the producer's 20 ms ticks jitter: one
+		// late tick moves 20 % of a window. With the default low mark of
+		// 0.8 a key at exactly 0.8x that such a burst promoted is held
+		// at its low mark for good (observed), so this rule's low mark is
+		// 0.9.
+		{rules.Rule{Match: rules.Prefix, Pattern: "a:", Threshold: 500, Window: 100 * time.Millisecond, Low: 0.9}, flow{}, 500, "count 100ms"},
+		{rules.Rule{Match: rules.Prefix, Pattern: "b:", Threshold: 300, Window: time.Second}, flow{}, 300, "count 1s"},
+		{rules.Rule{Match: rules.Prefix, Pattern: "c:", Threshold: 200, Window: 10 * time.Second}, flow{}, 200, "count 10s"},
+		{rules.Rule{Match: rules.Prefix, Pattern: "d:", Measure: rules.Bytes, Threshold: 400_000, Window: time.Second}, flow{size: 2000}, 200, "bytes 1s"},
+		{rules.Rule{Match: rules.Prefix, Pattern: "e:", Measure: rules.Bytes, Ops: rules.Any, Threshold: 100_000, Window: 10 * time.Second}, flow{size: 1000}, 100, "bytes any 10s"},
+		{rules.Rule{Match: rules.Prefix, Pattern: "f:", Ops: rules.Write, Threshold: 100, Window: time.Second}, flow{op: wire.OpWrite}, 100, "writes 1s"},
+	}
+	var rs []rules.Rule
+	for _, rc := range cases {
+		rs = append(rs, rc.rule)
+	}
+	rs = append(rs, rules.Rule{Match: rules.Prefix, Pattern: "g:", Mode: rules.TopK, K: 3})
+	putRules(t, p1.addr, "acc", 0, rs...)
+
+	load := &ruleLoad{flows: map[string]flow{}}
+	mustHot, mustNot := map[string]string{}, map[string]string{}
+	for _, rc := range cases {
+		for _, m := range []float64{0.5, 0.8, 1.2, 2} {
+			f := rc.unit
+			f.app, f.key, f.rate = "acc", fmt.Sprintf("%s%gx", rc.rule.Pattern, m), m*rc.perS
+			load.set(f)
+			if m >= 1.2 {
+				mustHot[f.key] = rc.label
+			} else {
+				mustNot[f.key] = rc.label
+			}
+		}
+	}
+	for i, r := range []float64{100, 200, 300, 400, 500, 600} { // 20 % apart
+		key := fmt.Sprint("g:", i)
+		load.set(flow{app: "acc", key: key, rate: r})
+		if i >= 3 {
+			mustHot[key] = "topk 3"
+		} else {
+			mustNot[key] = "topk 3"
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { load.run(ctx, t, c.brokers, c.topic) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	waitFor(t, 30*time.Second, "every key at 1.2x or more to be published", func() bool {
+		got := hotKeys(w, "acc")
+		for k := range mustHot {
+			if _, ok := got[k]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(11 * time.Second) // every window full (the longest is 10 s)
+	missed, falseHot := map[string]int{}, map[string]int{}
+	samples := 0
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		got := hotKeys(w, "acc")
+		samples++
+		for k := range mustHot {
+			if _, ok := got[k]; !ok {
+				missed[k]++
+			}
+		}
+		for k := range got {
+			if _, ok := mustNot[k]; ok {
+				falseHot[k]++
+			}
+		}
+	}
+	for _, label := range []string{"count 100ms", "count 1s", "count 10s", "bytes 1s", "bytes any 10s", "writes 1s", "topk 3"} {
+		var found, reported []string
+		for k, l := range mustHot {
+			if l == label && missed[k] == 0 {
+				found = append(found, k)
+			}
+		}
+		for k, l := range mustNot {
+			if l == label && falseHot[k] > 0 {
+				reported = append(reported, k)
+			}
+		}
+		t.Logf("rule %-13s: found throughout %v; reported at <= 0.8x (or outside the top 3): %v", label, found, reported)
+	}
+	if len(missed) > 0 || len(falseHot) > 0 {
+		t.Errorf("over %d samples: missed (samples) %v, reported wrongly (samples) %v", samples, missed, falseHot)
+	}
+}
