@@ -238,10 +238,7 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 			t.m.evicted.WithLabelValues("refused").Inc()
 			return false
 		}
-		as = t.app(app)
-		if r.rs != as.rs { // the app was just created with other rules: cannot happen, but be safe
-			r = as.rs.match(string(key))
-		}
+		as = t.app(app) // a new app takes rs, which r is of
 		e = &entry{app: as, key: string(key), idx: len(t.entries), r: r, win: t.newWindow(b, r)}
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
