@@ -351,7 +351,7 @@ func BenchmarkCounterWorkload(b *testing.B) {
 			aw := defaultWeights
 			e := wire.Entry{App: app, Count: 1}
 			if bc.bytes {
-				aw.perByte = 1 << 28 // a 512-byte access weighs 32 (an eighth of an access)
+				aw.perByte, aw.top = 1<<28, 1<<32-1 // a 512-byte access weighs 32 more (an eighth of an access)
 				e.Bytes = 512
 			}
 			var buf []Count

@@ -31,7 +31,8 @@ type Config struct {
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
 
 	// Threshold is the hot-key rate, in accesses per second (1000); the
-	// filter's cutoff is derived from it.
+	// filter's cutoff is derived from it. With Window it is the default
+	// rule that SetRules weighs an app's rules against.
 	Threshold float64
 	// Alpha is the share of Threshold the filter may lose per key, all
 	// detectors together (0.05). A key's accesses on one partition are

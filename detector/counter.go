@@ -247,16 +247,15 @@ func (c *counter) add(app, key []byte, n uint64) {
 
 // count queues the decoded entry e, whose app's filter weights are aw.
 func (c *counter) count(e *wire.Entry, aw appWeights) {
-	w := satMul(e.Count, aw.access)
 	if e.Op == wire.OpRead && e.Bytes == 0 {
-		c.queue(e.App, e.Key, e.Count, w) // the common case
+		c.queue(e.App, e.Key, e.Count, satMul(e.Count, aw.access)) // the common case
 		return
 	}
 	t := tally{bytes: e.Bytes}
 	if e.Op != wire.OpRead {
 		t.writes, t.writeBytes = e.Count, e.Bytes
 	}
-	c.queueExtra(e.App, e.Key, e.Count, satAdd(w, aw.bytesWeight(e.Bytes)), t)
+	c.queueExtra(e.App, e.Key, e.Count, aw.weigh(e.Count, e.Bytes), t)
 }
 
 // queueLen is how many queued accesses drain counts at once: enough

@@ -114,7 +114,7 @@ func TestRulesWeights(t *testing.T) {
 				t.Fatal(err)
 			}
 			aw := cfg.weightsFor(s)
-			if got := aw.access == forwardAll; got != tc.forwardsN {
+			if got := aw.access >= cfg.cutoff(1, 1); got != tc.forwardsN {
 				t.Fatalf("weights %+v: forward every access = %v, want %v", aw, got, tc.forwardsN)
 			}
 			forwarded := func(n, bytes uint64) bool {

@@ -14,11 +14,6 @@ import (
 // ceil(unit × Alpha × Threshold × Window / (D × P)), at most 2^32-1.
 const unit = 256
 
-// forwardAll is the access weight of an app whose rules need every access
-// (a topk rule): one access fills a bucket's weight, which reaches any
-// cutoff.
-const forwardAll = math.MaxUint32
-
 // appWeights are the filter weights of one app's accesses. The filter keeps
 // one cutoff for every app and weighs each access instead, so that the loss
 // bound Alpha × Threshold of the detector's own rule holds, per rule, for
@@ -27,13 +22,27 @@ const forwardAll = math.MaxUint32
 // window) for the app's most demanding count rule, and a byte as much for
 // its most demanding bytes rule (docs/detector.md, "Rules").
 type appWeights struct {
-	access  uint64 // weight of one access: unit, more for stricter rules, forwardAll for topk
+	access  uint64 // weight of one access: unit, more for stricter rules, top for topk
 	perByte uint64 // weight of one byte, in units of 2^-32; 0: bytes weigh nothing
+	// top is the largest cutoff (one detector, one partition): an access
+	// never weighs more, bytes included, since more would change no
+	// decision and would only swell the sketch's noise floor. 0: no app
+	// rules (bytes weigh nothing).
+	top uint64
 }
 
 // defaultWeights are those of an app without rules (or whose rules are no
 // stricter than the detector's own).
 var defaultWeights = appWeights{access: unit}
+
+// weigh returns the weight of an access of n accesses that moved b bytes.
+func (w appWeights) weigh(n, b uint64) uint64 {
+	a := satMul(n, w.access)
+	if w.perByte == 0 || b == 0 {
+		return a
+	}
+	return max(a, min(satAdd(a, w.bytesWeight(b)), w.top))
+}
 
 // bytesWeight is the weight of b bytes, rounded up and saturated.
 func (w appWeights) bytesWeight(b uint64) uint64 {
@@ -78,16 +87,18 @@ func (cfg Config) weightsFor(s *rules.Set) appWeights {
 		}
 		return true
 	}
+	top := max(cfg.cutoff(1, 1), unit)
+	all := appWeights{access: top, top: top} // one access reaches any cutoff
 	if !consider(s.Default()) {
-		return appWeights{access: forwardAll}
+		return all
 	}
 	for i := range s.Len() {
 		if !consider(s.Rule(i)) {
-			return appWeights{access: forwardAll}
+			return all
 		}
 	}
-	w := appWeights{access: forwardAll}
-	if a := math.Ceil(unit * access); a < forwardAll {
+	w := appWeights{access: top, top: top}
+	if a := math.Ceil(unit * access); a < float64(top) {
 		w.access = uint64(a)
 	}
 	if perByte > 0 {
@@ -95,6 +106,9 @@ func (cfg Config) weightsFor(s *rules.Set) appWeights {
 		if b := math.Ceil(unit * perByte * (1 << 32)); b < math.MaxUint64 {
 			w.perByte = max(uint64(b), 1)
 		}
+	}
+	if w.access == unit && w.perByte == 0 {
+		return defaultWeights // no rule asks for more than the default
 	}
 	return w
 }

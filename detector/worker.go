@@ -19,7 +19,7 @@ type round struct {
 	id     uint64
 	ctx    context.Context // canceled when the round ends
 	cancel context.CancelFunc
-	cutoff uint64 // the filter's per-partition cutoff during the round
+	cutoff uint64 // the filter's per-partition cutoff during the round, in weight (see weights.go)
 	final  bool   // written before cancel: workers stop after answering
 }
 
