@@ -98,7 +98,7 @@ console.log(JSON.stringify({
 		t.Fatalf("node: %v", err)
 	}
 	var got struct {
-		Labels             []string
+		Labels              []string
 		Table, None, Failed string
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
