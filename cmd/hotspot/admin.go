@@ -18,7 +18,7 @@ import (
 )
 
 const pinHelp = `
-usage: hotspot pin|unpin|block|unblock --app APP [flags] KEY...
+hotspot pin|unpin|block|unblock --app APP [flags] KEY...
 
 Changes an app's operator lists through any hotspotd (PUT and DELETE
 /v1/pins/{key} and /v1/blocks/{key}): pin holds each KEY hot whatever its

@@ -20,7 +20,7 @@ import (
 )
 
 const rulesHelp = `
-usage: hotspot rules get|set|delete --app APP [flags]
+hotspot rules get|set|delete --app APP [flags]
 
 Reads and changes an app's rule list through any hotspotd (/v1/rules; see
 docs/rules.md):
@@ -120,7 +120,7 @@ func rulesCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "app %s: %d rules, version %d\n", stored.App, len(stored.Rules), stored.Version)
+		fmt.Fprintf(out, "app %s: %s, version %d\n", stored.App, nRules(len(stored.Rules)), stored.Version)
 		return nil
 	default:
 		var err error
@@ -262,7 +262,7 @@ func printRules(out io.Writer, l *rules.List) error {
 		fmt.Fprintf(out, "app %s has no rules: every key follows the default rule\n", l.App)
 		return nil
 	}
-	fmt.Fprintf(out, "app %s: %d rules, version %d (first match wins; - is the default rule's value)\n", l.App, len(l.Rules), l.Version)
+	fmt.Fprintf(out, "app %s: %s, version %d (first match wins; - is the default rule's value)\n", l.App, nRules(len(l.Rules)), l.Version)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tMATCH\tPATTERN\tMODE\tMEASURE\tOPS\tTHRESHOLD/S\tWINDOW\tHOLD\tLOW\tK")
 	dash := func(s string, zero bool) string {
@@ -279,4 +279,11 @@ func printRules(out io.Writer, l *rules.List) error {
 			dash(strconv.FormatFloat(r.Low, 'g', -1, 64), r.Low == 0), dash(strconv.Itoa(r.K), r.K == 0))
 	}
 	return tw.Flush()
+}
+
+func nRules(n int) string {
+	if n == 1 {
+		return "1 rule"
+	}
+	return strconv.Itoa(n) + " rules"
 }

@@ -58,7 +58,7 @@ rules:
 		{"set YAML, read-modify-write", []string{"set", "--app", "shop", "-f", yamlFile}, withToken, "app shop: 3 rules, version 1", false},
 		{"get", []string{"get", "--app", "shop"}, noEnv, `1  glob    "session:*"  never`, false},
 		{"set JSON at a stale version", []string{"set", "--app", "shop", "-f", jsonFile, "--version", "0", "--admin-token-file", tokenFile}, noEnv, "changed since version 0", true},
-		{"set JSON at the stored version", []string{"set", "--app", "shop", "-f", jsonFile, "--version", "1", "--admin-token-file", tokenFile}, noEnv, "app shop: 1 rules, version 2", false},
+		{"set JSON at the stored version", []string{"set", "--app", "shop", "-f", jsonFile, "--version", "1", "--admin-token-file", tokenFile}, noEnv, "app shop: 1 rule, version 2", false},
 		{"a bad rule names its index", []string{"set", "--app", "shop", "-f", badFile}, withToken, "rule 1: window 150ms is not a multiple of 100ms", true},
 		{"another app's file", []string{"set", "--app", "shop", "-f", otherApp}, withToken, `list of app "web"`, true},
 		{"get JSON", []string{"get", "--app", "shop", "--json"}, noEnv, `"measure": "bytes"`, false},
