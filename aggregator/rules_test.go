@@ -510,3 +510,34 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 		})
 	}
 }
+
+func TestRuleTopMatchesSort(t *testing.T) {
+	tb, _ := testTable(t, nil)
+	tb.setRules("app", compile(t, tb, rules.Rule{Match: rules.Prefix, Pattern: "g", Mode: rules.TopK, K: 5}), fixed(t0))
+	var want []string
+	for i := range 300 {
+		n := uint64((i*7919)%97 + 1) // repeats: ties break by key
+		tb.addT("app", fmt.Sprintf("g%03d", i), tally{n: n}, t0)
+		want = append(want, fmt.Sprintf("%02d g%03d", 97-n, i)) // sorts as the cut does
+	}
+	tb.addT("app", "other", tally{n: 1000}, t0)
+	tb.sweep(t0)
+	slices.Sort(want)
+	// Mark one key outside the top 5 hot: it is listed after them.
+	tb.mu.Lock()
+	e := tb.apps["app"].keys["g000"]
+	e.hot = true
+	tb.mu.Unlock()
+	var got []string
+	for _, s := range tb.topRule("app", 0, 5, t0) {
+		got = append(got, s.Key)
+	}
+	var w []string
+	for _, s := range want[:5] {
+		w = append(w, s[len(s)-4:])
+	}
+	w = append(w, "g000")
+	if !slices.Equal(got, w) {
+		t.Errorf("topRule = %v, want %v", got, w)
+	}
+}

@@ -60,30 +60,69 @@ func cutTopK(cands []KeyState, k int) map[string]bool {
 }
 
 // topRule returns up to n of app's busiest keys that follow rule at the
-// last sweep, busiest first, and every hot key of the rule after them. The
-// cost is a scan of the app's keys.
+// last sweep, busiest first, and every hot key of the rule after them. It
+// scans the app's keys once and keeps the n busiest in a bounded heap, so
+// the table lock is held O(keys × log n), not for a sort of every key.
 func (t *table) topRule(app string, rule, n int, now time.Time) []KeyState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	as := t.apps[app]
-	if as == nil || rule < 0 || rule >= len(as.rs.rule) {
+	if as == nil || rule < 0 || rule >= len(as.rs.rule) || n <= 0 {
 		return []KeyState{}
 	}
 	r := as.rs.rule[rule]
-	var es []*entry
+	// less orders by rate, then by key descending, so that the heap's root
+	// is the entry that leaves first and ties resolve as the cut does.
+	less := func(x, y *entry) bool { return x.rate < y.rate || x.rate == y.rate && x.key > y.key }
+	h := make([]*entry, 0, n)
+	var hot []*entry
 	for _, e := range as.keys {
-		if e.r == r {
-			es = append(es, e)
+		if e.r != r {
+			continue
+		}
+		if len(h) < n {
+			h = append(h, e)
+			for i := len(h) - 1; i > 0; { // sift up
+				p := (i - 1) / 2
+				if !less(h[i], h[p]) {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+			continue
+		}
+		if !less(h[0], e) {
+			if e.hot {
+				hot = append(hot, e)
+			}
+			continue
+		}
+		if h[0].hot {
+			hot = append(hot, h[0])
+		}
+		h[0] = e
+		for i := 0; ; { // sift down
+			l, m := 2*i+1, i
+			if l < len(h) && less(h[l], h[m]) {
+				m = l
+			}
+			if rr := l + 1; rr < len(h) && less(h[rr], h[m]) {
+				m = rr
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
 		}
 	}
-	slices.SortFunc(es, func(x, y *entry) int { return cmp.Or(cmp.Compare(y.rate, x.rate), cmp.Compare(x.key, y.key)) })
-	out := make([]KeyState, 0, min(n, len(es)))
-	for i, e := range es {
-		if i < n || e.hot {
-			s := t.state(e, now)
-			s.Rate = e.rate // the sweep's rate: every shard cuts on the same clock
-			out = append(out, s)
-		}
+	slices.SortFunc(h, func(x, y *entry) int { return cmp.Or(cmp.Compare(y.rate, x.rate), cmp.Compare(x.key, y.key)) })
+	out := make([]KeyState, 0, len(h)+len(hot))
+	for _, e := range slices.Concat(h, hot) {
+		s := t.state(e, now)
+		s.Rate = e.rate // the sweep's rate: every shard cuts on the same clock
+		out = append(out, s)
 	}
 	return out
 }
