@@ -83,6 +83,7 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return a.loop(gctx) })
 	g.Go(func() error { return a.collect(gctx) })
+	g.Go(func() error { return a.topkLoop(gctx) })
 	_ = g.Wait() // the loops return nil; they log their errors
 
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.WriteTimeout)

@@ -51,8 +51,9 @@ func (t *table) admitApp(app []byte) bool {
 }
 
 // makeHotRoom is called when e is about to turn hot in an app that already
-// holds maxHot hot keys: the coldest of them (by window total) is demoted if
-// it is colder than e, and e is refused otherwise. It reports whether e may
+// holds maxHot hot keys: the coldest of them (by window total relative to its
+// rule's threshold) is demoted if it is colder than e, and e is refused
+// otherwise. It reports whether e may
 // turn hot. O(maxHot), paid only by a promotion into a full app. The caller
 // holds t.mu.
 func (t *table) makeHotRoom(e *entry) bool {
@@ -60,14 +61,17 @@ func (t *table) makeHotRoom(e *entry) bool {
 	if len(as.hot) < t.p.maxHot {
 		return true
 	}
+	// Keys compare by their window totals as fractions of their own
+	// rules' threshold totals, so that keys of other rules compare fairly.
+	heat := func(x *entry) float64 { return float64(x.win.evalTo(t.evalEnd)) / x.r.hotSum }
 	var coldest *entry
 	for _, h := range as.hot {
 		h.win.advance(e.win.last)
-		if coldest == nil || h.win.evalTo(t.evalEnd) < coldest.win.evalTo(t.evalEnd) {
+		if coldest == nil || heat(h) < heat(coldest) {
 			coldest = h
 		}
 	}
-	if coldest == nil || coldest.win.evalTo(t.evalEnd) >= e.win.evalTo(t.evalEnd) {
+	if coldest == nil || heat(coldest) >= heat(e) {
 		t.m.evicted.WithLabelValues("hot_cap_refused").Inc()
 		return false
 	}

@@ -53,6 +53,16 @@ type Config struct {
 
 	Recorder Recorder // told every promotion and demotion (history, webhooks); nil: none
 
+	// Peers gives every shard's candidates for the top-K cut of rules in
+	// mode topk (hotspotd passes its *api.Client); nil: this shard cuts
+	// over its own keys, right only when it is the only shard.
+	Peers Peers
+	// TopKInterval is how often each top-K rule is cut; 0 means 500ms.
+	TopKInterval time.Duration
+	// PeerGrace is how long a shard that does not answer a top-K query
+	// counts with its last answer; 0 means 5s.
+	PeerGrace time.Duration
+
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: metrics are kept but not exported
 }
@@ -83,6 +93,8 @@ func (c Config) withDefaults() (Config, error) {
 	c.GCInterval = cmp.Or(c.GCInterval, c.TTL)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 2*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.TopKInterval = cmp.Or(c.TopKInterval, 500*time.Millisecond)
+	c.PeerGrace = cmp.Or(c.PeerGrace, 5*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	switch {
 	case c.Threshold < 0:
@@ -111,6 +123,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("aggregator: Renew %v must be in (0, TTL %v)", c.Renew, c.TTL)
 	case c.GCInterval < 0 || c.WriteTimeout < 0 || c.MaxBodyBytes < 0:
 		return c, errors.New("aggregator: GCInterval, WriteTimeout and MaxBodyBytes must be >= 0")
+	case c.TopKInterval < 0 || c.PeerGrace < 0:
+		return c, errors.New("aggregator: TopKInterval and PeerGrace must be >= 0")
 	}
 	return c, nil
 }

@@ -2,13 +2,19 @@
 // (app, key) pairs this shard owns on the ring, decides which keys are hot and
 // publishes this shard's hot set to ZooKeeper through a Publisher.
 //
-// Each key has a sliding window (default 1 s in 100 ms buckets, aligned to
-// this process's clock at receipt). A key turns hot as soon as its window
-// rate reaches Threshold and turns cold only after its rate has stayed below
-// LowMark for Hold, so a key at the threshold does not flap. A top-K view per
-// app lists the busiest keys even below the threshold.
+// Each key is judged by its app's rule for it (SetRules; package rules),
+// else by the default rule from Config: reads over Window, hot at Threshold.
+// It has a sliding window of its rule's length in 100 ms buckets that
+// counts what the rule measures (accesses or bytes, of reads, writes or
+// both). Under a threshold rule a key turns hot as soon as its window rate
+// reaches the threshold and turns cold only after its rate has stayed below
+// the low mark for the hold, so a key at the threshold does not flap; a
+// never rule's keys are counted but never hot; a top-K rule's K busiest
+// keys over all shards are hot, cut with hysteresis at the K-th place. A
+// top-K view per app lists the busiest keys even when cold.
 //
-// Invariants: memory is bounded by MaxKeys tracked keys (the coldest are
+// Invariants: every tracked key is judged by a rule of its app's current
+// rules once SetRules has returned; memory is bounded by MaxKeys tracked keys (the coldest are
 // evicted; a hot key is never evicted to make room); each app's shard node is
 // written at most once per PublishInterval and renewed every Renew (< TTL)
 // while it holds keys, so readers never see a live shard's keys expire; a

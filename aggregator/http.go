@@ -100,9 +100,9 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		return 0, nil
 	}
 	t.setReach(now)
-	_, err = wire.DecodePartials(body, func(app, key []byte, count uint64) {
+	_, err = wire.DecodePartials(body, func(app, key []byte, count, writes, bytes, writeBytes uint64) {
 		n++
-		if t.add(app, key, tally{n: count}, now, sp) {
+		if t.add(app, key, tally{count, writes, bytes, writeBytes}, now, sp) {
 			hot = true
 		}
 	})
@@ -141,7 +141,16 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: a.Top(app, n)})
+	keys := a.Top(app, n)
+	if s := q.Get("rule"); s != "" {
+		rule, err := strconv.Atoi(s)
+		if err != nil || rule < 0 {
+			httpjson.Error(w, http.StatusBadRequest, "rule must be an integer >= 0")
+			return
+		}
+		keys = a.RuleTop(app, rule, n)
+	}
+	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: keys})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {

@@ -42,9 +42,9 @@ func TestHandler(t *testing.T) {
 		{"text content type", "POST", api.PartialsPath + "?ct=text", good, 415, `"error":`},
 		{"wrong method", "GET", api.PartialsPath, nil, 405, ""},
 		{"top", "GET", api.TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
-		{"top of the default app", "GET", api.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false}]`},
+		{"top of the default app", "GET", api.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false,"rule":-1,"kind":"count"}]`},
 		{"bad n", "GET", api.TopPath + "?n=x", nil, 400, `"error":`},
-		{"key", "GET", api.KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false}`},
+		{"key", "GET", api.KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false,"rule":-1,"kind":"count"}`},
 		{"untracked key", "GET", api.KeyPath + "?app=app&key=zz", nil, 404, `"error":`},
 		{"missing key", "GET", api.KeyPath + "?app=app", nil, 400, `"error":`},
 	}

@@ -84,7 +84,8 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 			for _, e := range as.hot {
 				e.win.advance(b)
 				e.pubRate = t.rate(e, now)
-				w.shard.Keys = append(w.shard.Keys, hotset.Key{Key: e.key, Rate: e.pubRate, Since: e.since.UnixMilli()})
+				w.shard.Keys = append(w.shard.Keys, hotset.Key{Key: e.key, Rate: e.pubRate, Since: e.since.UnixMilli(),
+					Rule: &e.r.eff.Index, Kind: e.r.kind}) // e.r never changes: the node may point into it
 			}
 			slices.SortFunc(w.shard.Keys, func(x, y hotset.Key) int {
 				return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))

@@ -10,8 +10,8 @@ const (
 	Demoted  = "demoted"  // the key turned cold
 )
 
-// DefaultRule is the rule index of the cluster-wide threshold, the only rule
-// there is today.
+// DefaultRule is the rule index of the default rule (hotspotd's threshold
+// and window), which keys that no rule of their app matches follow.
 const DefaultRule = -1
 
 // Decision is one promotion or demotion this shard decided.
@@ -20,8 +20,8 @@ type Decision struct {
 	Key  string
 	Kind string    // Promoted or Demoted
 	At   time.Time // when the shard decided it, on its clock
-	Rate float64   // accesses per second over the window at the decision
-	Rule int       // the rule that decided it; DefaultRule today
+	Rate float64   // the rule's quantity per second (accesses or bytes) over its window at the decision
+	Rule int       // index of the app's rule that decided it; DefaultRule for the default
 }
 
 // Recorder is told every decision of the shard (history, webhooks). Record
@@ -39,7 +39,7 @@ func (t *table) decide(e *entry, kind string, now time.Time) {
 	}
 	t.decided = append(t.decided, Decision{
 		App: e.app.name, Key: e.key, Kind: kind, At: now,
-		Rate: t.rate(e, now), Rule: DefaultRule,
+		Rate: t.rate(e, now), Rule: e.r.eff.Index,
 	})
 }
 

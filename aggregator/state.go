@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // evictSamples is how many random tracked keys a newcomer is compared with
@@ -21,8 +22,9 @@ const evictSamples = 8
 type entry struct {
 	app   *appState
 	key   string
-	idx   int // position in table.entries
-	win   window
+	idx   int       // position in table.entries
+	r     *resolved // its rule, resolved when it arrived or its app's rules changed
+	win   window    // counts r's quantity over r's window
 	rate  float64   // at the last sweep; top-K order
 	hot   bool      // held hot by the rule
 	fresh bool      // in table.fresh: got counts since the reach last moved past them
@@ -43,6 +45,7 @@ type entry struct {
 // appState is everything the table knows about one app.
 type appState struct {
 	name      string
+	rs        *ruleSet // its rules
 	keys      map[string]*entry
 	hot       map[string]*entry // subset of keys with hot set
 	dirty     bool              // the hot set changed since the last write began
@@ -53,7 +56,8 @@ type appState struct {
 	heap      []*entry          // sweep scratch: min-heap of the busiest keys by rate
 }
 
-// params are the table's rule and bounds, in the units it computes with.
+// params are the table's default rule and bounds, in the units it
+// computes with. The rule a key is judged by is its entry's resolved rule.
 type params struct {
 	buckets  int     // buckets per window
 	bucketNs int64   // bucket length
@@ -71,7 +75,8 @@ type params struct {
 	maxApps  int
 	maxHot   int
 	topK     int
-	record   bool // keep decisions for Config.Recorder
+	record   bool            // keep decisions for Config.Recorder
+	def      rules.Effective // the default rule, from Config
 }
 
 func newParams(c Config) params {
@@ -94,6 +99,7 @@ func newParams(c Config) params {
 		maxHot:   c.MaxHotPerApp,
 		topK:     c.TopK,
 		record:   c.Recorder != nil,
+		def:      rules.Default(c.Threshold, c.Window, c.Hold, c.LowMark/c.Threshold),
 	}
 }
 
@@ -121,6 +127,10 @@ type table struct {
 	// the evalEnd at which they were last checked (see promoteAll).
 	fresh   []*entry
 	checked int64
+
+	defSet   *rules.Set          // the default rule only
+	defRules *ruleSet            // defSet resolved: the rules of an app without SetRules
+	sets     map[string]*ruleSet // apps' rules from SetRules
 }
 
 // setReach moves the evaluated window to end at now's reach: the last
@@ -148,8 +158,11 @@ func (t *table) heard(now time.Time) {
 }
 
 func newTable(p params, m *metrics) *table {
-	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source)}
+	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source),
+		sets: make(map[string]*ruleSet)}
 	t.evalEnd, t.checked = noEval, noEval
+	t.defSet, _ = rules.Compile(nil, p.def) // a nil list cannot fail
+	t.defRules = t.newRuleSet(nil)
 	return t
 }
 
@@ -161,12 +174,17 @@ func (t *table) spanBuckets(span time.Duration) int64 {
 	return max(1, (int64(span)+t.p.bucketNs/2)/t.p.bucketNs)
 }
 
-// newWindow returns a key's window at bucket b: it keeps the buckets back to
-// maxLag (and two for rounding) behind the evaluated window, so that the
-// window can end at a reach that far behind the clock.
-func (t *table) newWindow(b int64) window {
-	lag := int(t.p.maxLag.Nanoseconds()/t.p.bucketNs) + 2
-	return newRing(t.p.buckets+lag, t.p.buckets, b)
+// newWindow returns a window of rule r at bucket b: it keeps the buckets
+// back to maxLag (and two for rounding) behind the evaluated window, so that
+// the window can end at a reach that far behind the clock.
+func (t *table) newWindow(b int64, r *resolved) window {
+	return newRing(t.ringSize(r), r.buckets, b)
+}
+
+// ringSize is how many buckets a window of rule r keeps: r's window plus
+// the lag the reach may have (see newWindow).
+func (t *table) ringSize(r *resolved) int {
+	return r.buckets + int(t.p.maxLag.Nanoseconds()/t.p.bucketNs) + 2
 }
 
 func (t *table) bucketStart(b int64) time.Time { return time.Unix(0, b*t.p.bucketNs) }
@@ -175,6 +193,7 @@ func (t *table) app(name []byte) *appState {
 	as := t.apps[string(name)] // no allocation for the lookup
 	if as == nil {
 		as = &appState{name: string(name), keys: make(map[string]*entry), hot: make(map[string]*entry)}
+		as.rs = t.rulesOf(as.name)
 		t.apps[as.name] = as
 	}
 	return as
@@ -194,29 +213,47 @@ type span struct {
 type tally struct{ n, writes, bytes, writeBytes uint64 }
 
 // add counts the accesses c of (app, key) received at now, which happened
-// over sp, and reports whether the key turned hot. The caller holds t.mu
-// and has called setReach.
+// over sp, and reports whether the key turned hot. What is counted is the
+// quantity the key's rule selects from c; a key not tracked yet whose rule
+// selects nothing of c (a write under a rule of reads) is not tracked. The
+// caller holds t.mu and has called setReach.
 func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
-	n := c.n
 	b := t.bucket(now)
 	var e *entry
-	if as := t.apps[string(app)]; as != nil {
+	as := t.apps[string(app)]
+	if as != nil {
 		e = as.keys[string(key)]
 	}
-	if e == nil {
+	var n uint64
+	if e != nil {
+		n = e.r.quantity(c)
+	} else {
+		rs := t.defRules
+		if as != nil {
+			rs = as.rs
+		} else if s := t.sets[string(app)]; s != nil {
+			rs = s
+		}
+		r := rs.match(string(key))
+		if n = r.quantity(c); n == 0 {
+			return false
+		}
 		// Room is made before anything is allocated for the newcomer.
 		if !t.admitApp(app) {
 			return false
 		}
-		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, n) {
+		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, float64(n)/r.hotSum) {
 			t.m.evicted.WithLabelValues("refused").Inc()
 			return false
 		}
-		as := t.app(app)
-		e = &entry{app: as, key: string(key), idx: len(t.entries), win: t.newWindow(b)}
+		as = t.app(app) // a new app takes rs, which r is of
+		e = &entry{app: as, key: string(key), idx: len(t.entries), r: r, win: t.newWindow(b, r)}
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
+	}
+	if n == 0 {
+		return false
 	}
 	if sp.from > 0 {
 		e.win.addTime(b, sp.from, sp.end, t.p.bucketNs, n)
@@ -235,22 +272,37 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 // as soon as the evaluated window reaches the threshold, at receipt or when
 // the reach moves (promoteAll), not at the next sweep. The caller holds
 // t.mu.
+//
+// Only threshold rules decide here: a never key is never hot, and the top-K
+// cut (topk.go) decides for top-K keys.
 func (t *table) check(e *entry, b int64, now time.Time) bool {
+	if e.r.eff.Mode != rules.Threshold {
+		return false
+	}
 	sum := float64(e.win.evalTo(t.evalEnd))
 	switch {
-	case !e.hot && sum >= t.p.hotSum && t.makeHotRoom(e):
-		as := e.app
-		e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
-		as.hot[e.key] = e
-		as.dirty = true
-		// The crossing is where the evaluated window ends.
-		as.pending = append(as.pending, t.bucketStart(min(b, t.evalEnd)))
-		t.decide(e, Promoted, now)
-		return true
-	case e.hot && sum >= t.p.lowSum:
+	case !e.hot && sum >= e.r.hotSum:
+		return t.promote(e, b, now)
+	case e.hot && sum >= e.r.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	}
 	return false
+}
+
+// promote makes e hot at now (bucket b), unless its app is full of hotter
+// keys, and reports whether it did. The caller holds t.mu.
+func (t *table) promote(e *entry, b int64, now time.Time) bool {
+	if !t.makeHotRoom(e) {
+		return false
+	}
+	as := e.app
+	e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
+	as.hot[e.key] = e
+	as.dirty = true
+	// The crossing is where the evaluated window ends.
+	as.pending = append(as.pending, t.bucketStart(min(b, t.evalEnd)))
+	t.decide(e, Promoted, now)
+	return true
 }
 
 // promoteAll runs check, after the reach moved, on the keys that are not
@@ -295,9 +347,10 @@ func (t *table) promoteAll(now time.Time) bool {
 }
 
 // makeRoom evicts the coldest of a few random keys that are not hot, unless
-// a newcomer with n accesses would be colder still. It reports whether there
-// is room now.
-func (t *table) makeRoom(b int64, n uint64) bool {
+// a newcomer at heat would be colder still. A key's heat is its window total
+// as a fraction of its rule's threshold total, so that keys of rules with
+// other measures and windows compare. It reports whether there is room now.
+func (t *table) makeRoom(b int64, heat float64) bool {
 	var victim *entry
 	for range evictSamples {
 		e := t.entries[rand.IntN(len(t.entries))]
@@ -305,17 +358,20 @@ func (t *table) makeRoom(b int64, n uint64) bool {
 			continue // never evict a hot key: it would vanish from the published set
 		}
 		e.win.advance(b)
-		if victim == nil || e.win.sum < victim.win.sum {
+		if victim == nil || heatOf(e) < heatOf(victim) {
 			victim = e
 		}
 	}
-	if victim == nil || victim.win.sum > n {
+	if victim == nil || heatOf(victim) > heat {
 		return false
 	}
 	t.remove(victim)
 	t.m.evicted.WithLabelValues("cap").Inc()
 	return true
 }
+
+// heatOf is e's window total as a fraction of its rule's threshold total.
+func heatOf(e *entry) float64 { return float64(e.win.sum) / e.r.hotSum }
 
 // remove forgets e. A hot key is never removed.
 func (t *table) remove(e *entry) {
@@ -327,10 +383,11 @@ func (t *table) remove(e *entry) {
 	t.m.tracked.Set(float64(len(t.entries)))
 }
 
-// rate is e's accesses per second over the evaluated window (see
-// setReach): its count over the Window that ends at the detectors' reach.
+// rate is e's rule's quantity per second (accesses or bytes) over the
+// evaluated window (see setReach): its count over the rule's window that
+// ends at the detectors' reach.
 func (t *table) rate(e *entry, now time.Time) float64 {
-	r := float64(e.win.evalTo(t.evalEnd)) / t.p.winSec
+	r := float64(e.win.evalTo(t.evalEnd)) / e.r.winSec
 	// Only a hot key has a seed (demote clears it): testing hot first
 	// spares the sweep a cache miss per key on seed, at the entry's end.
 	if e.hot && e.seed > r && now.Before(e.holdFrom) {
@@ -373,10 +430,15 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 	for i := 0; i < len(t.entries); {
 		e := t.entries[i]
 		e.win.advance(b)
-		if e.hot && resumed && now.Sub(e.confirmed) > t.p.window+t.p.hold && !now.Before(e.holdFrom) {
+		if e.hot && resumed && now.Sub(e.confirmed) > e.r.window+e.r.eff.Hold && !now.Before(e.holdFrom) {
 			t.demote(e, now)
 		}
-		if e.hot {
+		switch {
+		case e.hot && e.r.eff.Mode == rules.Never:
+			t.demote(e, now) // restored under a rule that is never now
+		case e.hot && e.r.eff.Mode == rules.TopK:
+			// the top-K cut decides
+		case e.hot:
 			t.hold(e, now)
 		}
 		// Idle: nothing in the evaluated window or after it (what is
@@ -410,7 +472,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 // has stayed below the low mark for the hold time.
 func (t *table) hold(e *entry, now time.Time) {
 	switch {
-	case float64(e.win.evalTo(t.evalEnd)) >= t.p.lowSum:
+	case float64(e.win.evalTo(t.evalEnd)) >= e.r.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	case t.stalled:
 		// A stall says nothing about the key: its hold starts over once
@@ -420,7 +482,7 @@ func (t *table) hold(e *entry, now time.Time) {
 		// restored key: the live stream has not had a full window yet
 	case e.below.IsZero():
 		e.below = now
-	case now.Sub(e.below) >= t.p.hold:
+	case now.Sub(e.below) >= e.r.eff.Hold:
 		t.demote(e, now)
 	}
 }
@@ -474,7 +536,8 @@ func (t *table) pushTop(e *entry) {
 }
 
 func (t *table) state(e *entry, now time.Time) KeyState {
-	return KeyState{App: e.app.name, Key: e.key, Rate: t.rate(e, now), Hot: e.hot, Since: e.since}
+	return KeyState{App: e.app.name, Key: e.key, Rate: t.rate(e, now), Hot: e.hot, Since: e.since,
+		Rule: e.r.eff.Index, Kind: e.r.kind}
 }
 
 // top returns up to n of app's busiest keys at the last sweep.
@@ -526,9 +589,17 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		if as.keys[k.Key] != nil || len(t.entries) >= t.p.maxKeys || len(as.hot) >= t.p.maxHot {
 			continue
 		}
+		r := as.rs.match(k.Key)
+		if r.eff.Mode == rules.Never {
+			continue
+		}
+		seed := k.Rate
+		if k.Kind != r.kind && !(k.Kind == "" && r.kind == string(rules.KindCount)) {
+			seed = 0 // published in another measure
+		}
 		e := &entry{
-			app: as, key: k.Key, idx: len(t.entries), win: t.newWindow(b),
-			hot: true, since: time.UnixMilli(k.Since), seed: k.Rate, holdFrom: now.Add(t.p.window), confirmed: now,
+			app: as, key: k.Key, idx: len(t.entries), r: r, win: t.newWindow(b, r),
+			hot: true, since: time.UnixMilli(k.Since), seed: seed, holdFrom: now.Add(r.window), confirmed: now,
 		}
 		as.keys[e.key] = e
 		as.hot[e.key] = e

@@ -200,3 +200,19 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 	w.sum += counted
 	return counted
 }
+
+// resize makes the window keep size buckets and evaluate n of them, keeping
+// the counts of the buckets that are in both the old and the new ring (a
+// longer window keeps what it held, a shorter one drops what is now outside
+// it). The evaluated total is recomputed at the next evalTo.
+func (w *window) resize(size, n int) {
+	nb := make([]uint64, size)
+	old, ns := int64(len(w.b)), int64(size)
+	var sum uint64
+	for i := max(w.last-old+1, w.last-ns+1); i <= w.last; i++ {
+		c := w.b[i%old]
+		nb[i%ns] = c
+		sum += c
+	}
+	w.b, w.sum, w.n, w.eend, w.esum = nb, sum, int64(n), noEval, 0
+}

@@ -93,8 +93,21 @@ func BenchmarkCounterZipf(b *testing.B) {
 }
 
 // BenchmarkDecodeAndCount measures a worker's per-record path: decoding the
-// SDK's binary batch (100 entries) and counting every entry.
-func BenchmarkDecodeAndCount(b *testing.B) {
+// SDK's binary batch (100 entries) and counting every entry, no app having
+// rules.
+func BenchmarkDecodeAndCount(b *testing.B) { benchDecodeAndCount(b, nil) }
+
+// BenchmarkDecodeAndCountRules is BenchmarkDecodeAndCount with rules for
+// the batches' app and nine others: each entry's app is looked up.
+func BenchmarkDecodeAndCountRules(b *testing.B) {
+	t := &weightTable{apps: map[string]appWeights{"shop": {access: 3 * unit, perByte: 1 << 20}}}
+	for i := range 9 {
+		t.apps["app-"+strconv.Itoa(i)] = appWeights{access: 2 * unit}
+	}
+	benchDecodeAndCount(b, t)
+}
+
+func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	const distinct = 100_000
 	seq := zipfKeys(100*1000, distinct)
 	recs := make([][]byte, 1000)
@@ -106,9 +119,11 @@ func BenchmarkDecodeAndCount(b *testing.B) {
 		recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
-	c.cutoff = 13
+	c.cutoff = 13 * unit
 	dec := wire.Decoder{}
-	add := func(e *wire.Entry) { c.queue(e.App, e.Key, e.Count) } // as the worker does
+	var wg weigher
+	wg.reset(t)
+	add := func(e *wire.Entry) { c.count(e, wg.of(e.App)) } // as the worker does
 	var buf []Count
 	now := int64(0)
 	step := func(i int) {
@@ -308,14 +323,21 @@ func zipfPartition(n, distinct, parts int, s float64) []int {
 // 1M keys, of which one partition's counter sees an eighth (~125k keys), at
 // 150k entries per simulated second per partition (2M events/s become about
 // 1.2M entries/s over 8 partitions), with a flush every simulated 100ms.
-// cutoff-7 is the default filter with 8 partitions and one detector.
+// cutoff-7 is the default filter with 8 partitions and one detector. The
+// bytes and writes variants give every access 512 bytes (and make every
+// fourth a write), with a bytes rule weighing them.
 func BenchmarkCounterWorkload(b *testing.B) {
 	const n, perMS = 1 << 21, 150
 	for _, bc := range []struct {
-		name   string
-		s      float64
-		cutoff uint64
-	}{{"zipf-0.8/cutoff-7", 0.8, 7}, {"zipf-1.1/cutoff-7", 1.1, 7}, {"zipf-0.8/filter-off", 0.8, 0}} {
+		name          string
+		s             float64
+		cutoff        uint64
+		bytes, writes bool
+	}{
+		{"zipf-0.8/cutoff-7", 0.8, 7, false, false}, {"zipf-1.1/cutoff-7", 1.1, 7, false, false},
+		{"zipf-0.8/filter-off", 0.8, 0, false, false},
+		{"zipf-0.8/cutoff-7/bytes", 0.8, 7, true, false}, {"zipf-0.8/cutoff-7/bytes-writes", 0.8, 7, true, true},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var arena []byte
 			ends := make([]uint32, n)
@@ -325,7 +347,13 @@ func BenchmarkCounterWorkload(b *testing.B) {
 			}
 			app := []byte("shop")
 			c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys/8, DefaultMaxKeyBytes/8)
-			c.cutoff = bc.cutoff
+			c.cutoff = bc.cutoff * unit
+			aw := defaultWeights
+			e := wire.Entry{App: app, Count: 1}
+			if bc.bytes {
+				aw.perByte, aw.top = 1<<28, 1<<32-1 // a 512-byte access weighs 32 more (an eighth of an access)
+				e.Bytes = 512
+			}
 			var buf []Count
 			now := int64(0)
 			start := uint32(0)
@@ -341,7 +369,11 @@ func BenchmarkCounterWorkload(b *testing.B) {
 				if j == 0 {
 					start = 0
 				}
-				c.queue(app, arena[start:ends[j]], 1) // as the worker does
+				e.Key = arena[start:ends[j]]
+				if bc.writes {
+					e.Op = wire.Op(j & 3 / 3) // every fourth access a write
+				}
+				c.count(&e, aw) // as the worker does
 				start = ends[j]
 			}
 			for i := range n { // warm up: buffers grown, window full

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,8 @@ type Config struct {
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
 
 	// Threshold is the hot-key rate, in accesses per second (1000); the
-	// filter's cutoff is derived from it.
+	// filter's cutoff is derived from it. With Window it is the default
+	// rule that SetRules weighs an app's rules against.
 	Threshold float64
 	// Alpha is the share of Threshold the filter may lose per key, all
 	// detectors together (0.05). A key's accesses on one partition are
@@ -160,16 +162,20 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 	}
 }
 
-// cutoff is the per-partition forwarding threshold, in accesses over
-// Window+Bucket, for d detectors and p partitions on this one: the smallest
-// integer >= Alpha*Threshold*Window/(d*p). 0 turns the filter off.
+// cutoff is the per-partition forwarding threshold, in filter weight over
+// Window+Bucket (unit per access of an app without rules), for d detectors
+// and p partitions on this one: the smallest integer >=
+// unit*Alpha*Threshold*Window/(d*p), at most 2^32-1 (a bucket's weight
+// saturates there). 0 turns the filter off. For an app without rules it
+// forwards exactly the keys with at least Alpha*Threshold*Window/(d*p)
+// accesses in the window, as a cutoff in accesses rounded up would.
 func (cfg Config) cutoff(d, p int) uint64 {
 	if cfg.Alpha < 0 {
 		return 0
 	}
-	c := cfg.Alpha * cfg.Threshold * cfg.Window.Seconds() / float64(max(d, 1)*max(p, 1))
-	if c >= 1<<32 {
-		return 1 << 32
+	c := unit * cfg.Alpha * cfg.Threshold * cfg.Window.Seconds() / float64(max(d, 1)*max(p, 1))
+	if c >= math.MaxUint32 {
+		return math.MaxUint32
 	}
 	u := uint64(c)
 	if float64(u) < c {

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"math/bits"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 // counter counts one partition's accesses per (app, key) over a sliding
@@ -19,6 +22,14 @@ import (
 // count is >= cutoff) or dropped; expiring the oldest bucket walks its list
 // again to subtract its counts from the window. So every access costs O(1)
 // and every touch is visited twice more, however many keys there are.
+//
+// The window counts weight, not accesses: each access arrives with the
+// weight its app's rules give it (see weights.go; unit per access under the
+// default rule), so that one cutoff serves every app. The accesses
+// themselves, and the writes and bytes among them, are what is forwarded.
+// Writes and bytes ride along in a side table (extras) that only keys which
+// got any use: a read without bytes costs what it cost before they existed,
+// and the filter decides a key's writes and bytes with its accesses.
 //
 // Memory is capped: at most maxKeys entries and maxBytes key bytes. The last
 // eighth of either budget is a reserve: once the table is past the first
@@ -39,10 +50,12 @@ type counter struct {
 	hseed   maphash.Seed
 	entries []entry
 	free    []uint32 // unused entries indexes
+	extras  []extra  // writes and bytes of the entries whose ext points here
+	freeExt []uint32 // unused extras indexes
 	fwd     []uint32 // entries with fwd > 0, in the order they got it
 	live    int      // entries in use
 
-	cutoff uint64 // forward a key whose window count is >= cutoff; 0 forwards all
+	cutoff uint64 // forward a key whose window weight is >= cutoff; 0 forwards all
 
 	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
 	maxBytes, softBytes int
@@ -67,22 +80,45 @@ type counterStats struct {
 type entry struct {
 	key    string // uvarint(len(app)) + app + key; "" when unused
 	hash   uint64 // maphash of key, computed once per access
-	window uint64 // sum of the live buckets' counts (each clamped to 2^32-1)
+	window uint64 // sum of the live buckets' weights (each clamped to 2^32-1)
 	pend   uint64 // accesses of the open bucket not yet decided on
 	fwd    uint64 // accesses decided to be forwarded at the next flush
-	cur    uint32 // the open bucket's count (saturating; includes an admission seed)
+	cur    uint32 // the open bucket's weight (saturating; includes an admission seed)
 	seq    uint32 // low bits of the bucket in which the key was last touched
 	slot   uint32 // the key's position in that bucket's touch list
+	ext    uint32 // 1 + index of the key's extras; 0: none (only reads without bytes so far)
 }
 
+// tally is the writes among some accesses, their bytes and the bytes
+// written.
+type tally struct{ writes, bytes, writeBytes uint64 }
+
+func (t *tally) add(u *tally) {
+	t.writes = satAdd(t.writes, u.writes)
+	t.bytes = satAdd(t.bytes, u.bytes)
+	t.writeBytes = satAdd(t.writeBytes, u.writeBytes)
+}
+
+// extra is a key's writes and bytes: those of its pend accesses and those
+// of its fwd accesses. They follow the accesses' decision.
+type extra struct{ pend, fwd tally }
+
 // accessQueue holds queued accesses: composite keys back to back, and per
-// access the end of its key, its count and (during drain) its hash.
+// access the end of its key, its count, its weight and (during drain) its
+// hash; xs holds the writes and bytes of the few accesses that have any.
 type accessQueue struct {
 	keys []byte
 	ends []uint32
 	ns   []uint64
+	ws   []uint64
 	hs   []uint64
-	cand []uint32 // entries that drain warms
+	xs   []queuedExtra // in queue order
+	cand []uint32      // entries that drain warms
+}
+
+type queuedExtra struct {
+	at uint32 // the access's position in the queue
+	t  tally
 }
 
 type touch struct {
@@ -170,7 +206,8 @@ func (c *counter) rotate() {
 	}
 }
 
-// decide forwards or drops the key's undecided accesses.
+// decide forwards or drops the key's undecided accesses, and their writes
+// and bytes with them.
 func (c *counter) decide(idx uint32, e *entry) {
 	if e.pend == 0 {
 		return
@@ -181,6 +218,9 @@ func (c *counter) decide(idx uint32, e *entry) {
 	}
 	c.stats.filtered += e.pend
 	e.pend = 0
+	if e.ext != 0 {
+		c.extras[e.ext-1].pend = tally{}
+	}
 }
 
 func (c *counter) forward(idx uint32, e *entry) {
@@ -189,14 +229,33 @@ func (c *counter) forward(idx uint32, e *entry) {
 	}
 	e.fwd = satAdd(e.fwd, e.pend)
 	e.pend = 0
+	if e.ext != 0 {
+		x := &c.extras[e.ext-1]
+		x.fwd.add(&x.pend)
+		x.pend = tally{}
+	}
 }
 
-// add counts n accesses of (app, key) in the open bucket.
+// add counts n reads without bytes of (app, key) in the open bucket, each
+// of weight 1 (tests).
 func (c *counter) add(app, key []byte, n uint64) {
 	c.kbuf = binary.AppendUvarint(c.kbuf[:0], uint64(len(app)))
 	c.kbuf = append(c.kbuf, app...)
 	c.kbuf = append(c.kbuf, key...)
-	c.addKey(c.kbuf, maphash.Bytes(c.hseed, c.kbuf), n)
+	c.addKey(c.kbuf, maphash.Bytes(c.hseed, c.kbuf), n, n)
+}
+
+// count queues the decoded entry e, whose app's filter weights are aw.
+func (c *counter) count(e *wire.Entry, aw appWeights) {
+	if e.Op == wire.OpRead && e.Bytes == 0 {
+		c.queue(e.App, e.Key, e.Count, satMul(e.Count, aw.access)) // the common case
+		return
+	}
+	t := tally{bytes: e.Bytes}
+	if e.Op != wire.OpRead {
+		t.writes, t.writeBytes = e.Count, e.Bytes
+	}
+	c.queueExtra(e.App, e.Key, e.Count, aw.weigh(e.Count, e.Bytes), t)
 }
 
 // queueLen is how many queued accesses drain counts at once: enough
@@ -204,19 +263,27 @@ func (c *counter) add(app, key []byte, n uint64) {
 // entries and keys stay in the L1 cache until they are counted.
 const queueLen = 64
 
-// queue is add, deferred until the next drain (at the latest the next
-// advance or flush, or when queueLen accesses are waiting): the caller's
-// app and key may be reused once queue returns.
-func (c *counter) queue(app, key []byte, n uint64) {
+// queue counts n reads without bytes of (app, key), of the given weight,
+// deferred until the next drain (at the latest the next advance or flush,
+// or when queueLen accesses are waiting): the caller's app and key may be
+// reused once queue returns.
+func (c *counter) queue(app, key []byte, n, weight uint64) {
 	q := &c.q
 	q.keys = binary.AppendUvarint(q.keys, uint64(len(app)))
 	q.keys = append(q.keys, app...)
 	q.keys = append(q.keys, key...)
 	q.ends = append(q.ends, uint32(len(q.keys)))
 	q.ns = append(q.ns, n)
+	q.ws = append(q.ws, weight)
 	if len(q.ends) == queueLen {
 		c.drain()
 	}
+}
+
+// queueExtra is queue for n accesses of which t says the writes and bytes.
+func (c *counter) queueExtra(app, key []byte, n, weight uint64, t tally) {
+	c.q.xs = append(c.q.xs, queuedExtra{at: uint32(len(c.q.ends)), t: t})
+	c.queue(app, key, n, weight)
 }
 
 // drain counts the queued accesses. Looking up one key is a chain of
@@ -258,21 +325,29 @@ func (c *counter) drain() {
 	}
 	c.sink = sink
 	start = 0
+	x := 0
 	for i, end := range q.ends {
-		c.addKey(q.keys[start:end], q.hs[i], q.ns[i])
+		idx, ok := c.addKey(q.keys[start:end], q.hs[i], q.ns[i], q.ws[i])
+		if x < len(q.xs) && q.xs[x].at == uint32(i) {
+			if ok {
+				c.addExtra(idx, &q.xs[x].t)
+			}
+			x++
+		}
 		start = end
 	}
-	q.keys, q.ends, q.ns = q.keys[:0], q.ends[:0], q.ns[:0]
+	q.keys, q.ends, q.ns, q.ws, q.xs = q.keys[:0], q.ends[:0], q.ns[:0], q.ws[:0], q.xs[:0]
 }
 
-// addKey counts n accesses of the composite key k, whose hash is h.
-func (c *counter) addKey(k []byte, h, n uint64) {
+// addKey counts n accesses of weight w of the composite key k, whose hash
+// is h. It returns the key's entry, or false if the table had no room.
+func (c *counter) addKey(k []byte, h, n, w uint64) (uint32, bool) {
 	var seed uint64
 	idx, ok := c.index.find(c.entries, k, h)
 	if !ok {
-		if idx, seed, ok = c.insert(k, h, n); !ok {
+		if idx, seed, ok = c.insert(k, h, w); !ok {
 			c.stats.capDropped++
-			return
+			return 0, false
 		}
 	}
 	e := &c.entries[idx]
@@ -282,15 +357,33 @@ func (c *counter) addKey(k []byte, h, n uint64) {
 		c.ring[c.open] = append(c.ring[c.open], touch{idx: idx})
 	}
 	cur := e.cur
-	e.cur = satAdd32(e.cur, satAdd(n, seed))
+	e.cur = satAdd32(e.cur, satAdd(w, seed))
 	e.window += uint64(e.cur - cur)
 	e.pend = satAdd(e.pend, n)
+	return idx, true
+}
+
+// addExtra adds the writes and bytes t to the undecided ones of entry idx,
+// giving it extras the first time.
+func (c *counter) addExtra(idx uint32, t *tally) {
+	e := &c.entries[idx]
+	if e.ext == 0 {
+		if n := len(c.freeExt); n > 0 {
+			e.ext = c.freeExt[n-1] + 1
+			c.freeExt = c.freeExt[:n-1]
+		} else {
+			c.extras = append(c.extras, extra{})
+			e.ext = uint32(len(c.extras))
+		}
+	}
+	c.extras[e.ext-1].pend.add(t)
 }
 
 // insert makes an entry for a new key. Past the soft limits it asks the
-// sketch, which then holds the key's accesses while it stays outside; a key
-// let in carries the sketch's estimate of its earlier accesses as a seed
-// (counted in its window, never forwarded).
+// sketch, which then holds the key's weight while it stays outside; a key
+// let in carries the sketch's estimate of its earlier weight as a seed
+// (counted in its window, never forwarded). n is the weight of the access
+// that brings the key.
 func (c *counter) insert(k []byte, h, n uint64) (idx uint32, seed uint64, ok bool) {
 	if c.live < c.softKeys && c.keyBytes+len(k) <= c.softBytes {
 		return c.newEntry(k, h), 0, true
@@ -330,6 +423,10 @@ func (c *counter) newEntry(k []byte, h uint64) uint32 {
 
 func (c *counter) remove(idx uint32) {
 	e := &c.entries[idx]
+	if e.ext != 0 {
+		c.extras[e.ext-1] = extra{}
+		c.freeExt = append(c.freeExt, e.ext-1)
+	}
 	c.index.remove(e.hash, idx)
 	c.keyBytes -= len(e.key)
 	*e = entry{}
@@ -356,7 +453,13 @@ func (c *counter) flush(dst []Count, final bool) []Count {
 	for _, idx := range c.fwd {
 		e := &c.entries[idx]
 		app, key := splitKey(e.key)
-		dst = append(dst, Count{App: app, Key: key, N: e.fwd})
+		ct := Count{App: app, Key: key, N: e.fwd}
+		if e.ext != 0 {
+			x := &c.extras[e.ext-1]
+			ct.Writes, ct.Bytes, ct.WriteBytes = x.fwd.writes, x.fwd.bytes, x.fwd.writeBytes
+			x.fwd = tally{}
+		}
+		dst = append(dst, ct)
 		e.fwd = 0
 		if e.window == 0 {
 			c.remove(idx)
@@ -385,6 +488,14 @@ func splitKey(s string) (app, key string) {
 func satAdd(a, b uint64) uint64 {
 	if s := a + b; s >= a {
 		return s
+	}
+	return math.MaxUint64
+}
+
+// satMul returns a*b, or 2^64-1 if it overflows.
+func satMul(a, b uint64) uint64 {
+	if hi, lo := bits.Mul64(a, b); hi == 0 {
+		return lo
 	}
 	return math.MaxUint64
 }

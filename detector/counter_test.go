@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 const tBucket = int64(100 * time.Millisecond)
@@ -337,14 +339,16 @@ func TestCutoff(t *testing.T) {
 		{0.05, 1000, time.Second, 2, 4, 7},  // 6.25
 		{0.05, 1000, time.Second, 10, 10, 1},
 		{0.05, 1000, 2 * time.Second, 1, 4, 25},
-		{0.05, 1000, time.Second, 0, 0, 50}, // D and P of 0 count as 1
-		{-1, 1000, time.Second, 1, 1, 0},    // filter off
-		{1, 1e12, time.Second, 1, 1, 1 << 32},
+		{0.05, 1000, time.Second, 0, 0, 50},   // D and P of 0 count as 1
+		{-1, 1000, time.Second, 1, 1, 0},      // filter off
+		{1, 1e12, time.Second, 1, 1, 1 << 24}, // saturated: 2^32-1 of weight
 	}
 	for _, tc := range tests {
+		// The cutoff is in weight (unit per access of an app without
+		// rules); want is the accesses it takes to reach it.
 		cfg := Config{Alpha: tc.alpha, Threshold: tc.threshold, Window: tc.window}
-		if got := cfg.cutoff(tc.d, tc.p); got != tc.want {
-			t.Errorf("cutoff(alpha %v, T %v, W %v, D %d, P %d) = %d, want %d", tc.alpha, tc.threshold, tc.window, tc.d, tc.p, got, tc.want)
+		if got := (cfg.cutoff(tc.d, tc.p) + unit - 1) / unit; got != tc.want {
+			t.Errorf("cutoff(alpha %v, T %v, W %v, D %d, P %d) = %d accesses, want %d", tc.alpha, tc.threshold, tc.window, tc.d, tc.p, got, tc.want)
 		}
 	}
 }
@@ -407,7 +411,7 @@ func TestCounterQueueMatchesAdd(t *testing.T) {
 		key := []byte(fmt.Sprintf("k%d", int(rng.ExpFloat64()*300)))
 		n := uint64(1 + rng.IntN(3))
 		direct.add(app, key, n)
-		queued.queue(app, key, n)
+		queued.queue(app, key, n, n)
 		if step%251 == 0 {
 			final := step%5000 == 0
 			want := sums(direct, final)
@@ -441,8 +445,10 @@ func TestCounterQueueSteadyStateAllocs(t *testing.T) {
 	step := func() {
 		now += int64(time.Millisecond)
 		c.advance(now)
-		for _, k := range keys {
-			c.queue(app, k, 1)
+		for i, k := range keys {
+			// Half the keys carry bytes, a quarter are written too.
+			e := wire.Entry{App: app, Key: k, Count: 1, Bytes: uint64(i&1) * 100, Op: wire.Op(i & 3 / 3)}
+			c.count(&e, appWeights{access: unit, perByte: 1 << 30})
 		}
 		if now%int64(100*time.Millisecond) == 0 {
 			buf = c.flush(buf[:0], false)

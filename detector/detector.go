@@ -20,6 +20,9 @@ type Detector struct {
 	m    *metrics
 	log  *slog.Logger
 
+	weights atomic.Pointer[weightTable] // the filter weights of apps with rules; nil: none
+	rulesMu sync.Mutex                  // serializes SetRules
+
 	seq     atomic.Uint64         // the last Flush.Seq handed out
 	health  atomic.Pointer[error] // nil, or why the Sink is failing
 	members atomic.Int64          // detectors registered, with Config.Membership

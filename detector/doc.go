@@ -18,7 +18,11 @@
 //   - The local filter loses, for any key, fewer than
 //     Alpha*Threshold*Window/D accesses per detector in any interval of
 //     length Window; D detectors together under-count a key's rate by less
-//     than Alpha*Threshold.
+//     than Alpha*Threshold. For an app with rules (SetRules), a key under a
+//     threshold rule of threshold T is under-counted by less than Alpha*T,
+//     in accesses or, for a bytes rule, in bytes per second; an app with a
+//     topk rule loses nothing. A key's writes and bytes are forwarded or
+//     dropped with the accesses they came with.
 //   - A record that does not decode is counted by reason and skipped; it never
 //     stalls its partition.
 package detector

@@ -128,7 +128,11 @@ func (f *flusher) collect(id uint64) {
 		for _, c := range p.counts {
 			k := appKey{c.App, c.Key}
 			if i, ok := f.index[k]; ok {
-				f.merged[i].N = satAdd(f.merged[i].N, c.N)
+				m := &f.merged[i]
+				m.N = satAdd(m.N, c.N)
+				m.Writes = satAdd(m.Writes, c.Writes)
+				m.Bytes = satAdd(m.Bytes, c.Bytes)
+				m.WriteBytes = satAdd(m.WriteBytes, c.WriteBytes)
 				continue
 			}
 			f.index[k] = len(f.merged)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // createKafkaTopic creates a topic, waits until every partition is served, and
@@ -242,5 +244,82 @@ func TestKafkaRebalance(t *testing.T) {
 	}
 	if got, want := committed(t, addr, group, topic, 4), map[int]int64{0: 80, 1: 80, 2: 80, 3: 80}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("committed %v, want %v", got, want)
+	}
+}
+
+// TestKafkaCarriesWritesAndBytes sends JSON events with bytes and op=write
+// through the real Kafka: each key's writes, bytes and bytes written reach
+// the Sink merged over partitions, and an app's rules lower the filter's
+// cutoff for that app only.
+func TestKafkaCarriesWritesAndBytes(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic, group := stacktest.Name(t), stacktest.Name(t)
+	createKafkaTopic(t, addr, topic, 2)
+	lines := func(evs ...wire.Event) []byte {
+		var b []byte
+		for i, ev := range evs {
+			if i > 0 {
+				b = append(b, '\n')
+			}
+			b = wire.AppendJSON(b, ev)
+		}
+		return b
+	}
+
+	// Alpha 0.05, Threshold 1000/s, Window 1s, one detector, 2 partitions:
+	// 25 accesses per partition; shop's item: rule at 100/s needs 3.
+	sink := newFakeSink(newFakeTopic(1))
+	r := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, MaxAge: -1}, sink)
+	s, err := rules.Compile(&rules.List{App: "shop", Rules: []rules.Rule{{Match: rules.Prefix, Pattern: "item:", Threshold: 100}}},
+		rules.Default(1000, time.Second, 5*time.Second, 0.8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d.SetRules("shop", s)
+	// Produced after SetRules, so that no record is counted before it.
+	produceCorpus(t, addr, topic, corpus{records: [][][]byte{
+		{lines(
+			wire.Event{App: "shop", Key: "blob:1", Count: 20, Bytes: 81920},
+			wire.Event{App: "shop", Key: "blob:1", Count: 10, Bytes: 5000, Op: wire.OpWrite},
+			wire.Event{App: "shop", Key: "item:7", Count: 3, Bytes: 30, Op: wire.OpWrite},
+			wire.Event{App: "cart", Key: "item:7", Count: 3, Bytes: 30, Op: wire.OpWrite},
+		)},
+		{lines(wire.Event{App: "shop", Key: "blob:1", Count: 30, Bytes: 3000, Op: wire.OpWrite})},
+	}})
+	sums := func() map[string]Count {
+		got := map[string]Count{}
+		for _, call := range sink.callLog() {
+			for _, c := range call {
+				k := c.App + "/" + c.Key
+				g := got[k]
+				g.App, g.Key = c.App, c.Key
+				g.N += c.N
+				g.Writes += c.Writes
+				g.Bytes += c.Bytes
+				g.WriteBytes += c.WriteBytes
+				got[k] = g
+			}
+		}
+		return got
+	}
+	want := map[string]Count{
+		"shop/blob:1": {App: "shop", Key: "blob:1", N: 60, Writes: 40, Bytes: 89920, WriteBytes: 8000},
+		"shop/item:7": {App: "shop", Key: "item:7", N: 3, Writes: 3, Bytes: 30, WriteBytes: 30},
+	}
+	eventually(t, 45*time.Second, "the Sink gets the writes and bytes", func() (bool, string) {
+		got := sums()
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("got %v, want %v", got, want)
+	})
+	// cart has no rules: its 3 writes stay under the cutoff of 25 and are
+	// dropped when their bucket closes.
+	eventually(t, 10*time.Second, "cart's accesses are filtered", func() (bool, string) {
+		f := testutil.ToFloat64(r.d.m.filtered)
+		return f == 3, fmt.Sprintf("filtered %v, want 3", f)
+	})
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := sums(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after stop: got %v, want %v", got, want)
 	}
 }

@@ -19,7 +19,7 @@ type round struct {
 	id     uint64
 	ctx    context.Context // canceled when the round ends
 	cancel context.CancelFunc
-	cutoff uint64 // the filter's per-partition cutoff during the round
+	cutoff uint64 // the filter's per-partition cutoff during the round, in weight (see weights.go)
 	final  bool   // written before cancel: workers stop after answering
 }
 
@@ -47,6 +47,7 @@ type worker struct {
 	out    chan<- partial
 	buf    []Count
 	lag    prometheus.Gauge
+	wg     weigher // the filter weights of each entry's app
 
 	offset, hwm int64
 	entries     uint64 // entries of the record being decoded
@@ -84,7 +85,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 			w.stale++
 			return
 		}
-		w.c.queue(e.App, e.Key, e.Count)
+		w.c.count(e, w.wg.of(e.App))
 		if w.oldest == 0 || ts < w.oldest {
 			w.oldest = ts
 		}
@@ -142,6 +143,7 @@ func (w *worker) run(gctx context.Context) {
 func (w *worker) consume(rec Record) {
 	now := time.Now()
 	w.c.advance(now.UnixNano())
+	w.wg.reset(w.d.weights.Load())
 	w.entries, w.stale = 0, 0
 	w.recMs = now.UnixMilli()
 	w.oldestLive = math.MinInt64

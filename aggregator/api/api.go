@@ -17,7 +17,9 @@ const (
 	PartialsPath = Prefix + "partials"
 	// TopPath answers GET ?app=APP&n=N (n defaults to 10; at most the
 	// shard's top-K) with a Top: the shard's busiest keys of app, hot or
-	// not.
+	// not. With &rule=R (an index in the app's rule list) it lists only
+	// keys that follow rule R: the n busiest (n at most 1000), then every
+	// hot key of the rule beyond them; the shards' top-K cut reads these.
 	TopPath = Prefix + "top"
 	// KeyPath answers GET ?app=APP&key=KEY with the KeyState of one key, or
 	// 404 when the shard does not track it (another shard owns it, or it
@@ -41,7 +43,7 @@ type Count struct {
 type KeyState struct {
 	App   string    `json:"app"`
 	Key   string    `json:"key"`
-	Rate  float64   `json:"rate"`           // accesses per second over the window
+	Rate  float64   `json:"rate"`           // per second over the rule's window, in its measure: accesses, or bytes
 	Hot   bool      `json:"hot"`            // held hot by the rule (with hysteresis)
 	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
 	Rule  int       `json:"rule"`           // the app's rule that decides for the key; -1: the default

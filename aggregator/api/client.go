@@ -338,7 +338,7 @@ func (o *owner) add(k Count) {
 		}
 	}
 	g := &o.batch.Groups[i]
-	g.Entries = append(g.Entries, wire.KeyCount{Key: k.Key, Count: k.N})
+	g.Entries = append(g.Entries, wire.KeyCount{Key: k.Key, Count: k.N, Writes: k.Writes, Bytes: k.Bytes, WriteBytes: k.WriteBytes})
 }
 
 // post sends o's batch and drains the answer so the connection is reused.

@@ -192,8 +192,8 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	var headers []wire.PartialHeader
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		h, err := wire.DecodePartials(b, func(app, key []byte, n uint64) {
-			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n})
+		h, err := wire.DecodePartials(b, func(app, key []byte, n, writes, bytes, writeBytes uint64) {
+			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n, Writes: writes, Bytes: bytes, WriteBytes: writeBytes})
 		})
 		if err != nil || r.URL.Path != api.PartialsPath {
 			w.WriteHeader(400)
@@ -206,14 +206,15 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	defer srv.Close()
 	c := newClient(t)
 	c.SetMembers(map[string][]byte{"only": hotset.EncodeMember(hotset.Member{ID: "only", Addr: strings.TrimPrefix(srv.URL, "http://")})})
-	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3}, {App: "a", Key: "z", N: 4}, {App: "a", Key: "zero", N: 0}}
+	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3, Writes: 1, Bytes: 900, WriteBytes: 300},
+		{App: "a", Key: "z", N: 4, Bytes: 4096}, {App: "a", Key: "zero", N: 0}}
 	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42}
 	for range 2 { // the second Send reuses the buffers
 		got, sources, headers = nil, nil, nil
 		if err := c.Send(t.Context(), f, in); err != nil {
 			t.Fatal(err)
 		}
-		want := []wire.KeyCount{{Key: "a/x", Count: 2}, {Key: "a/z", Count: 4}, {Key: "b/y", Count: 3}}
+		want := []wire.KeyCount{{Key: "a/x", Count: 2}, {Key: "a/z", Count: 4, Bytes: 4096}, {Key: "b/y", Count: 3, Writes: 1, Bytes: 900, WriteBytes: 300}}
 		if fmt.Sprint(got) != fmt.Sprint(want) || len(sources) != 1 || sources[0] != "d1" {
 			t.Errorf("received %v from %v, want %v in one batch from d1", got, sources, want)
 		}

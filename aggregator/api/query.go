@@ -49,6 +49,27 @@ func (c *Client) Top(ctx context.Context, app string, n int) ([]KeyState, error)
 	return keys, err
 }
 
+// RuleTop asks every member for app's n busiest keys that follow the app's
+// rule number rule (and the member's hot keys of that rule) and returns
+// each answering member's Top, in no particular order. The error names the
+// members that did not answer.
+func (c *Client) RuleTop(ctx context.Context, app string, rule, n int) ([]Top, error) {
+	q := url.Values{"app": {app}, "n": {strconv.Itoa(n)}, "rule": {strconv.Itoa(rule)}}
+	var tops []Top
+	var mu sync.Mutex // guards tops
+	err := c.fanOut(ctx, TopPath, q, func(body []byte) error {
+		var top Top
+		if err := json.Unmarshal(body, &top); err != nil {
+			return err
+		}
+		mu.Lock()
+		tops = append(tops, top)
+		mu.Unlock()
+		return nil
+	})
+	return tops, err
+}
+
 // Key asks every member for (app, key) and returns the state at the member
 // that tracks it, and false when none does. The error names the members that
 // did not answer; an answer found elsewhere is returned with it.

@@ -11,8 +11,10 @@ import (
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/rulestore"
 	"github.com/hotspot-dev/hotspot/internal/score"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 const benchHelp = `
@@ -32,6 +34,12 @@ It exits non-zero when the run measured nothing (no hotspotd consumes the
 workload's topic, or the detectors counted no record of it), when the
 generator could not keep its schedule, and when a key at 1.2 times the
 threshold or more was never reported (unless --allow-missed).
+
+With --rules FILE it installs a rule list for the run's app first (and with
+--rules-apps N for N-1 more apps without traffic), so that the throughput
+with rules can be compared with the same run without them. Leave the list's
+threshold and window at the defaults for the keys the run grades, or the
+grading (against hotspotd's threshold) does not apply.
 
 Examples:
   hotspot bench --rate 200000 --duration 30s
@@ -94,6 +102,8 @@ type benchOptions struct {
 	settle      time.Duration
 	jsonPath    string
 	allowMissed bool
+	rules       *rules.List // --rules: installed for the run's app (and ruleApps-1 more) before the workload
+	ruleApps    int
 }
 
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -115,6 +125,13 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 		return err
 	}
 	defer obs.close()
+	if o.rules != nil {
+		undo, err := installBenchRules(ctx, out, obs.sess, o)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
 	run, err := runBenchWorkload(ctx, out, o)
 	if err != nil {
 		return err
@@ -145,6 +162,8 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 	settle := fs.Duration("settle", 3*time.Second, "wait after the workload for the pipeline to drain")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this `FILE`")
 	allowMissed := fs.Bool("allow-missed", false, "exit 0 even when keys that had to be reported were missed (for exploring)")
+	rulesPath := fs.String("rules", "", "install the rule list in `FILE` (JSON, as PUT /v1/rules takes) for the run's app before the workload, and delete it after")
+	ruleApps := fs.Int("rules-apps", 1, "with --rules, also install the list for this many apps in all (the run's app and <app>-rN without traffic)")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return benchOptions{}, err
@@ -164,7 +183,22 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 		return benchOptions{}, err
 	}
 	o := benchOptions{w: w, cfg: cfg, servers: envflag.SplitList(*zkServers), hotspotds: envflag.SplitList(*addrs),
-		root: *root, settle: *settle, jsonPath: *jsonPath, allowMissed: *allowMissed}
+		root: *root, settle: *settle, jsonPath: *jsonPath, allowMissed: *allowMissed, ruleApps: *ruleApps}
+	if *rulesPath != "" {
+		if cfg.Apps != 1 {
+			return o, usagef("--rules needs a single app (--apps 1)")
+		}
+		b, err := os.ReadFile(*rulesPath)
+		if err != nil {
+			return o, usageError{err}
+		}
+		if o.rules, err = rules.Decode(b); err != nil {
+			return o, usagef("--rules %s: %v", *rulesPath, err)
+		}
+		if o.ruleApps < 1 {
+			return o, usagef("--rules-apps must be >= 1")
+		}
+	}
 	if len(o.servers) == 0 || len(o.hotspotds) == 0 {
 		return o, usagef("--zk and --hotspotd need at least one address each")
 	}
@@ -172,6 +206,44 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 		return o, usageError{err}
 	}
 	return o, nil
+}
+
+// rulesSettle is how long installBenchRules waits for every hotspotd to
+// apply the rules (they do within 1 s).
+const rulesSettle = 2 * time.Second
+
+// installBenchRules writes o.rules as the rule node of the run's app and of
+// o.ruleApps-1 more apps, waits for the hotspotds to apply them, and
+// returns a func that deletes them again.
+func installBenchRules(ctx context.Context, out io.Writer, sess *zkgroup.Session, o benchOptions) (func(), error) {
+	st := rulestore.New(sess, o.root)
+	apps := []string{o.cfg.App}
+	for i := 1; i < o.ruleApps; i++ {
+		apps = append(apps, fmt.Sprintf("%s-r%d", o.cfg.App, i))
+	}
+	undo := func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		for _, app := range apps {
+			_ = st.Delete(dctx, app, 0) // best effort: the run is over
+		}
+	}
+	for _, app := range apps {
+		l := *o.rules
+		l.App, l.Version = app, 0
+		if _, err := st.Put(ctx, &l); err != nil {
+			undo()
+			return nil, fmt.Errorf("--rules: installing the rules of %s: %w", app, err)
+		}
+	}
+	fmt.Fprintf(out, "hotspot bench: %d rules installed for %d apps\n", len(o.rules.Rules), len(apps))
+	select {
+	case <-ctx.Done():
+		undo()
+		return nil, ctx.Err()
+	case <-time.After(rulesSettle):
+	}
+	return undo, nil
 }
 
 // benchRun is the workload's outcome and the hotspotd metrics around it.

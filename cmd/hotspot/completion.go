@@ -47,11 +47,14 @@ func runCompletion(ctx context.Context, args []string) error {
 	return usagef("unknown shell %q (want bash or zsh)", args[0])
 }
 
+// verbs are the words a subcommand takes first, before its flags.
+var verbs = map[string][]string{"rules": rulesVerbs}
+
 // cmdSpec is what completion needs of a subcommand.
 type cmdSpec struct {
 	name, summary string
 	flags         []flagSpec
-	words         []string // positional words (completion's shells)
+	words         []string // its first word (completion's shells, rules' verbs); flags follow it
 }
 
 type flagSpec struct {
@@ -78,6 +81,7 @@ func commandSpecs(ctx context.Context) ([]cmdSpec, error) {
 		if !errors.Is(err, flag.ErrHelp) || fs == nil {
 			return nil, fmt.Errorf("completion: %s --help did not show its flags (%v)", c.name, err)
 		}
+		s.words = verbs[c.name]
 		fs.VisitAll(func(f *flag.Flag) {
 			arg, usage := flag.UnquoteUsage(f)
 			usage, _, _ = strings.Cut(usage, "\n")
@@ -114,15 +118,22 @@ _hotspot() {
 			all = append(all, "--"+f.name)
 			if f.value {
 				valued = append(valued, "--"+f.name)
+				if len(f.name) == 1 {
+					valued = append(valued, "-"+f.name) // -f FILE
+				}
 			}
 		}
 		if len(valued) > 0 {
 			// A flag's value: leave it to the shell's default (file names).
 			fmt.Fprintf(&b, "\t\tcase $prev in %s) return ;; esac\n", strings.Join(valued, "|"))
 		}
-		if len(s.words) > 0 {
+		switch {
+		case len(s.words) > 0 && len(all) == 0:
 			fmt.Fprintf(&b, "\t\t[[ $COMP_CWORD -eq 2 ]] && COMPREPLY=($(compgen -W %q -- \"$cur\"))\n", strings.Join(s.words, " "))
-		} else {
+		case len(s.words) > 0:
+			fmt.Fprintf(&b, "\t\tif [[ $COMP_CWORD -eq 2 ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", strings.Join(s.words, " "))
+			fallthrough
+		default:
 			fmt.Fprintf(&b, "\t\tCOMPREPLY=($(compgen -W %q -- \"$cur\"))\n", strings.Join(append(all, "--help"), " "))
 		}
 		b.WriteString("\t\t;;\n")
@@ -156,11 +167,14 @@ _hotspot() {
 `)
 	for _, s := range specs {
 		fmt.Fprintf(&b, "\t%s)\n", s.name)
-		if len(s.words) > 0 {
+		if len(s.words) > 0 && len(s.flags) == 0 {
 			fmt.Fprintf(&b, "\t\t_values shell %s\n\t\t;;\n", strings.Join(s.words, " "))
 			continue
 		}
 		b.WriteString("\t\t_arguments")
+		if len(s.words) > 0 {
+			fmt.Fprintf(&b, " \\\n\t\t\t%s", zshQuote("1:"+s.name+":("+strings.Join(s.words, " ")+")"))
+		}
 		for _, f := range s.flags {
 			spec := "--" + f.name + "[" + zshEscape(f.usage) + "]"
 			if f.value {

@@ -65,7 +65,7 @@ func TestCompletionBash(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{"hotspot", ""}, "bench completion demo history hotkeys load warm watch help"},
+		{[]string{"hotspot", ""}, "bench block completion demo history hotkeys load pin rules unblock unpin warm watch help"},
 		{[]string{"hotspot", "lo"}, "load"},
 		{[]string{"hotspot", "hotkeys", "--a"}, "--addr --app"},
 		{[]string{"hotspot", "load", "--qu"}, "--quiet"},
@@ -73,6 +73,11 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"hotspot", "completion", ""}, "bash zsh"},
 		{[]string{"hotspot", "completion", "z"}, "zsh"},
 		{[]string{"hotspot", "nosuch", "--"}, ""},
+		{[]string{"hotspot", "rules", ""}, "get set delete"},
+		{[]string{"hotspot", "rules", "s"}, "set"},
+		{[]string{"hotspot", "rules", "set", "--f"}, "--f"},
+		{[]string{"hotspot", "rules", "set", "-f", ""}, ""}, // a file name: the shell's default
+		{[]string{"hotspot", "pin", "--admin"}, "--admin-token --admin-token-file"},
 	}
 	for _, tt := range tests {
 		if got := completeBash(t, script, tt.words...); got != tt.want {
@@ -86,7 +91,7 @@ func TestCompletionBash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range specs {
-		if len(s.words) > 0 {
+		if s.name == "completion" {
 			continue
 		}
 		var want []string
@@ -97,7 +102,11 @@ func TestCompletionBash(t *testing.T) {
 		if len(want) < 2 {
 			t.Errorf("%s: no flags found", s.name)
 		}
-		if got := completeBash(t, script, "hotspot", s.name, "--"); got != strings.Join(want, " ") {
+		words := []string{"hotspot", s.name}
+		if len(s.words) > 0 {
+			words = append(words, s.words[0]) // the flags follow the verb
+		}
+		if got := completeBash(t, script, append(words, "--")...); got != strings.Join(want, " ") {
 			t.Errorf("complete hotspot %s --: got %q, want %q", s.name, got, strings.Join(want, " "))
 		}
 	}
@@ -139,7 +148,7 @@ _hotspot`
 		}
 		return strings.TrimSpace(string(out))
 	}
-	if got, want := complete("hotspot", "''"), "bench completion demo history hotkeys load warm watch"; got != want {
+	if got, want := complete("hotspot", "''"), "bench block completion demo history hotkeys load pin rules unblock unpin warm watch"; got != want {
 		t.Errorf("commands: got %q, want %q", got, want)
 	}
 	if got, want := complete("hotspot", "completion", "''"), "bash zsh"; got != want {
@@ -150,10 +159,13 @@ _hotspot`
 		t.Fatal(err)
 	}
 	for _, s := range specs {
-		if len(s.words) > 0 {
+		if s.name == "completion" {
 			continue
 		}
 		var want []string
+		if len(s.words) > 0 { // the verb first, as _arguments' first argument
+			want = append(want, "1:"+s.name+":("+strings.Join(s.words, " ")+")")
+		}
 		for _, f := range s.flags {
 			want = append(want, "--"+f.name)
 		}

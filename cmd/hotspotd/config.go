@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 type config struct {
@@ -26,6 +27,8 @@ type config struct {
 	aggregator bool
 	threshold  float64
 	window     time.Duration
+	hold       time.Duration // a hot key stays hot until its rate was below the low mark this long
+	lowMark    float64       // the low mark, a fraction of the threshold in (0, 1]
 	fromOldest bool
 	partitions int
 	adminToken string
@@ -86,6 +89,8 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.StringVar(&l.roles, "roles", "detector,aggregator", "roles to run: detector, aggregator or both")
 	fs.Float64Var(&c.threshold, "threshold", 1000, "accesses per second that make a key hot")
 	fs.DurationVar(&c.window, "window", time.Second, "sliding window of the rate, a multiple of 100ms")
+	fs.DurationVar(&c.hold, "hold", 2*time.Second, "a hot key turns cold once its rate stayed below the low mark this long (the default rule's hold)")
+	fs.Float64Var(&c.lowMark, "low-mark", 0.8, "the rate a hot key must fall below to start turning cold, as a fraction of the threshold, in (0, 1]")
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
@@ -153,6 +158,12 @@ func (c config) check() error {
 	if c.window < 100*time.Millisecond || c.window%(100*time.Millisecond) != 0 {
 		return fmt.Errorf("--window: %v must be a multiple of 100ms", c.window)
 	}
+	if c.hold <= 0 || c.hold > rules.MaxHold {
+		return fmt.Errorf("--hold: %v out of range (0, %v]", c.hold, rules.MaxHold)
+	}
+	if !(c.lowMark > 0 && c.lowMark <= 1) {
+		return fmt.Errorf("--low-mark: %v out of range (0, 1]", c.lowMark)
+	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
 	}
@@ -163,6 +174,11 @@ func (c config) check() error {
 		return fmt.Errorf("--history-retention: %v must be >= 0", c.historyRetention)
 	}
 	return nil
+}
+
+// defaultRule is the rule of every key no rule of its app matches.
+func (c config) defaultRule() rules.Effective {
+	return rules.Default(c.threshold, c.window, c.hold, c.lowMark)
 }
 
 // fillAddrs derives the advertised address and the id from --http-addr when

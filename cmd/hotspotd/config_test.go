@@ -39,6 +39,15 @@ func TestParseConfig(t *testing.T) {
 		{"no role", []string{"--roles", ","}, nil, nil, "at least one of"},
 		{"window not in 100ms steps", []string{"--window", "250ms"}, nil, nil, "multiple of 100ms"},
 		{"threshold not positive", []string{"--threshold", "0"}, nil, nil, "not a positive number"},
+		{"default rule", []string{"--threshold", "50", "--window", "2s", "--hold", "5s", "--low-mark", "0.5"}, nil, func(c config) bool {
+			d := c.defaultRule()
+			return d.Index == -1 && d.Mode == "threshold" && d.Measure == "count" && d.Ops == "read" &&
+				d.Threshold == 50 && d.Window == 2*time.Second && d.Hold == 5*time.Second && d.Low == 0.5
+		}, ""},
+		{"hold and low mark defaults", nil, nil, func(c config) bool { return c.hold == 2*time.Second && c.lowMark == 0.8 }, ""},
+		{"hold not positive", []string{"--hold", "0s"}, nil, nil, "--hold: 0s out of range"},
+		{"low mark above 1", []string{"--low-mark", "1.5"}, nil, nil, "--low-mark: 1.5 out of range"},
+		{"low mark zero", nil, map[string]string{"HOTSPOT_LOW_MARK": "0"}, nil, "--low-mark: 0 out of range"},
 		{"relative root", []string{"--zk-root", "hotspot"}, nil, nil, "absolute znode path"},
 		{"stray argument", []string{"detector"}, nil, nil, "unexpected argument"},
 	}

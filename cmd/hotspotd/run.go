@@ -21,8 +21,10 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
+	"github.com/hotspot-dev/hotspot/internal/rulestore"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // The adapters this process wires into the services.
@@ -31,8 +33,10 @@ var (
 	_ detector.Membership  = (*zkgroup.Session)(nil)
 	_ api.Membership       = (*zkgroup.Session)(nil)
 	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
+	_ aggregator.Peers     = (*api.Client)(nil)
 	_ httpapi.Aggregators  = (*api.Client)(nil)
 	_ httpapi.Lists        = (*pinstore.Store)(nil)
+	_ httpapi.Rules        = (*rulestore.Store)(nil)
 )
 
 // process is one hotspotd's parts, wired; nil roles are off.
@@ -46,6 +50,7 @@ type process struct {
 	events  *httpapi.Events   // its recent changes
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
+	rules   *rulestore.Watcher              // every app's rules, handed to ruleSinks
 	guard   func(http.Handler) http.Handler // checks the cluster's signatures on the internal routes
 	rec     *recording                      // the history and the webhooks
 }
@@ -126,7 +131,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	if cfg.aggregator {
-		if p.agg, err = newAggregator(cfg, p.sess, p.rec.recorder(), log, p.reg); err != nil {
+		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, p.rec.recorder(), log, p.reg); err != nil {
 			return err
 		}
 	}
@@ -135,18 +140,41 @@ func (p *process) build(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	sinks := p.ruleSinks()
+	p.rules, err = rulestore.NewWatcher(p.sess, rulestore.WatchConfig{
+		Root: cfg.zkRoot, Default: cfg.defaultRule(), Logger: log, Registerer: p.reg,
+	}, func(app string, s *rules.Set) {
+		for _, sink := range sinks {
+			sink(app, s)
+		}
+	})
+	return err
+}
+
+// ruleSinks are the roles that apply an app's rules: each is called, on the
+// rules watcher's goroutine, with an app's compiled rules after every change
+// (an empty Set once its list is deleted), and must not block.
+func (p *process) ruleSinks() []func(app string, s *rules.Set) {
+	var sinks []func(app string, s *rules.Set)
+	if p.agg != nil {
+		sinks = append(sinks, p.agg.SetRules)
+	}
+	if p.det != nil {
+		sinks = append(sinks, p.det.SetRules)
+	}
+	return sinks
 }
 
 // newAggregator returns the aggregator role, publishing to ZooKeeper.
-func newAggregator(cfg config, sess *zkgroup.Session, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
+func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
 	pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return aggregator.New(aggregator.Config{
 		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-		Recorder: rec, Logger: log, Registerer: reg,
+		LowMark: cfg.lowMark * cfg.threshold, Hold: cfg.hold,
+		Recorder: rec, Peers: peers, Logger: log, Registerer: reg,
 	}, pub)
 }
 
@@ -198,6 +226,7 @@ func (p *process) handler() (http.Handler, error) {
 		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
 		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
 		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
+		Rules:   rulestore.New(p.sess, p.cfg.zkRoot),
 		History: p.rec.api(), Webhooks: p.rec.webhooks(),
 		Ready: p.ready,
 	})
@@ -215,13 +244,18 @@ func (p *process) handler() (http.Handler, error) {
 	return mux, nil
 }
 
-// ready is /readyz: the hot set was read, and a detector has somewhere to
-// send its counts.
+// ready is /readyz: the hot set and every app's rules were read, and a
+// detector has somewhere to send its counts.
 func (p *process) ready() error {
 	select {
 	case <-p.watcher.Ready():
 	default:
 		return errors.New("hot set not read from ZooKeeper yet")
+	}
+	select {
+	case <-p.rules.Ready():
+	default:
+		return errors.New("rules not read from ZooKeeper yet")
 	}
 	if p.det == nil {
 		return nil
@@ -282,6 +316,7 @@ func (p *process) runRoles(ctx context.Context, served <-chan error) (runErr, sr
 	}
 	goRole(func(ctx context.Context) error { return p.aggs.Follow(ctx, p.sess) })
 	goRole(p.watcher.Run)
+	goRole(p.rules.Run)
 	if p.agg != nil {
 		goRole(p.agg.Run)
 	}

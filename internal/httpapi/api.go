@@ -45,8 +45,10 @@ type Config struct {
 	Topic string
 	// Lists keeps the operators' pins and blocks; nil: the routes answer 501.
 	Lists Lists
-	// AdminToken guards the writes of pins and blocks (Authorization:
-	// Bearer TOKEN); "" refuses every write.
+	// Rules keeps the apps' rule lists; nil: the routes answer 501.
+	Rules Rules
+	// AdminToken guards the writes of pins, blocks, rules and webhooks
+	// (Authorization: Bearer TOKEN); "" refuses every write.
 	AdminToken string
 	// History reads the stored promotions and demotions for /v1/history;
 	// nil: the route answers 501.
@@ -81,6 +83,7 @@ type server struct {
 //	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
 //	GET /v1/pins?app=, PUT and DELETE /v1/pins/{key}?app=      operator pins (writes need the admin token)
 //	GET /v1/blocks?app=, PUT and DELETE /v1/blocks/{key}?app=  operator blocks (likewise)
+//	GET, PUT and DELETE /v1/rules?app=  an app's rule list (writes need the admin token)
 //	GET /v1/config              the threshold, for the page, and the consumed topic
 //	GET /                       the live page (assets under /ui/)
 //	GET /metrics, /healthz, /readyz
@@ -104,6 +107,9 @@ func New(cfg Config) (http.Handler, error) {
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
 		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
 	}
+	mux.HandleFunc("GET /v1/rules", a.getRules)
+	mux.HandleFunc("PUT /v1/rules", a.putRules)
+	mux.HandleFunc("DELETE /v1/rules", a.deleteRules)
 	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
 		c := map[string]any{"threshold": cfg.Threshold}
 		if cfg.Topic != "" {

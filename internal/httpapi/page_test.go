@@ -56,3 +56,64 @@ func TestPageRateFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestPageRules runs page/page.js in Node.js (no browser: the document,
+// fetch and the timer are stubs) and checks what it shows of the rules: the
+// rule behind each hot key, "default" when the answer names none, and each
+// app's rule list.
+func TestPageRules(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile("page/page.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := `const el = { textContent: "", innerHTML: "" };
+globalThis.document = { getElementById: () => el, querySelector: () => el };
+globalThis.fetch = async () => { throw new Error("offline"); };
+globalThis.setInterval = () => 0;
+`
+	check := `
+const list = {app: "shop", version: 3, rules: [
+  {match: "prefix", pattern: "item:", threshold: 500, window: "2s"},
+  {match: "glob", pattern: "<b>*", mode: "never"},
+  {match: "suffix", pattern: ":blob", measure: "bytes", threshold: 1e6}]};
+console.log(JSON.stringify({
+  labels: [
+    ruleLabel({key: "a", rule: 0, kind: "count"}, list),
+    ruleLabel({key: "b", rule: 2, kind: "bytes"}, list),
+    ruleLabel({key: "c", rule: -1, kind: "count"}, list),
+    ruleLabel({key: "d"}, list),
+    ruleLabel({key: "e", rule: 7, kind: "write"}, list),
+    ruleLabel({key: "f", rule: 0}, null),
+  ],
+  table: rulesTable(list),
+  none: rulesTable({app: "shop", version: 0, rules: []}),
+  failed: rulesTable({error: "zk down"}),
+}));`
+	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var got struct {
+		Labels              []string
+		Table, None, Failed string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	want := []string{"#0 prefix item:", "#2 suffix :blob (bytes)", "default", "default", "#7 (write)", "#0"}
+	if strings.Join(got.Labels, "|") != strings.Join(want, "|") {
+		t.Errorf("rule labels: got %q, want %q", got.Labels, want)
+	}
+	for _, frag := range []string{"<td class=\"key\">item:</td>", "<td>500</td><td>2s</td>", "&lt;b&gt;*", "<td>never</td>", "<td>1,000,000</td>", "version 3"} {
+		if !strings.Contains(got.Table, frag) {
+			t.Errorf("rules table lacks %q:\n%s", frag, got.Table)
+		}
+	}
+	if !strings.Contains(got.None, "every key follows the default rule") || !strings.Contains(got.Failed, "zk down") {
+		t.Errorf("empty list %q, failed read %q", got.None, got.Failed)
+	}
+}

@@ -128,7 +128,7 @@ func BenchmarkDecodePartials(b *testing.B) {
 	}
 	body := wire.AppendPartials(nil, batch)
 	var sum uint64
-	fn := func(app, key []byte, c uint64) { sum += c }
+	fn := func(app, key []byte, c, w, by, wb uint64) { sum += c }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu0 := cpuNanos()

@@ -255,7 +255,7 @@ func TestNDJSONBadLines(t *testing.T) {
 }
 
 func TestBinaryAllOrNothing(t *testing.T) {
-	good := wire.AppendBatch(nil, "shop", 5, []wire.KeyCount{{"a", 1}, {"b", 2}, {"c", 3}})
+	good := wire.AppendBatch(nil, "shop", 5, []wire.KeyCount{{Key: "a", Count: 1}, {Key: "b", Count: 2}, {Key: "c", Count: 3}})
 	for cut := range len(good) {
 		var d wire.Decoder
 		got, err := decodeAll(&d, good[:cut])

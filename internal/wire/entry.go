@@ -35,10 +35,17 @@ type Entry struct {
 	Op    Op
 }
 
-// KeyCount is one (key, count) entry of a batch being encoded.
+// KeyCount is one key's counts in a batch being encoded. The access batch
+// of AppendBatch (version 1) carries Key and Count only, every access a
+// read; the partial-count batch (AppendPartials) carries every field.
 type KeyCount struct {
 	Key   string
-	Count uint64
+	Count uint64 // accesses, reads and writes
+	// Writes is how many of the Count accesses were writes (<= Count).
+	Writes uint64
+	// Bytes is the size of the values of the Count accesses, summed, of
+	// which WriteBytes (<= Bytes) were written; 0 when not known.
+	Bytes, WriteBytes uint64
 }
 
 // Event is one access event to encode as JSON with AppendJSON.

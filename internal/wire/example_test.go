@@ -29,18 +29,18 @@ func ExampleAppendBatch() {
 func ExampleAppendPartials() {
 	b := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1700000000500, Span: 100, End: 1700000000450, Seq: 7, Groups: []wire.PartialGroup{
 		{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 1500}}},
-		{App: "ads", Entries: []wire.KeyCount{{Key: "b", Count: 2}}},
+		{App: "ads", Entries: []wire.KeyCount{{Key: "b", Count: 2, Writes: 1, Bytes: 300, WriteBytes: 100}}},
 	}})
 	fmt.Println(hex.EncodeToString(b))
 
-	h, err := wire.DecodePartials(b, func(app, key []byte, count uint64) {
-		fmt.Printf("%s %s %d\n", app, key, count)
+	h, err := wire.DecodePartials(b, func(app, key []byte, n, writes, bytes, writeBytes uint64) {
+		fmt.Printf("%s %s %d accesses, %d writes, %d bytes, %d written\n", app, key, n, writes, bytes, writeBytes)
 	})
 	fmt.Println(h.Source, h.At, h.Span, h.End, h.Seq, err)
 	// Output:
-	// a603026431f4d395ffbc3164c2d395ffbc3107020473686f7001076974656d3a3432dc0b0361647301016202
-	// shop item:42 1500
-	// ads b 2
+	// a604026431f4d395ffbc3164c2d395ffbc3107020473686f7001076974656d3a3432b817036164730101620501ac0264
+	// shop item:42 1500 accesses, 0 writes, 0 bytes, 0 written
+	// ads b 2 accesses, 1 writes, 300 bytes, 100 written
 	// d1 1700000000500 100 1700000000450 7 <nil>
 }
 

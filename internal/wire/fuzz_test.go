@@ -167,10 +167,10 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte(strings.Join(jsonSeeds, "\n")))
-	f.Add(wire.AppendBatch(nil, "shop", 1700000000000, []wire.KeyCount{{"item:42", 3}, {"cart:7", 1}}))
+	f.Add(wire.AppendBatch(nil, "shop", 1700000000000, []wire.KeyCount{{Key: "item:42", Count: 3}, {Key: "cart:7", Count: 1}}))
 	f.Add(wire.AppendBatch(nil, "", 0, nil))
 	f.Add([]byte{0xa5, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01})
-	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{"k", 1}}}}}))
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 1}}}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, maxKey := range []int{0, 3} {
 			limit := maxKey
@@ -250,13 +250,16 @@ func checkBatchRoundTrip(t *testing.T, got []rec) {
 // delivered on error, and what it accepts survives a re-encoding.
 func FuzzDecodePartials(f *testing.F) {
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Groups: []wire.PartialGroup{
-		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
-		{App: "ads", Entries: []wire.KeyCount{{"banner", math.MaxUint64}}},
+		{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 1234}, {Key: "cart:7", Count: 1}}},
+		{App: "ads", Entries: []wire.KeyCount{{Key: "banner", Count: math.MaxUint64}}},
 	}}))
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{}))
 	f.Add([]byte{0xa6, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00})
 	f.Add([]byte{0xa6, 0x02})
-	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, Span: 400, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{"k", 3}}}}}))
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, Span: 400, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 3}}}}}))
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, Span: 400, End: 9, Seq: 3, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{
+		{Key: "r", Count: 3, Bytes: 4096}, {Key: "w", Count: 5, Writes: 2, Bytes: 1 << 40, WriteBytes: 1 << 39}}}}}))
+	f.Add([]byte{0xa6, 0x03, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		type group struct {
 			app     string
@@ -264,16 +267,18 @@ func FuzzDecodePartials(f *testing.F) {
 		}
 		var groups []group
 		var flat []partial
-		h, err := wire.DecodePartials(in, func(app, key []byte, c uint64) {
-			if len(key) == 0 || c == 0 || !utf8.Valid(key) || !utf8.Valid(app) {
-				t.Fatalf("DecodePartials(%q) delivered app %q key %q count %d", in, app, key, c)
+		h, err := wire.DecodePartials(in, func(app, key []byte, c, w, b, wb uint64) {
+			if len(key) == 0 || c == 0 || w > c || wb > b || !utf8.Valid(key) || !utf8.Valid(app) {
+				t.Fatalf("DecodePartials(%q) delivered app %q key %q count %d writes %d bytes %d write bytes %d", in, app, key, c, w, b, wb)
 			}
 			if len(groups) == 0 || groups[len(groups)-1].app != string(app) {
 				groups = append(groups, group{app: string(app)})
 			}
 			g := &groups[len(groups)-1]
-			g.entries = append(g.entries, wire.KeyCount{Key: string(key), Count: c})
-			flat = append(flat, partial{string(app), string(key), c})
+			g.entries = append(g.entries, wire.KeyCount{Key: string(key), Count: c, Writes: w, Bytes: b, WriteBytes: wb})
+			// Re-encoded as version 4, a count of an older version above
+			// 2^63-1 is clamped (the writes of those are 0).
+			flat = append(flat, partial{string(app), string(key), min(c, math.MaxInt64), w, b, wb})
 		})
 		if err != nil {
 			reasonOf(t, err)
@@ -282,13 +287,13 @@ func FuzzDecodePartials(f *testing.F) {
 			}
 			return
 		}
-		b := &wire.PartialBatch{Source: h.Source, At: h.At, Span: h.Span}
+		b := &wire.PartialBatch{Source: h.Source, At: h.At, Span: h.Span, End: h.End, Seq: h.Seq}
 		for _, g := range groups {
 			b.Groups = append(b.Groups, wire.PartialGroup{App: g.app, Entries: g.entries})
 		}
 		var again []partial
-		h2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c uint64) {
-			again = append(again, partial{string(app), string(key), c})
+		h2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c, w, by, wb uint64) {
+			again = append(again, partial{string(app), string(key), c, w, by, wb})
 		})
 		if err != nil || h2 != h || !reflect.DeepEqual(again, flat) {
 			t.Fatalf("re-encoded partials decode to %+v %+v %v; want %+v %+v", h2, again, err, h, flat)

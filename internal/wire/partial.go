@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math"
 	"unicode/utf8"
 )
 
@@ -11,9 +12,16 @@ import (
 const partialMagic = 0xA6
 
 // partialVersion is the version of the partial-count batch that
-// AppendPartials writes. Version 1 had no Span, version 2 no End and Seq;
-// DecodePartials reads all three.
-const partialVersion = 3
+// AppendPartials writes. Version 1 had no Span, version 2 no End and Seq,
+// and versions 1 to 3 carry counts only (all reads, no bytes);
+// DecodePartials reads all four.
+const partialVersion = 4
+
+// maxPartialCount is the largest count a version 4 entry holds: the count
+// is written shifted left by one, its low bit saying whether writes and
+// bytes follow. Larger counts are written as this (the detector saturates
+// its counts anyway).
+const maxPartialCount = math.MaxInt64
 
 // minGroupSize is the smallest encoded group: an empty app and no entries.
 const minGroupSize = 2
@@ -47,18 +55,21 @@ type PartialHeader struct {
 	Seq    uint64 // 0 in version 1 and 2 batches
 }
 
-// PartialGroup holds one app's (key, count) entries of a PartialBatch.
+// PartialGroup holds one app's entries of a PartialBatch: each key's
+// accesses, the writes among them and their bytes.
 type PartialGroup struct {
 	App     string
 	Entries []KeyCount
 }
 
 // AppendPartials appends b as a partial-count batch (current version) to dst
-// and returns the extended slice. Entries with a count of 0, an empty key or a key that is not UTF-8
-// are left out, and so are groups left with no entries; key length is not
-// limited (the detector's Decoder already enforced its MaxKeyLen). A
-// negative At, Span or End is written as 0. The layout is documented
-// in docs/wire.md.
+// and returns the extended slice. Entries with a count of 0, an empty key or
+// a key that is not UTF-8 are left out, and so are groups left with no
+// entries; key length is not limited (the detector's Decoder already
+// enforced its MaxKeyLen). A count above 2^63-1 is written as 2^63-1,
+// Writes above the count as the count and WriteBytes above Bytes as Bytes.
+// A negative At, Span or End is written as 0. The layout is documented in
+// docs/wire.md.
 func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	groups := 0
 	for _, g := range b.Groups {
@@ -86,11 +97,26 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 			if validPartial(e) {
 				dst = binary.AppendUvarint(dst, uint64(len(e.Key)))
 				dst = append(dst, e.Key...)
-				dst = binary.AppendUvarint(dst, e.Count)
+				dst = appendPartialCounts(dst, &e)
 			}
 		}
 	}
 	return dst
+}
+
+// appendPartialCounts writes a version 4 entry's counts: count<<1, its low
+// bit set when writes, bytes and write bytes follow. A read-only entry
+// without bytes (the common one) costs what version 3 cost, but for counts
+// of 64..127 (and the like at each 7-bit boundary), which take a byte more.
+func appendPartialCounts(dst []byte, e *KeyCount) []byte {
+	c := min(e.Count, maxPartialCount)
+	if e.Writes == 0 && e.Bytes == 0 {
+		return binary.AppendUvarint(dst, c<<1)
+	}
+	dst = binary.AppendUvarint(dst, c<<1|1)
+	dst = binary.AppendUvarint(dst, min(e.Writes, c))
+	dst = binary.AppendUvarint(dst, e.Bytes)
+	return binary.AppendUvarint(dst, min(e.WriteBytes, e.Bytes))
 }
 
 func validPartial(e KeyCount) bool { return e.Count > 0 && len(e.Key) > 0 && utf8.ValidString(e.Key) }
@@ -107,12 +133,16 @@ func countPartials(entries []KeyCount) int {
 
 // DecodePartials decodes a partial-count batch. It validates the whole body
 // first and then calls fn for each entry in order; on error fn is never
-// called. app and key alias body. Keys are 1 or more bytes and counts >= 1;
+// called. app and key alias body. For each entry fn gets the accesses n
+// (reads and writes, >= 1), the writes among them (<= n), the bytes of
+// their values and the bytes written (<= bytes; 0 and 0 when the sender did
+// not know). Versions 1 to 3 carry counts only: their entries are reads
+// without bytes (writes, bytes and writeBytes 0). Keys are 1 or more bytes;
 // lengths are bounded only by the body, so callers should limit its size
-// (http.MaxBytesReader). The same key may appear more than once: the counts
-// add up. err is nil or an *Error. Versions 1, 2 and 3 are read.
-func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (PartialHeader, error) {
-	src, h, groups, start, f := checkPartials(body)
+// (http.MaxBytesReader). The same key may appear more than once: the
+// counts add up. err is nil or an *Error. Versions 1 to 4 are read.
+func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64)) (PartialHeader, error) {
+	src, h, version, groups, start, f := checkPartials(body)
 	if f.r != 0 {
 		return PartialHeader{}, f.err(1)
 	}
@@ -126,8 +156,17 @@ func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (Partia
 			l, j := trustedUvarint(body, i)
 			key := body[j : j+int(l) : j+int(l)]
 			c, j := trustedUvarint(body, j+int(l))
+			var w, b, wb uint64
+			if version >= 4 {
+				more := c&1 != 0
+				if c >>= 1; more {
+					w, j = trustedUvarint(body, j)
+					b, j = trustedUvarint(body, j)
+					wb, j = trustedUvarint(body, j)
+				}
+			}
 			i = j
-			fn(app, key, c)
+			fn(app, key, c, w, b, wb)
 		}
 	}
 	h.Source = string(src)
@@ -138,7 +177,7 @@ func DecodePartials(body []byte, fn func(app, key []byte, count uint64)) (Partia
 // receiver can act on it before DecodePartials delivers the entries. It does
 // not validate the rest of the body.
 func ReadPartialHeader(body []byte) (PartialHeader, error) {
-	src, h, _, f := partialHeader(body)
+	src, h, _, _, f := partialHeader(body)
 	if f.r != 0 {
 		return PartialHeader{}, f.err(1)
 	}
@@ -146,9 +185,9 @@ func ReadPartialHeader(body []byte) (PartialHeader, error) {
 	return h, nil
 }
 
-func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f fail) {
+func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups, start int, f fail) {
 	var i, l int
-	if src, h, i, f = partialHeader(b); f.r != 0 {
+	if src, h, version, i, f = partialHeader(b); f.r != 0 {
 		return
 	}
 	if groups, i, f = readCount(b, i, minGroupSize, "group"); f.r != 0 {
@@ -167,7 +206,11 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f 
 		if n, i, f = readCount(b, i+l, minEntrySize, "entry"); f.r != 0 {
 			return
 		}
-		if i, f = checkEntries(b, i, n, 0); f.r != 0 {
+		check := checkEntries
+		if version >= 4 {
+			check = checkPartialEntries
+		}
+		if i, f = check(b, i, n, 0); f.r != 0 {
 			return
 		}
 	}
@@ -177,11 +220,58 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, groups, start int, f 
 	return
 }
 
+// checkPartialEntries validates n version 4 entries starting at b[i] and
+// returns the index after them: key length, key, count<<1|more and, when
+// more is set, writes (<= count), bytes and write bytes (<= bytes).
+func checkPartialEntries(b []byte, i, n, _ int) (int, fail) {
+	for ; n > 0; n-- {
+		l, j, f := readLen(b, i, "key")
+		switch {
+		case f.r != 0:
+			return i, f
+		case l == 0:
+			return i, fail{ReasonEmptyKey, i, "empty key"}
+		case !utf8.Valid(b[j : j+l]):
+			return i, fail{ReasonBadUTF8, i, "key is not valid UTF-8"}
+		}
+		i = j + l
+		c, j, f := readUvarint(b, i)
+		if f.r != 0 {
+			return i, f
+		}
+		if c>>1 == 0 {
+			return i, fail{ReasonBadCount, i, "count 0"}
+		}
+		if c&1 != 0 {
+			var w, by, wb uint64
+			k := j
+			if w, j, f = readUvarint(b, j); f.r != 0 {
+				return j, f
+			}
+			if w > c>>1 {
+				return k, fail{ReasonBadValue, k, "more writes than accesses"}
+			}
+			if by, j, f = readUvarint(b, j); f.r != 0 {
+				return j, f
+			}
+			k = j
+			if wb, j, f = readUvarint(b, j); f.r != 0 {
+				return j, f
+			}
+			if wb > by {
+				return k, fail{ReasonBadValue, k, "more bytes written than bytes"}
+			}
+		}
+		i = j
+	}
+	return i, fail{}
+}
+
 // partialHeader reads the magic, version, source, time, (version 2 on)
 // span and (version 3 on) end and sequence of a partial-count batch and
-// returns the index after them.
-func partialHeader(b []byte) (src []byte, h PartialHeader, i int, f fail) {
-	version := byte(partialVersion)
+// returns the version and the index after them.
+func partialHeader(b []byte) (src []byte, h PartialHeader, version byte, i int, f fail) {
+	version = byte(partialVersion)
 	if len(b) >= 2 && b[0] == partialMagic && b[1] >= 1 && b[1] < partialVersion {
 		version = b[1]
 	}

@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,13 +19,13 @@ func TestBatchRoundTrip(t *testing.T) {
 		want    []rec
 	}{
 		{"empty batch", "shop", 1700000000000, nil, nil},
-		{"entries", "shop", 1700000000000, []wire.KeyCount{{"item:42", 3}, {"cart:7", 1}, {"item:42", 1<<64 - 1}},
+		{"entries", "shop", 1700000000000, []wire.KeyCount{{Key: "item:42", Count: 3}, {Key: "cart:7", Count: 1}, {Key: "item:42", Count: 1<<64 - 1}},
 			[]rec{{"shop", "item:42", 3, 1700000000000, 0, 0}, {"shop", "cart:7", 1, 1700000000000, 0, 0}, {"shop", "item:42", 1<<64 - 1, 1700000000000, 0, 0}}},
-		{"default app, no time", "", 0, []wire.KeyCount{{"k", 1}}, []rec{{"default", "k", 1, 0, 0, 0}}},
-		{"negative time written as 0", "a", -5, []wire.KeyCount{{"k", 1}}, []rec{{"a", "k", 1, 0, 0, 0}}},
-		{"binary keys", "a", 1, []wire.KeyCount{{"\x00\n{", 2}}, []rec{{"a", "\x00\n{", 2, 1, 0, 0}}},
-		{"keys not UTF-8 left out", "a", 1, []wire.KeyCount{{"item:\xff", 2}, {"item:\xfe", 3}, {"item:é", 4}}, []rec{{"a", "item:é", 4, 1, 0, 0}}},
-		{"invalid entries left out", "a", 1, []wire.KeyCount{{"", 1}, {"z", 0}, {long + "x", 1}, {long, 9}},
+		{"default app, no time", "", 0, []wire.KeyCount{{Key: "k", Count: 1}}, []rec{{"default", "k", 1, 0, 0, 0}}},
+		{"negative time written as 0", "a", -5, []wire.KeyCount{{Key: "k", Count: 1}}, []rec{{"a", "k", 1, 0, 0, 0}}},
+		{"binary keys", "a", 1, []wire.KeyCount{{Key: "\x00\n{", Count: 2}}, []rec{{"a", "\x00\n{", 2, 1, 0, 0}}},
+		{"keys not UTF-8 left out", "a", 1, []wire.KeyCount{{Key: "item:\xff", Count: 2}, {Key: "item:\xfe", Count: 3}, {Key: "item:é", Count: 4}}, []rec{{"a", "item:é", 4, 1, 0, 0}}},
+		{"invalid entries left out", "a", 1, []wire.KeyCount{{Key: "", Count: 1}, {Key: "z", Count: 0}, {Key: long + "x", Count: 1}, {Key: long, Count: 9}},
 			[]rec{{"a", long, 9, 1, 0, 0}}},
 	}
 	for _, tt := range tests {
@@ -75,15 +76,15 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 type partial struct {
-	App, Key string
-	Count    uint64
+	App, Key                     string
+	N, Writes, Bytes, WriteBytes uint64
 }
 
 func decodePartials(t *testing.T, body []byte) (wire.PartialHeader, []partial, error) {
 	t.Helper()
 	var got []partial
-	h, err := wire.DecodePartials(body, func(app, key []byte, c uint64) {
-		got = append(got, partial{string(app), string(key), c})
+	h, err := wire.DecodePartials(body, func(app, key []byte, n, w, b, wb uint64) {
+		got = append(got, partial{string(app), string(key), n, w, b, wb})
 	})
 	return h, got, err
 }
@@ -91,14 +92,14 @@ func decodePartials(t *testing.T, body []byte) (wire.PartialHeader, []partial, e
 func TestPartialsRoundTrip(t *testing.T) {
 	long := strings.Repeat("L", 5000) // partials do not limit key length
 	b := &wire.PartialBatch{Source: "detector-1", At: 1700000000500, Span: 300, Groups: []wire.PartialGroup{
-		{App: "shop", Entries: []wire.KeyCount{{"item:42", 1234}, {"cart:7", 1}}},
-		{App: "empty-after-filter", Entries: []wire.KeyCount{{"", 5}, {"x", 0}}},
+		{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 1234}, {Key: "cart:7", Count: 1}}},
+		{App: "empty-after-filter", Entries: []wire.KeyCount{{Key: "", Count: 5}, {Key: "x", Count: 0}}},
 		{App: "", Entries: nil},
-		{App: "ads", Entries: []wire.KeyCount{{"banner", 99}, {long, 1}}},
+		{App: "ads", Entries: []wire.KeyCount{{Key: "banner", Count: 99}, {Key: long, Count: 1}}},
 	}}
 	body := wire.AppendPartials(nil, b)
 	h, got, err := decodePartials(t, body)
-	want := []partial{{"shop", "item:42", 1234}, {"shop", "cart:7", 1}, {"ads", "banner", 99}, {"ads", long, 1}}
+	want := []partial{{"shop", "item:42", 1234, 0, 0, 0}, {"shop", "cart:7", 1, 0, 0, 0}, {"ads", "banner", 99, 0, 0, 0}, {"ads", long, 1, 0, 0, 0}}
 	wantH := wire.PartialHeader{Source: "detector-1", At: 1700000000500, Span: 300}
 	if err != nil || h != wantH || !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip: %+v %+v %v\nwant %+v %+v nil", h, got, err, wantH, want)
@@ -111,19 +112,76 @@ func TestPartialsRoundTrip(t *testing.T) {
 	// one group "a" with one entry ("k", 2).
 	v1 := []byte{0xa6, 0x01, 0x01, 'd', 0x07, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
 	h, got, err = decodePartials(t, v1)
-	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2}}) {
+	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
 		t.Errorf("version 1 batch: %+v %+v %v", h, got, err)
 	}
 	// Version 2 (span, no end or sequence) still decodes: span 9.
 	v2 := []byte{0xa6, 0x02, 0x01, 'd', 0x07, 0x09, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
 	h, got, err = decodePartials(t, v2)
-	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2}}) {
+	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
 		t.Errorf("version 2 batch: %+v %+v %v", h, got, err)
+	}
+	// Version 3 (end and sequence, counts only) still decodes, as reads:
+	// end 5, sequence 6.
+	v3 := []byte{0xa6, 0x03, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
+	h, got, err = decodePartials(t, v3)
+	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 6}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
+		t.Errorf("version 3 batch: %+v %+v %v", h, got, err)
 	}
 	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}))
 	if want := (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}); err != nil || h != want {
-		t.Errorf("version 3 header: got %+v %v, want %+v", h, err, want)
+		t.Errorf("version 4 header: got %+v %v, want %+v", h, err, want)
 	}
+}
+
+// TestPartialsWritesAndBytes round-trips version 4's writes and bytes, and
+// checks what the encoder clamps and what a read-only entry costs.
+func TestPartialsWritesAndBytes(t *testing.T) {
+	tests := []struct {
+		name string
+		in   wire.KeyCount
+		want partial
+	}{
+		{"reads only", wire.KeyCount{Key: "k", Count: 7}, partial{"a", "k", 7, 0, 0, 0}},
+		{"reads with bytes", wire.KeyCount{Key: "k", Count: 7, Bytes: 7 << 20}, partial{"a", "k", 7, 0, 7 << 20, 0}},
+		{"writes only", wire.KeyCount{Key: "k", Count: 3, Writes: 3}, partial{"a", "k", 3, 3, 0, 0}},
+		{"reads and writes with bytes", wire.KeyCount{Key: "k", Count: 10, Writes: 4, Bytes: 1000, WriteBytes: 300},
+			partial{"a", "k", 10, 4, 1000, 300}},
+		{"largest values", wire.KeyCount{Key: "k", Count: math.MaxInt64, Writes: math.MaxInt64, Bytes: math.MaxUint64, WriteBytes: math.MaxUint64},
+			partial{"a", "k", math.MaxInt64, math.MaxInt64, math.MaxUint64, math.MaxUint64}},
+		{"count clamped to 2^63-1", wire.KeyCount{Key: "k", Count: math.MaxUint64, Writes: math.MaxUint64},
+			partial{"a", "k", math.MaxInt64, math.MaxInt64, 0, 0}},
+		{"writes clamped to the count", wire.KeyCount{Key: "k", Count: 2, Writes: 5}, partial{"a", "k", 2, 2, 0, 0}},
+		{"write bytes clamped to the bytes", wire.KeyCount{Key: "k", Count: 2, Writes: 1, Bytes: 10, WriteBytes: 11},
+			partial{"a", "k", 2, 1, 10, 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := wire.AppendPartials(nil, &wire.PartialBatch{Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{tt.in}}}})
+			_, got, err := decodePartials(t, body)
+			if err != nil || len(got) != 1 || got[0] != tt.want {
+				t.Errorf("AppendPartials(%+v) decodes to %+v, %v; want %+v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	// A read-only entry without bytes costs what it cost in version 3 for
+	// counts below 64 (count<<1 still fits one varint byte) and one byte
+	// more at most otherwise.
+	for _, c := range []uint64{1, 63, 64, 127, 8191, 8192, 1 << 40} {
+		v4 := len(wire.AppendPartials(nil, &wire.PartialBatch{Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: c}}}}}))
+		v3 := 13 + uvarintLen(c) // magic, version, 5 header varints, group count, app (2), entry count, key (2)
+		if extra := v4 - v3; extra < 0 || extra > 1 || c < 64 && extra != 0 {
+			t.Errorf("count %d: version 4 body %d bytes, version 3 %d", c, v4, v3)
+		}
+	}
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 func TestDecodePartialsReasons(t *testing.T) {
@@ -136,7 +194,8 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"empty", "", wire.ReasonEmpty, 0},
 		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
 		{"json", "7b7d", wire.ReasonBadMagic, 0},
-		{"unknown version", "a6 04 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a6 05 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"version 0", "a6 00 00 00 00", wire.ReasonUnknownVersion, 1},
 		{"v2 without span", "a6 02 00 00", wire.ReasonTruncated, 4},
 		{"v2 span out of range", "a6 02 00 00 ffffffffffffffffff01 00", wire.ReasonBadValue, 4},
 		{"no version", "a6", wire.ReasonTruncated, 1},
@@ -155,6 +214,16 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"source not UTF-8", "a6 01 01 ff 00 00", wire.ReasonBadUTF8, 3},
 		{"app not UTF-8", "a6 01 00 00 01 01 ff 01 01 6b 01", wire.ReasonBadUTF8, 6},
 		{"key not UTF-8", "a6 01 00 00 01 01 61 01 01 fe 01", wire.ReasonBadUTF8, 8},
+		// Version 4: source, at, span, end, sequence, then entries whose
+		// count is shifted left by one, its low bit saying more follows.
+		{"v4 count 0", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 00", wire.ReasonBadCount, 13},
+		{"v4 count 0 with more", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 01 00 00 00", wire.ReasonBadCount, 13},
+		{"v4 more writes than accesses", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 03 02 00 00", wire.ReasonBadValue, 14},
+		{"v4 more bytes written than bytes", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 03 01 05 06", wire.ReasonBadValue, 16},
+		{"v4 writes and bytes cut short", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 03 00", wire.ReasonTruncated, 15},
+		{"v4 empty key", "a6 04 00 00 00 00 00 01 01 61 01 00 6b 02", wire.ReasonEmptyKey, 11},
+		{"v4 key not UTF-8", "a6 04 00 00 00 00 00 01 01 61 01 01 fe 02", wire.ReasonBadUTF8, 11},
+		{"v4 trailing data", "a6 04 00 00 00 00 00 01 01 61 01 01 6b 02 00", wire.ReasonTrailingData, 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +260,7 @@ func TestDecodeAllocs(t *testing.T) {
 			t.Errorf("Decode %s: %v allocs per run, want 0", name, a)
 		}
 	}
-	pfn := func(app, key []byte, c uint64) { n++ }
+	pfn := func(app, key []byte, c, w, b, wb uint64) { n++ }
 	// One allocation: the returned source string.
 	if a := testing.AllocsPerRun(50, func() { _, _ = wire.DecodePartials(partials, pfn) }); a > 1 {
 		t.Errorf("DecodePartials: %v allocs per run, want <= 1", a)

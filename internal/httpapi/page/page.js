@@ -89,18 +89,60 @@ function timelineSVG(events, now) {
   return `<svg class="timeline" viewBox="0 0 760 ${h}" preserveAspectRatio="xMinYMin meet">${rows}${ticks}</svg>`;
 }
 
+// Rules: each app's rule list (GET /v1/rules), refreshed every 5 s.
+const ruleLists = new Map(); // app -> {at, list} (list null until read, or {error})
+
+async function refreshRules(app) {
+  const r = ruleLists.get(app);
+  if (r && Date.now() - r.at < 5e3) return;
+  ruleLists.set(app, { at: Date.now(), list: r ? r.list : null });
+  let list;
+  try {
+    const resp = await fetch(`/v1/rules?app=${encodeURIComponent(app)}`, { cache: "no-store" });
+    const body = await resp.json();
+    list = resp.ok ? body : { error: body.error || String(resp.status) };
+  } catch (err) {
+    list = { error: err.message };
+  }
+  ruleLists.set(app, { at: Date.now(), list });
+}
+
+// ruleLabel names the rule behind a hot key: "default" for the default rule
+// (rule -1) or when the answer has no rule, else "#i match pattern" from the
+// app's list. The kind follows unless it is "count".
+function ruleLabel(k, list) {
+  let label = "default";
+  if (typeof k.rule === "number" && k.rule >= 0) {
+    const r = list && list.rules ? list.rules[k.rule] : null;
+    label = r ? `#${k.rule} ${r.match} ${r.pattern}` : `#${k.rule}`;
+  }
+  const kind = k.kind || "count";
+  return kind === "count" ? label : `${label} (${kind})`;
+}
+
+// rulesTable shows an app's rules; "-" is the default rule's value.
+function rulesTable(list) {
+  if (!list) return '<p class="empty">reading…</p>';
+  if (list.error) return `<p class="empty">rules: ${esc(list.error)}</p>`;
+  if (!list.rules || !list.rules.length) return '<p class="empty">none: every key follows the default rule</p>';
+  const cols = ["mode", "measure", "ops", "threshold", "window", "hold", "low", "k"];
+  const rows = list.rules.map((r, i) => `<tr><td class="num">${i}</td><td>${esc(r.match)}</td><td class="key">${esc(r.pattern)}</td>${cols.map((c) => `<td>${r[c] === undefined ? "-" : esc(c === "threshold" ? fmt(r[c]) : r[c])}</td>`).join("")}</tr>`).join("");
+  return `<table class="rules"><thead><tr><th>#</th><th>match</th><th>pattern</th>${cols.map((c) => `<th>${c}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table><p class="note">version ${esc(list.version)} · first match wins · - is the default rule's value</p>`;
+}
+
 function appSection(app, hot, top) {
+  const list = (ruleLists.get(app) || {}).list;
   const hotRows = hot.map((k) => {
     const h = remember(app, k.key, k.rate);
-    return `<tr class="hot"><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td><td>${esc(new Date(k.since).toLocaleTimeString())}</td><td>${esc(k.source)}</td><td>${spark(h)}</td></tr>`;
+    return `<tr class="hot"><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td><td>${esc(new Date(k.since).toLocaleTimeString())}</td><td>${esc(k.source)}</td><td>${esc(ruleLabel(k, list))}</td><td>${spark(h)}</td></tr>`;
   }).join("");
   const hotSet = new Set(hot.map((k) => k.key));
   const busy = top.filter((k) => !hotSet.has(k.key)).slice(0, 10).map((k) =>
     `<tr><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td></tr>`).join("");
   return `<section class="app" data-app="${esc(app)}"><h2>app ${esc(app)}</h2><div class="cols">
-    <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>since</th><th>source</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
+    <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>since</th><th>source</th><th>rule</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
     <div><h3>Busiest below the threshold</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
-  </div><h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
+  </div><h3>Rules</h3>${rulesTable(list)}<h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
 }
 
 async function tick() {
@@ -112,7 +154,7 @@ async function tick() {
     const apps = hot.apps.map((a) => a.app);
     for (const e of events.events) if (!apps.includes(e.app)) apps.push(e.app);
     const tops = await Promise.all(apps.map((app) => get("/v1/top?n=20&app=" + encodeURIComponent(app)).catch(() => ({ keys: [] }))));
-    await Promise.all(apps.map(refreshTimeline));
+    await Promise.all([...apps.map(refreshTimeline), ...apps.map(refreshRules)]);
     const byApp = new Map(hot.apps.map((a) => [a.app, a.hotkeys]));
     document.getElementById("apps").innerHTML = apps.length
       ? apps.map((app, i) => appSection(app, byApp.get(app) || [], tops[i].keys)).join("")
