@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
 )
 
@@ -311,39 +312,49 @@ func (c *Client) lookup(ctx context.Context, key string) ([]byte, Served, error)
 		return nil, Fresh, ErrClosed
 	}
 	if e := c.hot.Load().m[key]; e != nil {
-		c.countHot(e)
 		if v := e.val.Load(); v != nil && !v.stale {
 			data, err := v.result()
+			c.countHot(e, len(data))
 			return data, Fresh, err
 		}
 		data, s, err := c.getHot(ctx, e)
+		c.countHot(e, len(data))
 		return c.withFallback(ctx, key, data, s, err)
 	}
-	c.countCold(key)
 	data, s, err := c.getCold(ctx, key)
+	c.countCold(key, len(data))
 	return c.withFallback(ctx, key, data, s, err)
 }
 
-func (c *Client) countHot(e *hotEntry) {
+// countHot counts one read of a hot key that served size bytes (0 when it
+// failed or the key does not exist).
+func (c *Client) countHot(e *hotEntry, size int) {
 	if n := c.o.reportSample; n > 1 {
 		if rand.Uint32()%uint32(n) != 0 {
 			return
 		}
-		e.hits.add(uint64(n))
+		e.hits.add(uint64(n), uint64(n)*uint64(size))
 		return
 	}
-	e.hits.add(1)
+	e.hits.add(1, uint64(size))
 }
 
-func (c *Client) countCold(key string) {
+// countCold counts one read of a key that is not in L1 and served size bytes.
+func (c *Client) countCold(key string, size int) {
 	if n := c.o.reportSample; n > 1 {
 		if rand.Uint32()%uint32(n) != 0 {
 			return
 		}
-		c.table.add(key, uint64(n))
+		c.table.add(key, wire.OpRead, uint64(n), uint64(n)*uint64(size))
 		return
 	}
-	c.table.add(key, 1)
+	c.table.add(key, wire.OpRead, 1, uint64(size))
+}
+
+// countWrite counts one write of key (size bytes written; 0 for a delete).
+// Writes are not sampled: each already costs a write to the source.
+func (c *Client) countWrite(key string, size int) {
+	c.table.add(key, wire.OpWrite, 1, uint64(size))
 }
 
 // getHot serves a hot key whose value is missing or stale: one backend read

@@ -70,12 +70,15 @@ func (c *Client) retire(e *hotEntry) {
 // last report. A Get that loaded the table just before a demotion may count
 // into a retired entry after it was drained: that access is not reported
 // (at most a few per demotion).
-func (c *Client) drainHot(fn func(key string, n uint64)) {
+func (c *Client) drainHot(fn func(key string, t tally)) {
 	var total uint64
 	for k, e := range c.hot.Load().m {
-		if n := e.hits.take(); n > 0 {
-			fn(k, n)
+		switch n, bytes := e.hits.take(); {
+		case n > 0:
+			fn(k, tally{reads: n, readBytes: bytes})
 			total += n
+		case bytes > 0:
+			e.hits.add(0, bytes) // the bytes of a read whose count went with the last flush
 		}
 	}
 	c.hotMu.Lock()
@@ -83,8 +86,8 @@ func (c *Client) drainHot(fn func(key string, n uint64)) {
 	c.retired = nil
 	c.hotMu.Unlock()
 	for _, e := range retired {
-		if n := e.hits.take(); n > 0 {
-			fn(e.key, n)
+		if n, bytes := e.hits.take(); n > 0 {
+			fn(e.key, tally{reads: n, readBytes: bytes})
 			total += n
 		}
 	}
