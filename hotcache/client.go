@@ -18,8 +18,10 @@ import (
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // Sentinel errors. Errors returned by the Client wrap one of these, or the
@@ -43,10 +45,17 @@ var errBreakerOpen = fmt.Errorf("%w: Redis circuit breaker open", ErrUnavailable
 // HotKey is one key of the app's current hot set.
 type HotKey struct {
 	Key    string
-	Rate   float64   // accesses per second over the whole app, as published
+	Rate   float64   // the measure of its rule per second over the whole app (accesses or bytes), as published
 	Since  time.Time // when it turned hot
 	Pinned bool      // an operator pinned it hot
 	Loaded bool      // its value is in this instance's L1
+	// Rule is the index of the app's rule that made it hot; -1 for the
+	// default rule, and for a pinned key or one published by a hotspotd
+	// that predates rules.
+	Rule int
+	// Kind is why it is hot: "count" (accesses), "bytes" (bytes served) or
+	// "write" (writes). A "write" key is never cached in L1.
+	Kind string
 }
 
 // value is an immutable cached value.
@@ -574,7 +583,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	return data, false, nil
 }
 
-// IsHot reports whether key is hot for this app right now (false after Close).
+// IsHot reports whether key is hot for this app right now and served from
+// L1 memory (false after Close). A key hot by writes (Kind "write" in Hot)
+// is never cached, so IsHot is false for it.
 func (c *Client) IsHot(key string) bool {
 	return !c.closed.Load() && c.hot.Load().m[key] != nil
 }
@@ -589,16 +600,25 @@ func (c *Client) Hot() []HotKey {
 	keys := z.w.Snapshot().App(c.o.app)
 	out := make([]HotKey, 0, len(keys))
 	for _, k := range keys {
-		h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned"}
-		if k.Since > 0 {
-			h.Since = time.UnixMilli(k.Since)
-		}
+		h := hotKeyOf(k)
 		if e := t.m[k.Key]; e != nil {
 			h.Loaded = e.val.Load() != nil
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// hotKeyOf is the public form of a published key (Loaded left false).
+func hotKeyOf(k hotset.Key) HotKey {
+	h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned", Rule: -1, Kind: cmp.Or(k.Kind, string(rules.KindCount))}
+	if k.Rule != nil {
+		h.Rule = *k.Rule
+	}
+	if k.Since > 0 {
+		h.Since = time.UnixMilli(k.Since)
+	}
+	return h
 }
 
 // Close stops the Client: it sends the last access counts, runs pending
