@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
@@ -130,9 +131,10 @@ type Client struct {
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
-	table *countTable
-	sink  sink
-	zk    atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
+	table   *countTable
+	sink    sink
+	kafkaTr *kafka.Transport           // the sink's; nil without Kafka. Its idle connections are closed by Close
+	zk      atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
 
 	loadq  chan *hotEntry
 	closed atomic.Bool
@@ -227,9 +229,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		c.sink = o.sink
 	case len(o.brokers) > 0:
 		ks := newKafkaSink(o.brokers, o.topic, c.m, c.log)
-		if kafkaTransport != nil {
-			ks.w.Transport = kafkaTransport
+		if kafkaTransport == nil {
+			// A Transport of its own, not kafka-go's shared default: that
+			// caches the cluster's topic list for up to 6 s, so a Client
+			// whose topic was created after another Client of the process
+			// last asked would lose its reports until the cache expires.
+			kafkaTransport = &kafka.Transport{}
 		}
+		ks.w.Transport = kafkaTransport
+		c.kafkaTr, _ = kafkaTransport.(*kafka.Transport)
 		c.sink = ks
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())
@@ -638,6 +646,9 @@ func (c *Client) Close() error {
 	}
 	if c.sink != nil {
 		errs = append(errs, c.sink.close())
+	}
+	if c.kafkaTr != nil {
+		c.kafkaTr.CloseIdleConnections()
 	}
 	if c.ownRedis {
 		if err := c.rdb.Close(); err != nil {
