@@ -38,7 +38,8 @@ const (
 
 // stripedCount counts reads and the bytes they served, spread over cache
 // lines; see hotEntry. A take between the two adds of one read may see its
-// count without its bytes: drainHot then keeps the bytes for the next flush.
+// count without its bytes: the bytes then go with a later flush (drainHot
+// puts back bytes that come without any count).
 type stripedCount [hitStripes]struct {
 	n     atomic.Uint64
 	bytes atomic.Uint64
