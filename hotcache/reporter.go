@@ -73,17 +73,6 @@ type tally struct {
 	writes, writeBytes uint64 // Sets and Deletes, and the bytes Set wrote
 }
 
-// add counts n accesses of op that moved bytes.
-func (t *tally) add(op wire.Op, n, bytes uint64) {
-	if op == wire.OpWrite {
-		t.writes += n
-		t.writeBytes += bytes
-		return
-	}
-	t.reads += n
-	t.readBytes += bytes
-}
-
 // appendTally appends key's tally as version 2 batch entries, one per op
 // that it saw, and returns how many it appended.
 func appendTally(dst []wire.Access, key string, t tally) ([]wire.Access, int) {
@@ -103,17 +92,23 @@ func appendTally(dst []wire.Access, key string, t tally) ([]wire.Access, int) {
 // key length, count, op and bytes varints.
 const maxEntryOverhead = 2 + 10 + 1 + 10
 
+// sum is one key's count and bytes of one op since the last flush.
+type sum struct{ n, bytes uint64 }
+
+// countStripe holds a map per op rather than one map of tallies: a map
+// value of 16 bytes instead of 32 keeps the table's memory close to what
+// counting reads alone took, and writes are few.
 type countStripe struct {
-	mu    sync.Mutex       // guards m and spare
-	m     map[string]tally // key -> what it saw since the last flush
-	spare map[string]tally // the map of the flush before last, cleared, reused to avoid allocation
-	_     [40]byte
+	mu    sync.Mutex        // guards m and spare
+	m     [2]map[string]sum // by op (wire.OpRead, wire.OpWrite): key -> what it saw since the last flush
+	spare [2]map[string]sum // the maps of the flush before last, cleared, reused to avoid allocation
+	_     [24]byte
 }
 
-// countTable sums accesses of keys that are not hot.
+// countTable sums accesses of keys that are not hot, and writes.
 type countTable struct {
 	seed      maphash.Seed
-	perStripe int
+	perStripe int // keys per stripe, reads and writes together
 	stripes   [countStripes]countStripe
 	dropped   atomic.Uint64 // accesses (reads and writes) of keys left out because the table was full
 	wake      chan struct{} // poked (without blocking) when a stripe is full
@@ -122,27 +117,28 @@ type countTable struct {
 func newCountTable(maxKeys int) *countTable {
 	t := &countTable{seed: maphash.MakeSeed(), perStripe: max(maxKeys/countStripes, 1), wake: make(chan struct{}, 1)}
 	for i := range t.stripes {
-		t.stripes[i].m = make(map[string]tally)
-		t.stripes[i].spare = make(map[string]tally)
+		for op := range 2 {
+			t.stripes[i].m[op] = make(map[string]sum)
+			t.stripes[i].spare[op] = make(map[string]sum)
+		}
 	}
 	return t
 }
 
-// add counts n accesses of key of op that moved bytes.
+// add counts n accesses of key of op (wire.OpRead or wire.OpWrite) that
+// moved bytes.
 func (t *countTable) add(key string, op wire.Op, n, bytes uint64) {
 	s := &t.stripes[maphash.String(t.seed, key)%countStripes]
 	s.mu.Lock()
-	if c, ok := s.m[key]; ok {
-		c.add(op, n, bytes)
-		s.m[key] = c
+	m := s.m[op&1]
+	if c, ok := m[key]; ok {
+		m[key] = sum{c.n + n, c.bytes + bytes}
 		s.mu.Unlock()
 		return
 	}
-	if len(s.m) < t.perStripe {
-		var c tally
-		c.add(op, n, bytes)
-		s.m[key] = c
-		full := len(s.m) == t.perStripe
+	if used := len(s.m[0]) + len(s.m[1]); used < t.perStripe {
+		m[key] = sum{n, bytes}
+		full := used+1 == t.perStripe
 		s.mu.Unlock()
 		if full {
 			t.poke()
@@ -161,27 +157,32 @@ func (t *countTable) poke() {
 	}
 }
 
-// drain calls fn with every (key, tally) counted since the last drain and
-// empties the table. It swaps every stripe's map first and reads them after,
-// so that encoding the first stripes does not keep the last ones filling up.
-// Only the flusher calls it.
+// drain calls fn with every key and what it saw since the last drain (a key
+// read and written comes twice: once with its reads, once with its writes)
+// and empties the table. It swaps every stripe's maps first and reads them
+// after, so that encoding the first stripes does not keep the last ones
+// filling up. Only the flusher calls it.
 func (t *countTable) drain(fn func(key string, t tally)) {
-	var old [countStripes]map[string]tally
+	var old [countStripes][2]map[string]sum
 	for i := range t.stripes {
 		s := &t.stripes[i]
 		s.mu.Lock()
 		old[i] = s.m
-		s.m, s.spare = s.spare, nil
+		s.m, s.spare = s.spare, [2]map[string]sum{}
 		s.mu.Unlock()
 	}
-	for i, m := range old {
-		for k, n := range m {
-			fn(k, n)
+	for i, ms := range old {
+		for k, c := range ms[wire.OpRead] {
+			fn(k, tally{reads: c.n, readBytes: c.bytes})
 		}
-		clear(m)
+		for k, c := range ms[wire.OpWrite] {
+			fn(k, tally{writes: c.n, writeBytes: c.bytes})
+		}
+		clear(ms[0])
+		clear(ms[1])
 		s := &t.stripes[i]
 		s.mu.Lock()
-		s.spare = m
+		s.spare = ms
 		s.mu.Unlock()
 	}
 }

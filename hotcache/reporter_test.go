@@ -12,6 +12,17 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
+// add counts n accesses of op that moved bytes.
+func (t *tally) add(op wire.Op, n, bytes uint64) {
+	if op == wire.OpWrite {
+		t.writes += n
+		t.writeBytes += bytes
+		return
+	}
+	t.reads += n
+	t.readBytes += bytes
+}
+
 // memSink decodes what the reporter sends.
 type memSink struct {
 	mu       sync.Mutex // guards counts, tallies, apps, versions and records
@@ -215,5 +226,35 @@ func TestAppendTally(t *testing.T) {
 		if !slices.Equal(got, tt.want) || n != len(tt.want) {
 			t.Errorf("appendTally(%+v) = %+v, %d; want %+v", tt.t, got, n, tt.want)
 		}
+	}
+}
+
+// TestCountTableReadsAndWrites sums reads and writes of one key apart, and
+// bounds the keys of both together.
+func TestCountTableReadsAndWrites(t *testing.T) {
+	tab := newCountTable(countStripes) // one key per stripe
+	tab.add("k", wire.OpRead, 2, 20)
+	tab.add("k", wire.OpWrite, 1, 7) // a second key slot of the stripe: does not fit
+	tab.add("k", wire.OpRead, 3, 30)
+	got := map[string]tally{}
+	tab.drain(func(key string, c tally) {
+		g := got[key]
+		g.reads, g.readBytes = g.reads+c.reads, g.readBytes+c.readBytes
+		g.writes, g.writeBytes = g.writes+c.writes, g.writeBytes+c.writeBytes
+		got[key] = g
+	})
+	if want := (tally{reads: 5, readBytes: 50}); got["k"] != want || tab.dropped.Load() != 1 {
+		t.Errorf("drained %+v, dropped %d; want %+v and the write dropped", got, tab.dropped.Load(), want)
+	}
+
+	tab = newCountTable(1024)
+	tab.add("k", wire.OpRead, 2, 20)
+	tab.add("k", wire.OpWrite, 1, 7)
+	tab.add("k", wire.OpWrite, 1, 3)
+	var calls []tally
+	tab.drain(func(key string, c tally) { calls = append(calls, c) })
+	want := []tally{{reads: 2, readBytes: 20}, {writes: 2, writeBytes: 10}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("drained %+v, want %+v", calls, want)
 	}
 }
