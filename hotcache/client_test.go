@@ -323,6 +323,10 @@ func ruleIndex(i int) *int { return &i }
 // reported, that a cached key turning into a write key leaves L1 at once,
 // and that it is cached again when it turns back.
 func TestWriteKeyNeverCached(t *testing.T) {
+	synctest.Test(t, testWriteKeyNeverCached)
+}
+
+func testWriteKeyNeverCached(t *testing.T) {
 	src := newSource("w", "v1", "c", "v2")
 	sink := newMemSink()
 	c := newClient(t, WithLoader(src), withSink(sink), WithLocalProtection(NoLimit, time.Second))
@@ -371,16 +375,14 @@ func TestWriteKeyNeverCached(t *testing.T) {
 		t.Error("after write -> bytes: IsHot false, want true")
 	}
 
-	// Every read was reported, L1 or not.
-	deadline := time.Now().Add(5 * time.Second)
-	for sink.tally("w").reads < 11 || sink.tally("c").reads < 15 {
-		if time.Now().After(deadline) {
-			t.Fatalf("reported w %+v, c %+v; want 11 and 15 reads", sink.tally("w"), sink.tally("c"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Every read was reported, L1 or not, and the write.
+	time.Sleep(100 * time.Millisecond) // one report interval
+	synctest.Wait()
+	if got, want := sink.tally("w"), (tally{reads: 11, readBytes: 10*2 + 2, writes: 1, writeBytes: 2}); got != want {
+		t.Errorf("reported w %+v, want %+v", got, want)
 	}
-	if got := sink.tally("w"); got.writes != 1 || got.writeBytes != 2 {
-		t.Errorf("reported w %+v, want 1 write of 2 bytes", got)
+	if got := sink.tally("c"); got.reads != 15 || got.readBytes != 30 {
+		t.Errorf("reported c %+v, want 15 reads of 2 bytes", got)
 	}
 }
 
