@@ -139,7 +139,7 @@ func benchReport(b *testing.B, keys []string, perSecond float64) {
 	start := time.Now()
 	i := 0
 	for b.Loop() {
-		c.countCold(keys[i&(len(keys)-1)])
+		c.countCold(keys[i&(len(keys)-1)], 100)
 		i++
 		if perSecond > 0 && i%1000 == 0 {
 			if ahead := time.Duration(float64(i)/perSecond*1e9) - time.Since(start); ahead > 0 {

@@ -15,10 +15,14 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
+	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // Sentinel errors. Errors returned by the Client wrap one of these, or the
@@ -42,10 +46,17 @@ var errBreakerOpen = fmt.Errorf("%w: Redis circuit breaker open", ErrUnavailable
 // HotKey is one key of the app's current hot set.
 type HotKey struct {
 	Key    string
-	Rate   float64   // accesses per second over the whole app, as published
+	Rate   float64   // the measure of its rule per second over the whole app (accesses or bytes), as published
 	Since  time.Time // when it turned hot
 	Pinned bool      // an operator pinned it hot
 	Loaded bool      // its value is in this instance's L1
+	// Rule is the index of the app's rule that made it hot; -1 for the
+	// default rule, and for a pinned key or one published by a hotspotd
+	// that predates rules.
+	Rule int
+	// Kind is why it is hot: "count" (accesses), "bytes" (bytes served) or
+	// "write" (writes). A "write" key is never cached in L1.
+	Kind string
 }
 
 // value is an immutable cached value.
@@ -120,9 +131,10 @@ type Client struct {
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
-	table *countTable
-	sink  sink
-	zk    atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
+	table   *countTable
+	sink    sink
+	kafkaTr *kafka.Transport           // the sink's; nil without Kafka. Its idle connections are closed by Close
+	zk      atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
 
 	loadq  chan *hotEntry
 	closed atomic.Bool
@@ -217,9 +229,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		c.sink = o.sink
 	case len(o.brokers) > 0:
 		ks := newKafkaSink(o.brokers, o.topic, c.m, c.log)
-		if kafkaTransport != nil {
-			ks.w.Transport = kafkaTransport
+		if kafkaTransport == nil {
+			// A Transport of its own, not kafka-go's shared default: that
+			// caches the cluster's topic list for up to 6 s, so a Client
+			// whose topic was created after another Client of the process
+			// last asked would lose its reports until the cache expires.
+			kafkaTransport = &kafka.Transport{}
 		}
+		ks.w.Transport = kafkaTransport
+		c.kafkaTr, _ = kafkaTransport.(*kafka.Transport)
 		c.sink = ks
 	}
 	c.bg, c.cancel = context.WithCancel(context.Background())
@@ -311,39 +329,49 @@ func (c *Client) lookup(ctx context.Context, key string) ([]byte, Served, error)
 		return nil, Fresh, ErrClosed
 	}
 	if e := c.hot.Load().m[key]; e != nil {
-		c.countHot(e)
 		if v := e.val.Load(); v != nil && !v.stale {
 			data, err := v.result()
+			c.countHot(e, len(data))
 			return data, Fresh, err
 		}
 		data, s, err := c.getHot(ctx, e)
+		c.countHot(e, len(data))
 		return c.withFallback(ctx, key, data, s, err)
 	}
-	c.countCold(key)
 	data, s, err := c.getCold(ctx, key)
+	c.countCold(key, len(data))
 	return c.withFallback(ctx, key, data, s, err)
 }
 
-func (c *Client) countHot(e *hotEntry) {
+// countHot counts one read of a hot key that served size bytes (0 when it
+// failed or the key does not exist).
+func (c *Client) countHot(e *hotEntry, size int) {
 	if n := c.o.reportSample; n > 1 {
 		if rand.Uint32()%uint32(n) != 0 {
 			return
 		}
-		e.hits.add(uint64(n))
+		e.hits.add(uint64(n), uint64(n)*uint64(size))
 		return
 	}
-	e.hits.add(1)
+	e.hits.add(1, uint64(size))
 }
 
-func (c *Client) countCold(key string) {
+// countCold counts one read of a key that is not in L1 and served size bytes.
+func (c *Client) countCold(key string, size int) {
 	if n := c.o.reportSample; n > 1 {
 		if rand.Uint32()%uint32(n) != 0 {
 			return
 		}
-		c.table.add(key, uint64(n))
+		c.table.add(key, wire.OpRead, uint64(n), uint64(n)*uint64(size))
 		return
 	}
-	c.table.add(key, 1)
+	c.table.add(key, wire.OpRead, 1, uint64(size))
+}
+
+// countWrite counts one write of key (size bytes written; 0 for a delete).
+// Writes are not sampled: each already costs a write to the source.
+func (c *Client) countWrite(key string, size int) {
+	c.table.add(key, wire.OpWrite, 1, uint64(size))
 }
 
 // getHot serves a hot key whose value is missing or stale: one backend read
@@ -563,7 +591,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	return data, false, nil
 }
 
-// IsHot reports whether key is hot for this app right now (false after Close).
+// IsHot reports whether key is hot for this app right now and served from
+// L1 memory (false after Close). A key hot by writes (Kind "write" in Hot)
+// is never cached, so IsHot is false for it.
 func (c *Client) IsHot(key string) bool {
 	return !c.closed.Load() && c.hot.Load().m[key] != nil
 }
@@ -578,16 +608,25 @@ func (c *Client) Hot() []HotKey {
 	keys := z.w.Snapshot().App(c.o.app)
 	out := make([]HotKey, 0, len(keys))
 	for _, k := range keys {
-		h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned"}
-		if k.Since > 0 {
-			h.Since = time.UnixMilli(k.Since)
-		}
+		h := hotKeyOf(k)
 		if e := t.m[k.Key]; e != nil {
 			h.Loaded = e.val.Load() != nil
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// hotKeyOf is the public form of a published key (Loaded left false).
+func hotKeyOf(k hotset.Key) HotKey {
+	h := HotKey{Key: k.Key, Rate: k.Rate, Pinned: k.Source == "pinned", Rule: -1, Kind: cmp.Or(k.Kind, string(rules.KindCount))}
+	if k.Rule != nil {
+		h.Rule = *k.Rule
+	}
+	if k.Since > 0 {
+		h.Since = time.UnixMilli(k.Since)
+	}
+	return h
 }
 
 // Close stops the Client: it sends the last access counts, runs pending
@@ -607,6 +646,9 @@ func (c *Client) Close() error {
 	}
 	if c.sink != nil {
 		errs = append(errs, c.sink.close())
+	}
+	if c.kafkaTr != nil {
+		c.kafkaTr.CloseIdleConnections()
 	}
 	if c.ownRedis {
 		if err := c.rdb.Close(); err != nil {

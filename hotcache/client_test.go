@@ -13,6 +13,7 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 )
 
@@ -311,6 +312,95 @@ func TestNewRejects(t *testing.T) {
 		if c, err := New(context.Background(), tt.opts...); err == nil {
 			c.Close()
 			t.Errorf("%s: New = nil error, want one", tt.name)
+		}
+	}
+}
+
+func ruleIndex(i int) *int { return &i }
+
+// TestWriteKeyNeverCached checks that a key published with kind "write" is
+// never served from L1 (every read reaches the Loader) while it is still
+// reported, that a cached key turning into a write key leaves L1 at once,
+// and that it is cached again when it turns back.
+func TestWriteKeyNeverCached(t *testing.T) {
+	synctest.Test(t, testWriteKeyNeverCached)
+}
+
+func testWriteKeyNeverCached(t *testing.T) {
+	src := newSource("w", "v1", "c", "v2")
+	sink := newMemSink()
+	c := newClient(t, WithLoader(src), withSink(sink), WithLocalProtection(NoLimit, time.Second))
+	ctx := context.Background()
+	change := func(added, changed []hotset.Key) {
+		c.onChange(hotwatch.Change{App: "shop", Added: added, Changed: changed, At: time.Now()})
+	}
+	loadsOf := func(key string, reads int) int64 {
+		before := src.loads.Load()
+		for range reads {
+			get(t, c, key)
+		}
+		return src.loads.Load() - before
+	}
+
+	change([]hotset.Key{{Key: "w", Rate: 50, Rule: ruleIndex(2), Kind: "write"}}, nil)
+	if c.IsHot("w") {
+		t.Error("IsHot(write key) = true, want false")
+	}
+	if got := loadsOf("w", 10); got != 10 {
+		t.Errorf("10 reads of a write key: %d loads, want 10 (never from L1)", got)
+	}
+	if err := c.Set(ctx, "w", []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c, "w"); got != "v3" {
+		t.Errorf("Get after Set = %q, want v3", got)
+	}
+
+	promote(t, c, "c")
+	if got := loadsOf("c", 10); got != 0 {
+		t.Errorf("10 reads of a count key in L1: %d loads, want 0", got)
+	}
+	// The count key turns into a write key: out of L1 at once.
+	e := c.hot.Load().m["c"]
+	change(nil, []hotset.Key{{Key: "c", Rate: 50, Rule: ruleIndex(0), Kind: "write"}})
+	if c.IsHot("c") || e.val.Load() != nil {
+		t.Errorf("after count -> write: IsHot %v, value in L1 %v; want false, none", c.IsHot("c"), e.val.Load() != nil)
+	}
+	if got := loadsOf("c", 5); got != 5 {
+		t.Errorf("5 reads after count -> write: %d loads, want 5", got)
+	}
+	// And back: cached again.
+	change(nil, []hotset.Key{{Key: "c", Rate: 50, Rule: ruleIndex(0), Kind: "bytes"}})
+	if !c.IsHot("c") {
+		t.Error("after write -> bytes: IsHot false, want true")
+	}
+
+	// Every read was reported, L1 or not, and the write.
+	time.Sleep(100 * time.Millisecond) // one report interval
+	synctest.Wait()
+	if got, want := sink.tally("w"), (tally{reads: 11, readBytes: 10*2 + 2, writes: 1, writeBytes: 2}); got != want {
+		t.Errorf("reported w %+v, want %+v", got, want)
+	}
+	if got := sink.tally("c"); got.reads != 15 || got.readBytes != 30 {
+		t.Errorf("reported c %+v, want 15 reads of 2 bytes", got)
+	}
+}
+
+func TestHotKeysCarryRuleAndKind(t *testing.T) {
+	tests := []struct {
+		in       hotset.Key
+		wantRule int
+		wantKind string
+	}{
+		{hotset.Key{Key: "a", Rule: ruleIndex(3), Kind: "bytes"}, 3, "bytes"},
+		{hotset.Key{Key: "b", Rule: ruleIndex(-1), Kind: "count"}, -1, "count"},
+		{hotset.Key{Key: "c"}, -1, "count"},
+		{hotset.Key{Key: "d", Rule: ruleIndex(0), Kind: "write"}, 0, "write"},
+	}
+	for _, tt := range tests {
+		h := hotKeyOf(tt.in)
+		if h.Rule != tt.wantRule || h.Kind != tt.wantKind {
+			t.Errorf("hotKeyOf(%+v) = rule %d kind %q, want %d %q", tt.in, h.Rule, h.Kind, tt.wantRule, tt.wantKind)
 		}
 	}
 }

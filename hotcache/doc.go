@@ -1,7 +1,8 @@
 // Package hotcache is the SDK that applications embed to read through
 // Hotspot: it serves the app's hot keys from local memory (L1), other keys
 // from Redis (L2) and the app's source of truth (a Loader), reports every
-// access to Hotspot through Kafka, and follows the hot set that Hotspot
+// access (reads with the bytes they served, and writes) to Hotspot through
+// Kafka, and follows the hot set that Hotspot
 // publishes in ZooKeeper.
 //
 //	c, err := hotcache.New(ctx,
@@ -18,9 +19,13 @@
 //     values live in a table of their own beside the ristretto cache, so no
 //     admission policy or eviction can drop them (within the L1 byte budget;
 //     a promotion over budget is refused, counted and logged). A demoted key
-//     leaves L1 at once.
+//     leaves L1 at once. A key published with kind "write" never enters L1,
+//     and leaves it at once when its kind turns to write: a write-hot key's
+//     reads and writes must reach its source.
 //   - A Get of a hot key with a value in L1 does not allocate, lock or wait;
-//     counting the access for Hotspot is an atomic add. No Get ever waits for
+//     counting the access and its bytes for Hotspot is two atomic adds.
+//     Every Get reports the size of the value it served, every Set and
+//     Delete a write. No Get ever waits for
 //     Kafka or ZooKeeper.
 //   - Backend reads are bounded per instance: one read per key at a time
 //     (single flight), hot-key reads by a token bucket (default 400/s),

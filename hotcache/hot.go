@@ -4,13 +4,18 @@ import (
 	"maps"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // onChange applies a change of the app's hot set: promoted keys enter the hot
 // table at once (IsHot is true from here on) and their values are loaded in
-// the background; demoted keys leave it with their values. It runs on the
-// watcher's goroutine and never blocks on I/O.
+// the background; demoted keys leave it with their values. A key hot by
+// writes (kind "write") never enters it, and leaves it at once when a
+// cached key turns into one: its reads go to Redis and the Loader as for a
+// cold key (see cacheable). It runs on the watcher's goroutine and never
+// blocks on I/O.
 func (c *Client) onChange(ch hotwatch.Change) {
 	if ch.App != c.o.app {
 		return
@@ -18,20 +23,33 @@ func (c *Client) onChange(ch hotwatch.Change) {
 	var added []*hotEntry
 	c.hotMu.Lock()
 	next := maps.Clone(c.hot.Load().m)
-	for _, k := range ch.Added {
-		if next[k.Key] == nil {
+	add := func(k hotset.Key) {
+		if next[k.Key] == nil && cacheable(k) {
 			e := &hotEntry{key: k.Key, promoted: ch.At}
 			next[k.Key] = e
 			added = append(added, e)
 		}
 	}
 	removed := 0
-	for _, k := range ch.Removed {
-		if e := next[k]; e != nil {
-			delete(next, k)
+	drop := func(key string) {
+		if e := next[key]; e != nil {
+			delete(next, key)
 			c.retire(e)
 			removed++
 		}
+	}
+	for _, k := range ch.Added {
+		add(k)
+	}
+	for _, k := range ch.Changed {
+		if cacheable(k) {
+			add(k) // e.g. write -> count: cached from now on
+		} else {
+			drop(k.Key) // count -> write: out of L1 now
+		}
+	}
+	for _, k := range ch.Removed {
+		drop(k)
 	}
 	c.hot.Store(&hotTable{m: next})
 	c.hotMu.Unlock()
@@ -44,6 +62,12 @@ func (c *Client) onChange(ch hotwatch.Change) {
 		c.log.Debug("hotcache: hot set changed", "promoted", len(added), "demoted", removed)
 	}
 }
+
+// cacheable reports whether a hot key may be served from L1. A key hot by
+// writes may not: its value changes all the time, and every read of it
+// must see the latest write, so its reads go on to Redis and the source
+// (a write-hot key must reach its source). Count and bytes keys may.
+func cacheable(k hotset.Key) bool { return k.Kind != string(rules.KindWrite) }
 
 // demoteLocked removes keys from the hot table; c.hotMu is held.
 func (c *Client) demoteLocked(keys []string) {
@@ -70,12 +94,15 @@ func (c *Client) retire(e *hotEntry) {
 // last report. A Get that loaded the table just before a demotion may count
 // into a retired entry after it was drained: that access is not reported
 // (at most a few per demotion).
-func (c *Client) drainHot(fn func(key string, n uint64)) {
+func (c *Client) drainHot(fn func(key string, t tally)) {
 	var total uint64
 	for k, e := range c.hot.Load().m {
-		if n := e.hits.take(); n > 0 {
-			fn(k, n)
+		switch n, bytes := e.hits.take(); {
+		case n > 0:
+			fn(k, tally{reads: n, readBytes: bytes})
 			total += n
+		case bytes > 0:
+			e.hits.add(0, bytes) // the bytes of a read whose count went with the last flush
 		}
 	}
 	c.hotMu.Lock()
@@ -83,8 +110,8 @@ func (c *Client) drainHot(fn func(key string, n uint64)) {
 	c.retired = nil
 	c.hotMu.Unlock()
 	for _, e := range retired {
-		if n := e.hits.take(); n > 0 {
-			fn(e.key, n)
+		if n, bytes := e.hits.take(); n > 0 {
+			fn(e.key, tally{reads: n, readBytes: bytes})
 			total += n
 		}
 	}

@@ -32,7 +32,8 @@ import (
 // every reload fails.
 
 // Set writes value for key through the Loader's Writer and invalidates key in
-// Redis and in every instance's L1.
+// Redis and in every instance's L1. It reports one write of len(value) bytes
+// of key to Hotspot (also when the write fails: it reached the source).
 //
 // A failed write returns an error wrapping ErrWriteFailed and changes
 // nothing. A write that landed but could not be invalidated (Redis down)
@@ -50,7 +51,9 @@ func (c *Client) Set(ctx context.Context, key string, value []byte) error {
 	if !ok {
 		return errors.New("hotcache: Set needs a Loader that implements Writer")
 	}
-	if err := w.Write(ctx, key, value); err != nil {
+	err := w.Write(ctx, key, value)
+	c.countWrite(key, len(value)) // it reached the source, landed or not
+	if err != nil {
 		return fmt.Errorf("%w: set %q: %w", ErrWriteFailed, key, err)
 	}
 	if c.bloom != nil {
@@ -62,11 +65,13 @@ func (c *Client) Set(ctx context.Context, key string, value []byte) error {
 // Delete deletes key through the Loader's Writer, if the Loader is one, and
 // invalidates key in Redis and in every instance's L1. Without a Writer it
 // only invalidates; to invalidate without touching the source of truth when
-// the Loader is a Writer, use Invalidate. Errors are those of Set.
+// the Loader is a Writer, use Invalidate. It reports one write of key (of 0
+// bytes) to Hotspot. Errors are those of Set.
 func (c *Client) Delete(ctx context.Context, key string) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
+	c.countWrite(key, 0)
 	if w, ok := c.o.loader.(Writer); ok {
 		if err := w.Delete(ctx, key); err != nil {
 			return fmt.Errorf("%w: delete %q: %w", ErrWriteFailed, key, err)

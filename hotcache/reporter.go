@@ -11,15 +11,18 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
-// Access reporting. Every Get counts one access of its key, summed per key
-// in memory; a flusher goroutine sends the sums every interval as one or more
-// binary batches (internal/wire) to Kafka. A Get never waits for the flusher
-// or for Kafka:
-//   - a hot key's count is a striped atomic counter inside its L1 entry (no
-//     lookup, no lock, no allocation; the stripe is picked at random so two
-//     cores reading one key rarely share a cache line);
-//   - any other key is counted in a lock-striped table of maps; a key already
-//     in the table costs a hash, an uncontended lock and a map update.
+// Access reporting. Every Get counts one read of its key and the size of the
+// value it served; every Set and Delete counts one write (a Set with the
+// size of the value written). They are summed per key in memory (a tally);
+// a flusher goroutine sends the sums every interval as one or more binary
+// batches (internal/wire, version 2: one entry per key and op, with its
+// bytes) to Kafka. A Get never waits for the flusher or for Kafka:
+//   - a hot key's reads and bytes are a striped atomic counter pair inside
+//     its L1 entry (no lookup, no lock, no allocation; the stripe is picked
+//     at random so two cores reading one key rarely share a cache line);
+//   - any other key, and every write, is counted in a lock-striped table of
+//     maps; a key already in the table costs a hash, an uncontended lock and
+//     a map update.
 // Memory is bounded: the table holds at most maxKeys keys between flushes. A
 // stripe that fills up wakes the flusher at once; a new key that does not fit
 // is dropped and counted. Batches waiting for Kafka are bounded in bytes too:
@@ -33,61 +36,109 @@ const (
 	maxInflight  = 16 << 20  // bytes of records handed to Kafka and not yet acknowledged
 )
 
-// stripedCount is a counter spread over cache lines; see hotEntry.
+// stripedCount counts reads and the bytes they served, spread over cache
+// lines; see hotEntry. A take between the two adds of one read may see its
+// count without its bytes: the bytes then go with a later flush (drainHot
+// puts back bytes that come without any count).
 type stripedCount [hitStripes]struct {
-	n atomic.Uint64
-	_ [56]byte // one cache line each
+	n     atomic.Uint64
+	bytes atomic.Uint64
+	_     [48]byte // one cache line each
 }
 
-func (s *stripedCount) add(n uint64) { s[rand.Uint32()%hitStripes].n.Add(n) }
+func (s *stripedCount) add(n, bytes uint64) {
+	st := &s[rand.Uint32()%hitStripes]
+	st.n.Add(n)
+	if bytes != 0 {
+		st.bytes.Add(bytes)
+	}
+}
 
-// take returns the sum and resets it.
-func (s *stripedCount) take() uint64 {
-	var sum uint64
+// take returns the sums and resets them.
+func (s *stripedCount) take() (n, bytes uint64) {
 	for i := range s {
 		if s[i].n.Load() != 0 {
-			sum += s[i].n.Swap(0)
+			n += s[i].n.Swap(0)
+		}
+		if s[i].bytes.Load() != 0 {
+			bytes += s[i].bytes.Swap(0)
 		}
 	}
-	return sum
+	return n, bytes
 }
 
+// tally is what one key saw since the last report.
+type tally struct {
+	reads, readBytes   uint64 // Gets, and the bytes of the values they served
+	writes, writeBytes uint64 // Sets and Deletes, and the bytes Set wrote
+}
+
+// appendTally appends key's tally as version 2 batch entries, one per op
+// that it saw, and returns how many it appended.
+func appendTally(dst []wire.Access, key string, t tally) ([]wire.Access, int) {
+	n := 0
+	if t.reads > 0 {
+		dst = append(dst, wire.Access{Key: key, Count: t.reads, Bytes: t.readBytes, Op: wire.OpRead})
+		n++
+	}
+	if t.writes > 0 {
+		dst = append(dst, wire.Access{Key: key, Count: t.writes, Bytes: t.writeBytes, Op: wire.OpWrite})
+		n++
+	}
+	return dst, n
+}
+
+// maxEntryOverhead bounds the encoded size of a batch entry beyond its key:
+// key length, count, op and bytes varints.
+const maxEntryOverhead = 2 + 10 + 1 + 10
+
+// sum is one key's count and bytes of one op since the last flush.
+type sum struct{ n, bytes uint64 }
+
+// countStripe holds a map per op rather than one map of tallies: a map
+// value of 16 bytes instead of 32 keeps the table's memory close to what
+// counting reads alone took, and writes are few.
 type countStripe struct {
 	mu    sync.Mutex        // guards m and spare
-	m     map[string]uint64 // key -> accesses since the last flush
-	spare map[string]uint64 // the map of the flush before last, cleared, reused to avoid allocation
-	_     [40]byte
+	m     [2]map[string]sum // by op (wire.OpRead, wire.OpWrite): key -> what it saw since the last flush
+	spare [2]map[string]sum // the maps of the flush before last, cleared, reused to avoid allocation
+	_     [24]byte
 }
 
-// countTable sums accesses of keys that are not hot.
+// countTable sums accesses of keys that are not hot, and writes.
 type countTable struct {
 	seed      maphash.Seed
-	perStripe int
+	perStripe int // keys per stripe, reads and writes together
 	stripes   [countStripes]countStripe
-	dropped   atomic.Uint64 // accesses of keys left out because the table was full
+	dropped   atomic.Uint64 // accesses (reads and writes) of keys left out because the table was full
 	wake      chan struct{} // poked (without blocking) when a stripe is full
 }
 
 func newCountTable(maxKeys int) *countTable {
 	t := &countTable{seed: maphash.MakeSeed(), perStripe: max(maxKeys/countStripes, 1), wake: make(chan struct{}, 1)}
 	for i := range t.stripes {
-		t.stripes[i].m = make(map[string]uint64)
-		t.stripes[i].spare = make(map[string]uint64)
+		for op := range 2 {
+			t.stripes[i].m[op] = make(map[string]sum)
+			t.stripes[i].spare[op] = make(map[string]sum)
+		}
 	}
 	return t
 }
 
-func (t *countTable) add(key string, n uint64) {
+// add counts n accesses of key of op (wire.OpRead or wire.OpWrite) that
+// moved bytes.
+func (t *countTable) add(key string, op wire.Op, n, bytes uint64) {
 	s := &t.stripes[maphash.String(t.seed, key)%countStripes]
 	s.mu.Lock()
-	if c, ok := s.m[key]; ok {
-		s.m[key] = c + n
+	m := s.m[op&1]
+	if c, ok := m[key]; ok {
+		m[key] = sum{c.n + n, c.bytes + bytes}
 		s.mu.Unlock()
 		return
 	}
-	if len(s.m) < t.perStripe {
-		s.m[key] = n
-		full := len(s.m) == t.perStripe
+	if used := len(s.m[0]) + len(s.m[1]); used < t.perStripe {
+		m[key] = sum{n, bytes}
+		full := used+1 == t.perStripe
 		s.mu.Unlock()
 		if full {
 			t.poke()
@@ -106,27 +157,32 @@ func (t *countTable) poke() {
 	}
 }
 
-// drain calls fn with every (key, count) counted since the last drain and
-// empties the table. It swaps every stripe's map first and reads them after,
-// so that encoding the first stripes does not keep the last ones filling up.
-// Only the flusher calls it.
-func (t *countTable) drain(fn func(key string, n uint64)) {
-	var old [countStripes]map[string]uint64
+// drain calls fn with every key and what it saw since the last drain (a key
+// read and written comes twice: once with its reads, once with its writes)
+// and empties the table. It swaps every stripe's maps first and reads them
+// after, so that encoding the first stripes does not keep the last ones
+// filling up. Only the flusher calls it.
+func (t *countTable) drain(fn func(key string, t tally)) {
+	var old [countStripes][2]map[string]sum
 	for i := range t.stripes {
 		s := &t.stripes[i]
 		s.mu.Lock()
 		old[i] = s.m
-		s.m, s.spare = s.spare, nil
+		s.m, s.spare = s.spare, [2]map[string]sum{}
 		s.mu.Unlock()
 	}
-	for i, m := range old {
-		for k, n := range m {
-			fn(k, n)
+	for i, ms := range old {
+		for k, c := range ms[wire.OpRead] {
+			fn(k, tally{reads: c.n, readBytes: c.bytes})
 		}
-		clear(m)
+		for k, c := range ms[wire.OpWrite] {
+			fn(k, tally{writes: c.n, writeBytes: c.bytes})
+		}
+		clear(ms[0])
+		clear(ms[1])
 		s := &t.stripes[i]
 		s.mu.Lock()
-		s.spare = m
+		s.spare = ms
 		s.mu.Unlock()
 	}
 }
@@ -142,10 +198,10 @@ type reporter struct {
 	app      string
 	every    time.Duration
 	table    *countTable
-	hot      func(fn func(key string, n uint64)) // drains hot entries' counts
-	sink     sink                                // nil: counts are summed and discarded
+	hot      func(fn func(key string, t tally)) // drains hot entries' counts
+	sink     sink                               // nil: counts are summed and discarded
 	m        *metrics
-	entries  []wire.KeyCount
+	entries  []wire.Access
 	recBytes int
 	last     time.Time // start of the interval being counted
 }
@@ -175,9 +231,10 @@ func (r *reporter) flush(ctx context.Context) {
 	start := r.last.UnixMilli()
 	r.last = now
 	r.entries, r.recBytes = r.entries[:0], 0
-	add := func(key string, n uint64) {
-		r.entries = append(r.entries, wire.KeyCount{Key: key, Count: n})
-		r.recBytes += len(key) + 12
+	add := func(key string, t tally) {
+		var n int
+		r.entries, n = appendTally(r.entries, key, t)
+		r.recBytes += n * (len(key) + maxEntryOverhead)
 		if r.recBytes >= maxRecord {
 			r.emit(ctx, start)
 		}
@@ -198,7 +255,7 @@ func (r *reporter) emit(ctx context.Context, start int64) {
 	if r.sink == nil {
 		return
 	}
-	rec := wire.AppendBatch(make([]byte, 0, r.recBytes+64), r.app, start, r.entries)
+	rec := wire.AppendAccesses(make([]byte, 0, r.recBytes+64), r.app, start, r.entries)
 	if err := r.sink.send(ctx, rec); err != nil {
 		var n uint64
 		for _, e := range r.entries {

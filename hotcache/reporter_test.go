@@ -3,6 +3,7 @@ package hotcache
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,13 +12,30 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
+// add counts n accesses of op that moved bytes.
+func (t *tally) add(op wire.Op, n, bytes uint64) {
+	if op == wire.OpWrite {
+		t.writes += n
+		t.writeBytes += bytes
+		return
+	}
+	t.reads += n
+	t.readBytes += bytes
+}
+
 // memSink decodes what the reporter sends.
 type memSink struct {
-	mu      sync.Mutex // guards counts and records
-	counts  map[string]uint64
-	apps    map[string]bool
-	records int
-	fail    error
+	mu       sync.Mutex // guards counts, tallies, apps, versions and records
+	counts   map[string]uint64
+	tallies  map[string]tally // nil: not kept
+	apps     map[string]bool
+	versions map[byte]int // records by batch version
+	records  int
+	fail     error
+}
+
+func newMemSink() *memSink {
+	return &memSink{counts: map[string]uint64{}, tallies: map[string]tally{}, apps: map[string]bool{}, versions: map[byte]int{}}
 }
 
 func (s *memSink) send(ctx context.Context, rec []byte) error {
@@ -27,18 +45,32 @@ func (s *memSink) send(ctx context.Context, rec []byte) error {
 		return s.fail
 	}
 	s.records++
+	if s.versions != nil && len(rec) > 1 {
+		s.versions[rec[1]]++
+	}
 	var d wire.Decoder
 	return d.Decode(rec, func(e *wire.Entry) {
 		s.counts[string(e.Key)] += e.Count
 		s.apps[string(e.App)] = true
+		if s.tallies != nil {
+			t := s.tallies[string(e.Key)]
+			t.add(e.Op, e.Count, e.Bytes)
+			s.tallies[string(e.Key)] = t
+		}
 	})
+}
+
+func (s *memSink) tally(key string) tally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tallies[key]
 }
 
 func (s *memSink) close() error { return nil }
 
 func TestReporterSumsHotAndCold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sink := &memSink{counts: map[string]uint64{}, apps: map[string]bool{}}
+		sink := newMemSink()
 		c := newClient(t, WithLoader(newSource("hot", "1", "cold", "2")), withSink(sink))
 		promote(t, c, "hot")
 		for range 1000 {
@@ -70,10 +102,10 @@ func TestCountTableBounded(t *testing.T) {
 	for _, tt := range tests {
 		tab := newCountTable(tt.maxKeys)
 		for i := range tt.distinct {
-			tab.add(fmt.Sprint("k", i), 2)
+			tab.add(fmt.Sprint("k", i), wire.OpRead, 2, 10)
 		}
 		kept, sum := 0, uint64(0)
-		tab.drain(func(key string, n uint64) { kept++; sum += n })
+		tab.drain(func(key string, t tally) { kept++; sum += t.reads })
 		dropped := tab.dropped.Load()
 		if kept > tt.wantKept || (tt.wantKept == tt.distinct && kept != tt.distinct) {
 			t.Errorf("maxKeys %d, %d keys: kept %d, want <= %d", tt.maxKeys, tt.distinct, kept, tt.wantKept)
@@ -82,7 +114,7 @@ func TestCountTableBounded(t *testing.T) {
 			t.Errorf("maxKeys %d, %d keys: counted %d + dropped %d, want %d", tt.maxKeys, tt.distinct, sum, dropped, 2*tt.distinct)
 		}
 		kept = 0
-		tab.drain(func(string, uint64) { kept++ })
+		tab.drain(func(string, tally) { kept++ })
 		if kept != 0 {
 			t.Errorf("second drain: %d keys, want 0", kept)
 		}
@@ -95,12 +127,134 @@ func TestReporterDropsWhenKafkaFails(t *testing.T) {
 	// A reporter of its own over a table of its own: the Client's reporter
 	// must be the only one draining c.table.
 	tab := newCountTable(1024)
-	rep := &reporter{app: "shop", every: time.Second, table: tab, hot: func(func(string, uint64)) {}, sink: sink, m: c.m}
-	tab.add("k", 5)
+	rep := &reporter{app: "shop", every: time.Second, table: tab, hot: func(func(string, tally)) {}, sink: sink, m: c.m}
+	tab.add("k", wire.OpRead, 5, 50)
 	rep.flush(context.Background())
-	tab.add("k", 1)
+	tab.add("k", wire.OpRead, 1, 10)
+	tab.add("k", wire.OpWrite, 2, 0)
 	rep.flush(context.Background())
-	if got := testCounter(t, c.m.reportDropped.WithLabelValues("kafka")); got != 6 {
-		t.Errorf("dropped = %v, want 6", got)
+	if got := testCounter(t, c.m.reportDropped.WithLabelValues("kafka")); got != 8 {
+		t.Errorf("dropped = %v, want 8", got)
+	}
+}
+
+// TestReporterReadsWritesBytes checks what one report interval sends for
+// each kind of access: Gets served from L1, from the Loader and of a
+// missing key, Sets and Deletes, as version 2 entries with their op and
+// bytes summed per key.
+func TestReporterReadsWritesBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newMemSink()
+		src := newSource("hot", "12345", "cold", "abc")
+		c := newClient(t, WithLoader(src), withSink(sink))
+		promote(t, c, "hot")
+		ctx := context.Background()
+		for range 100 {
+			get(t, c, "hot") // L1: 5 bytes each
+		}
+		for range 3 {
+			get(t, c, "cold") // Loader, then the fallback cache or Loader again: 3 bytes each
+		}
+		if _, err := c.Get(ctx, "missing"); err == nil {
+			t.Fatal("Get(missing): nil error, want ErrNotFound")
+		}
+		if err := c.Set(ctx, "cold", []byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctx, "hot", []byte("xy")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // one report interval
+		synctest.Wait()
+
+		tests := []struct {
+			key  string
+			want tally
+		}{
+			{"hot", tally{reads: 100, readBytes: 500, writes: 1, writeBytes: 2}},
+			{"cold", tally{reads: 3, readBytes: 9, writes: 1, writeBytes: 10}},
+			{"missing", tally{reads: 1}},
+			{"gone", tally{writes: 1}},
+		}
+		for _, tt := range tests {
+			if got := sink.tally(tt.key); got != tt.want {
+				t.Errorf("%s: reported %+v, want %+v", tt.key, got, tt.want)
+			}
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if sink.versions[2] == 0 || len(sink.versions) != 1 {
+			t.Errorf("batch versions sent: %v, want only version 2", sink.versions)
+		}
+	})
+}
+
+// TestReporterSampledBytes checks that a sampled access reports its bytes
+// scaled like its count.
+func TestReporterSampledBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := newMemSink()
+		c := newClient(t, WithLoader(newSource("hot", "1234")), withSink(sink), WithReporting(0, 0, 4))
+		promote(t, c, "hot")
+		for range 4000 {
+			get(t, c, "hot")
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		got := sink.tally("hot")
+		if got.reads%4 != 0 || got.readBytes != 4*got.reads || got.reads < 3000 || got.reads > 5000 {
+			t.Errorf("reported %+v for 4000 reads of 4 bytes sampled 1 in 4, want reads a multiple of 4 near 4000 and 4 bytes each", got)
+		}
+	})
+}
+
+func TestAppendTally(t *testing.T) {
+	tests := []struct {
+		t    tally
+		want []wire.Access
+	}{
+		{tally{}, nil},
+		{tally{reads: 3, readBytes: 30}, []wire.Access{{Key: "k", Count: 3, Bytes: 30, Op: wire.OpRead}}},
+		{tally{writes: 2}, []wire.Access{{Key: "k", Count: 2, Op: wire.OpWrite}}},
+		{tally{reads: 1, readBytes: 7, writes: 1, writeBytes: 9}, []wire.Access{{Key: "k", Count: 1, Bytes: 7, Op: wire.OpRead}, {Key: "k", Count: 1, Bytes: 9, Op: wire.OpWrite}}},
+	}
+	for _, tt := range tests {
+		got, n := appendTally(nil, "k", tt.t)
+		if !slices.Equal(got, tt.want) || n != len(tt.want) {
+			t.Errorf("appendTally(%+v) = %+v, %d; want %+v", tt.t, got, n, tt.want)
+		}
+	}
+}
+
+// TestCountTableReadsAndWrites sums reads and writes of one key apart, and
+// bounds the keys of both together.
+func TestCountTableReadsAndWrites(t *testing.T) {
+	tab := newCountTable(countStripes) // one key per stripe
+	tab.add("k", wire.OpRead, 2, 20)
+	tab.add("k", wire.OpWrite, 1, 7) // a second key slot of the stripe: does not fit
+	tab.add("k", wire.OpRead, 3, 30)
+	got := map[string]tally{}
+	tab.drain(func(key string, c tally) {
+		g := got[key]
+		g.reads, g.readBytes = g.reads+c.reads, g.readBytes+c.readBytes
+		g.writes, g.writeBytes = g.writes+c.writes, g.writeBytes+c.writeBytes
+		got[key] = g
+	})
+	if want := (tally{reads: 5, readBytes: 50}); got["k"] != want || tab.dropped.Load() != 1 {
+		t.Errorf("drained %+v, dropped %d; want %+v and the write dropped", got, tab.dropped.Load(), want)
+	}
+
+	tab = newCountTable(1024)
+	tab.add("k", wire.OpRead, 2, 20)
+	tab.add("k", wire.OpWrite, 1, 7)
+	tab.add("k", wire.OpWrite, 1, 3)
+	var calls []tally
+	tab.drain(func(key string, c tally) { calls = append(calls, c) })
+	want := []tally{{reads: 2, readBytes: 20}, {writes: 2, writeBytes: 10}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("drained %+v, want %+v", calls, want)
 	}
 }

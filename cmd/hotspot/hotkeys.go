@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,7 +20,10 @@ import (
 
 const hotkeysHelp = `
 Prints the current hot keys from any hotspotd (each one answers for the
-whole cluster), as a table or as the API's JSON. It warns (on stderr) when
+whole cluster), as a table or as the API's JSON. RULE is the index of the
+app's rule that made a key hot ("default": the default rule, "-": pinned);
+KIND is count, bytes (RATE/S is then bytes per second) or write (apps do
+not cache it). It warns (on stderr) when
 that hotspotd consumes another access topic than --topic.`
 
 func runHotkeys(ctx context.Context, args []string) error {
@@ -64,7 +69,7 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 		return fmt.Errorf("%s answered something that is not the hot-keys JSON: %w", *addr, err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tKEY\tRATE/S\tSINCE\tSOURCE")
+	fmt.Fprintln(tw, "APP\tKEY\tRATE/S\tSINCE\tSOURCE\tRULE\tKIND")
 	n := 0
 	for _, a := range apps {
 		for _, k := range a.HotKeys {
@@ -72,7 +77,7 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 			if t, err := time.Parse(time.RFC3339Nano, k.Since); err == nil {
 				since = t.Local().Format("15:04:05.000")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\n", a.App, k.Key, k.Rate, since, k.Source)
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\n", a.App, k.Key, k.Rate, since, k.Source, ruleName(k.Rule), cmp.Or(k.Kind, "count"))
 			n++
 		}
 	}
@@ -81,6 +86,19 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 	}
 	fmt.Fprintf(out, "%d hot keys\n", n)
 	return nil
+}
+
+// ruleName shows a hot key's rule: its index in the app's list, "default"
+// for the default rule, "-" for none (a pinned key, or a hotspotd that
+// predates rules).
+func ruleName(rule *int) string {
+	switch {
+	case rule == nil:
+		return "-"
+	case *rule < 0:
+		return "default"
+	}
+	return strconv.Itoa(*rule)
 }
 
 // httpGet fetches u and returns its body, with an error that says what to

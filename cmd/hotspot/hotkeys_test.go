@@ -15,7 +15,12 @@ import (
 // TestHotkeysTable reads both answers of /v1/hotkeys (one app, every app)
 // from a stand-in hotspotd and prints them as a table.
 func TestHotkeysTable(t *testing.T) {
-	shop := httpapi.AppHotKeys{App: "shop", HotKeys: []httpapi.HotKey{{Key: "item:1", Rate: 2500, Since: "bad time", Source: "detected"}}}
+	rule := func(i int) *int { return &i }
+	shop := httpapi.AppHotKeys{App: "shop", HotKeys: []httpapi.HotKey{
+		{Key: "item:1", Rate: 2500, Since: "bad time", Source: "detected", Rule: rule(-1), Kind: "count"},
+		{Key: "blob:9", Rate: 1 << 20, Since: "bad time", Source: "detected", Rule: rule(4), Kind: "bytes"},
+		{Key: "ctr:1", Rate: 300, Since: "bad time", Source: "detected", Rule: rule(0), Kind: "write"},
+	}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Has("app") {
 			httpjson.Indent(w, http.StatusOK, shop)
@@ -29,8 +34,13 @@ func TestHotkeysTable(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--app", "shop"}, []string{"shop  item:1  2500    bad time  detected", "1 hot keys"}},
-		{nil, []string{"shop  item:1  2500", "web   p       1000", "pinned", "2 hot keys"}},
+		{[]string{"--app", "shop"}, []string{
+			"APP   KEY     RATE/S   SINCE     SOURCE    RULE     KIND",
+			"shop  item:1  2500     bad time  detected  default  count",
+			"shop  blob:9  1048576  bad time  detected  4        bytes",
+			"shop  ctr:1   300      bad time  detected  0        write",
+			"3 hot keys"}},
+		{nil, []string{"shop  item:1  2500", "web   p       1000", "pinned    -        count", "4 hot keys"}},
 	} {
 		var out bytes.Buffer
 		if err := hotkeys(t.Context(), append([]string{"--addr", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {

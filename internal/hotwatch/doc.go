@@ -17,7 +17,11 @@
 //     did not run for a second): then the TTLs apply at once, and Snapshot
 //     waits for that before it answers.
 //   - A key hot in several shards is merged: the highest rate, the earliest
-//     since, "pinned" if any shard pins it.
+//     since, "pinned" if any shard pins it, and one reason: the rule and kind
+//     of the strongest kind (write, then bytes, then count; on a tie the
+//     lowest rule index), so a key any shard calls a write key is one.
+//     Each key keeps the Rule and Kind its shard node published; a change of
+//     either is a Change (Changed), as appearing and disappearing are.
 //   - Readers do not block: Snapshot is an atomic load (except, briefly,
 //     right after a freeze of the process, see above). All state is owned by
 //     the goroutine running Run; OnChange is called from it, in order, after

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // shardState is what the watcher knows of one <root>/hot/<app>/<shard> node.
@@ -126,8 +127,9 @@ func (a *appState) nextExpiry() time.Time {
 }
 
 // merged returns app's keys merged over its live shards: the highest rate,
-// the earliest since, and "pinned" if any shard pins the key. A blocked key
-// is left out, pinned or not.
+// the earliest since, "pinned" if any shard pins the key, and the rule and
+// kind of the strongest kind (see mergeReason). A blocked key is left out,
+// pinned or not.
 func (a *appState) merged() map[string]hotset.Key {
 	out := map[string]hotset.Key{}
 	for _, st := range a.shards {
@@ -149,17 +151,61 @@ func (a *appState) merged() map[string]hotset.Key {
 			if k.Source == "pinned" {
 				cur.Source = "pinned"
 			}
+			mergeReason(&cur, k)
 			out[k.Key] = cur
 		}
 	}
 	return out
 }
 
-// diff returns the keys in next but not in prev, and those in prev but not in next.
-func diff(prev, next map[string]hotset.Key) (added []hotset.Key, removed []string) {
+// kindRank orders the kinds a key can be hot by: a key hot by writes in
+// one shard is a write key (apps must not cache it), then bytes, then count.
+func kindRank(kind string) int {
+	switch kind {
+	case string(rules.KindWrite):
+		return 2
+	case string(rules.KindBytes):
+		return 1
+	}
+	return 0
+}
+
+// mergeReason gives cur the rule and kind of k when k's kind ranks higher,
+// or ranks the same and k names a rule that cur does not, or a lower one, so
+// that the merge does not depend on the order the shards are read in. A
+// key in several shards (while its owner changes) keeps one reason.
+func mergeReason(cur *hotset.Key, k hotset.Key) {
+	rc, rk := kindRank(cur.Kind), kindRank(k.Kind)
+	switch {
+	case rk > rc:
+	case rk < rc:
+		return
+	case k.Rule == nil:
+		return
+	case cur.Rule != nil && *cur.Rule <= *k.Rule:
+		return
+	}
+	cur.Rule, cur.Kind = k.Rule, k.Kind
+}
+
+// sameReason reports whether a and b are hot by the same rule and kind.
+func sameReason(a, b hotset.Key) bool {
+	if (a.Rule == nil) != (b.Rule == nil) || a.Rule != nil && *a.Rule != *b.Rule {
+		return false
+	}
+	return kindRank(a.Kind) == kindRank(b.Kind)
+}
+
+// diff returns the keys in next but not in prev, those in prev but not in
+// next, and those in both whose rule or kind changed.
+func diff(prev, next map[string]hotset.Key) (added []hotset.Key, removed []string, changed []hotset.Key) {
 	for k, v := range next {
-		if _, ok := prev[k]; !ok {
+		p, ok := prev[k]
+		switch {
+		case !ok:
 			added = append(added, v)
+		case !sameReason(p, v):
+			changed = append(changed, v)
 		}
 	}
 	for k := range prev {
@@ -167,5 +213,5 @@ func diff(prev, next map[string]hotset.Key) (added []hotset.Key, removed []strin
 			removed = append(removed, k)
 		}
 	}
-	return added, removed
+	return added, removed, changed
 }

@@ -23,8 +23,9 @@ type Config struct {
 	App  string // the app to follow; "" follows every app under <root>/hot
 
 	// OnChange, if set, is called after every change of an app's set of hot
-	// keys (not for a mere rate update), from the watcher's goroutine, in
-	// order. It must not block for long: the next ZooKeeper event waits.
+	// keys or of a hot key's rule or kind (not for a mere rate update), from
+	// the watcher's goroutine, in order. It must not block for long: the
+	// next ZooKeeper event waits.
 	OnChange func(Change)
 
 	// MaxStale bounds how long the hot set is kept while the ZooKeeper
@@ -41,11 +42,13 @@ type Config struct {
 	Registerer prometheus.Registerer // nil: not exported
 }
 
-// Change is one app's hot keys that appeared and disappeared in one step.
+// Change is one app's hot keys that appeared, disappeared or changed their
+// reason (rule or kind) in one step.
 type Change struct {
 	App     string
 	Added   []hotset.Key // keys that turned hot, merged over shards
 	Removed []string     // keys that are no longer hot
+	Changed []hotset.Key // keys still hot whose merged rule or kind changed
 	// At is when the ZooKeeper event behind the change arrived in this
 	// process (for a TTL expiry: when the timer fired). Promotion delays
 	// are measured from it.
@@ -328,13 +331,13 @@ func (w *Watcher) publish(app string, m map[string]hotset.Key, at time.Time) {
 		total += len(km)
 	}
 	w.m.keys.Set(float64(total))
-	added, removed := diff(prev.apps[app], m)
-	if len(added) == 0 && len(removed) == 0 {
+	added, removed, changed := diff(prev.apps[app], m)
+	if len(added) == 0 && len(removed) == 0 && len(changed) == 0 {
 		return
 	}
 	w.m.changes.Inc()
 	if w.cfg.OnChange != nil {
-		w.cfg.OnChange(Change{App: app, Added: added, Removed: removed, At: at, Snapshot: next})
+		w.cfg.OnChange(Change{App: app, Added: added, Removed: removed, Changed: changed, At: at, Snapshot: next})
 	}
 }
 

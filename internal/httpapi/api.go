@@ -25,6 +25,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/rules"
 )
 
 // MaxTopN is the largest n accepted by /v1/top.
@@ -136,9 +137,11 @@ var pageFS embed.FS
 // HotKey is one entry of /v1/hotkeys.
 type HotKey struct {
 	Key    string  `json:"key"`
-	Rate   float64 `json:"rate"`
+	Rate   float64 `json:"rate"`  // its rule's measure per second: accesses, or bytes for kind "bytes"
 	Since  string  `json:"since"` // RFC 3339
 	Source string  `json:"source"`
+	Rule   *int    `json:"rule,omitempty"` // index of the app's rule that made it hot, -1 the default rule; absent for a key only pinned
+	Kind   string  `json:"kind"`           // "count", "bytes" or "write" (apps never cache a write key)
 }
 
 // AppHotKeys is the answer of /v1/hotkeys?app=APP.
@@ -161,6 +164,8 @@ type KeyStatus struct {
 	Rate   float64 `json:"rate"`             // current rate at the owning aggregator; 0 when untracked
 	Since  string  `json:"since,omitempty"`  // RFC 3339, when hot
 	Source string  `json:"source,omitempty"` // "detected" or "pinned", when hot
+	Rule   *int    `json:"rule,omitempty"`   // as in HotKey, when hot
+	Kind   string  `json:"kind,omitempty"`   // as in HotKey, when hot
 }
 
 // TopKey is one entry of /v1/top.
@@ -199,7 +204,8 @@ func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
 	keys := snap.App(app)
 	out := AppHotKeys{App: app, HotKeys: make([]HotKey, 0, len(keys))}
 	for _, k := range keys {
-		out.HotKeys = append(out.HotKeys, HotKey{Key: k.Key, Rate: k.Rate, Since: rfc3339(k.Since), Source: source(k)})
+		out.HotKeys = append(out.HotKeys, HotKey{Key: k.Key, Rate: k.Rate, Since: rfc3339(k.Since), Source: source(k),
+			Rule: k.Rule, Kind: kind(k)})
 	}
 	return out
 }
@@ -213,6 +219,7 @@ func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	st := KeyStatus{App: app, Key: key}
 	if k, ok := a.cfg.HotSet().Key(app, key); ok {
 		st.Hot, st.Rate, st.Since, st.Source = true, k.Rate, rfc3339(k.Since), source(k)
+		st.Rule, st.Kind = k.Rule, kind(k)
 	}
 	// The owner's rate is current (the published one is as of the last
 	// publication); only the owner tracks the key, the others answer 404.
@@ -383,6 +390,9 @@ func appAndKey(r *http.Request) (app, key string, err error) {
 }
 
 func source(k hotset.Key) string { return cmp.Or(k.Source, "detected") }
+
+// kind is k's kind as the API shows it: "count" when the shard left it out.
+func kind(k hotset.Key) string { return cmp.Or(k.Kind, string(rules.KindCount)) }
 
 func rfc3339(ms int64) string {
 	if ms == 0 {

@@ -6,23 +6,31 @@ import (
 )
 
 // The access batch's first bytes. 0xA5 is a UTF-8 continuation byte, so no
-// JSON text or log line starts with it.
+// JSON text or log line starts with it. Version 1 entries are (key, count),
+// every access a read; version 2 entries add the op and the bytes.
 const (
-	batchMagic   = 0xA5
-	batchVersion = 1
+	batchMagic    = 0xA5
+	batchVersion  = 1
+	batchVersion2 = 2
 )
 
-// minEntrySize is the smallest encoded (key, count) entry: a one-byte length,
-// a one-byte key and a one-byte count.
-const minEntrySize = 3
+// minEntrySize is the smallest encoded version 1 entry: a one-byte length,
+// a one-byte key and a one-byte count. minEntrySize2 adds a one-byte op and
+// a one-byte bytes.
+const (
+	minEntrySize  = 3
+	minEntrySize2 = 5
+)
 
-// AppendBatch appends the SDK's binary access batch (current version) for app
-// to dst and returns the extended slice. startMs is the batch start time in
-// Unix milliseconds (<= 0 is written as 0, "not given"). app must be at most
-// DefaultMaxKeyLen bytes of valid UTF-8 ("" means "default"). Entries that a
-// decoder with default limits would reject (empty key, key longer than
-// DefaultMaxKeyLen, key not valid UTF-8, count 0) are left out, so that one bad key cannot void the whole batch.
-// The layout is documented in docs/wire.md.
+// AppendBatch appends a version 1 access batch for app to dst and returns
+// the extended slice: every entry a read, no bytes. startMs is the batch
+// start time in Unix milliseconds (<= 0 is written as 0, "not given"). app
+// must be at most DefaultMaxKeyLen bytes of valid UTF-8 ("" means
+// "default"). Entries that a decoder with default limits would reject (empty
+// key, key longer than DefaultMaxKeyLen, key not valid UTF-8, count 0) are
+// left out, so that one bad key cannot void the whole batch. Producers that
+// report bytes or writes use AppendAccesses. The layout is documented in
+// docs/wire.md.
 func AppendBatch(dst []byte, app string, startMs int64, entries []KeyCount) []byte {
 	n := 0
 	for _, e := range entries {
@@ -30,16 +38,63 @@ func AppendBatch(dst []byte, app string, startMs int64, entries []KeyCount) []by
 			n++
 		}
 	}
-	dst = append(dst, batchMagic, batchVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(app)))
-	dst = append(dst, app...)
-	dst = binary.AppendUvarint(dst, uint64(max(startMs, 0)))
-	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = appendBatchHeader(dst, batchVersion, app, startMs, n)
 	return appendEntries(dst, entries)
 }
 
-func validKeyCount(e KeyCount) bool {
-	return e.Count > 0 && len(e.Key) > 0 && len(e.Key) <= DefaultMaxKeyLen && utf8.ValidString(e.Key)
+// Access is one entry of a version 2 access batch being encoded: Count
+// accesses of Key of one Op, which moved Bytes bytes in total (0: not
+// known). A producer that sums per key sends one Access per key and op.
+type Access struct {
+	Key   string
+	Count uint64 // accesses; entries with 0 are left out
+	Bytes uint64 // value bytes of those accesses, summed; 0 means not given
+	Op    Op     // OpRead or OpWrite; entries with another value are left out
+}
+
+// AppendAccesses appends a version 2 access batch for app to dst and returns
+// the extended slice. Its arguments and the entries it leaves out are those
+// of AppendBatch, and also entries whose Op is neither OpRead nor OpWrite. It
+// allocates only when dst must grow. The layout is documented in
+// docs/wire.md.
+func AppendAccesses(dst []byte, app string, startMs int64, entries []Access) []byte {
+	n := 0
+	for i := range entries {
+		if validAccess(&entries[i]) {
+			n++
+		}
+	}
+	dst = appendBatchHeader(dst, batchVersion2, app, startMs, n)
+	for i := range entries {
+		e := &entries[i]
+		if !validAccess(e) {
+			continue
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(e.Key)))
+		dst = append(dst, e.Key...)
+		dst = binary.AppendUvarint(dst, e.Count)
+		dst = append(dst, byte(e.Op)) // 0 or 1: a one-byte varint
+		dst = binary.AppendUvarint(dst, e.Bytes)
+	}
+	return dst
+}
+
+func appendBatchHeader(dst []byte, version byte, app string, startMs int64, n int) []byte {
+	dst = append(dst, batchMagic, version)
+	dst = binary.AppendUvarint(dst, uint64(len(app)))
+	dst = append(dst, app...)
+	dst = binary.AppendUvarint(dst, uint64(max(startMs, 0)))
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+func validKey(k string) bool {
+	return len(k) > 0 && len(k) <= DefaultMaxKeyLen && utf8.ValidString(k)
+}
+
+func validKeyCount(e KeyCount) bool { return e.Count > 0 && validKey(e.Key) }
+
+func validAccess(e *Access) bool {
+	return e.Count > 0 && e.Op <= OpWrite && validKey(e.Key)
 }
 
 func appendEntries(dst []byte, entries []KeyCount) []byte {
@@ -54,9 +109,13 @@ func appendEntries(dst []byte, entries []KeyCount) []byte {
 	return dst
 }
 
-// checkVersion checks the magic and version bytes at the start of b.
-func checkVersion(b []byte, magic byte, what string) fail {
-	return checkVersionOf(b, magic, batchVersion, what)
+// checkBatchVersion checks the magic and version bytes at the start of an
+// access batch: version 1 and 2 are known.
+func checkBatchVersion(b []byte) fail {
+	if len(b) >= 2 && b[0] == batchMagic && b[1] == batchVersion2 {
+		return fail{}
+	}
+	return checkVersionOf(b, batchMagic, batchVersion, "access batch")
 }
 
 // checkVersionOf checks that b starts with magic and version.
@@ -107,6 +166,29 @@ func checkEntries(b []byte, i, n, maxKey int) (int, fail) {
 	return i, fail{}
 }
 
+// checkEntries2 validates n version 2 entries (key, count, op, bytes)
+// starting at b[i] and returns the index after them.
+func checkEntries2(b []byte, i, n, maxKey int) (int, fail) {
+	for ; n > 0; n-- {
+		j, f := checkEntries(b, i, 1, maxKey)
+		if f.r != 0 {
+			return i, f
+		}
+		op, k, f := readUvarint(b, j)
+		if f.r != 0 {
+			return j, f
+		}
+		if op > uint64(OpWrite) {
+			return j, fail{ReasonBadValue, j, "op " + itoa(op) + " is neither 0 (read) nor 1 (write)"}
+		}
+		if _, k, f = readUvarint(b, k); f.r != 0 {
+			return k, f
+		}
+		i = k
+	}
+	return i, fail{}
+}
+
 // decodeBatch decodes a binary access batch: a validation pass, then a
 // delivery pass that trusts what the first pass checked.
 func (d *Decoder) decodeBatch(b []byte, fn func(*Entry)) error {
@@ -118,21 +200,27 @@ func (d *Decoder) decodeBatch(b []byte, fn func(*Entry)) error {
 		d.defApp = defaultApp
 		app = d.defApp[:]
 	}
+	v2 := b[1] == batchVersion2
 	e := &d.entry
 	for ; n > 0; n-- {
 		l, j := trustedUvarint(b, i)
 		key := b[j : j+int(l) : j+int(l)]
 		c, j := trustedUvarint(b, j+int(l))
-		i = j
 		// Reset every field: the callback may have changed them.
 		*e = Entry{App: app, Key: key, Count: c, TS: ts}
+		if v2 {
+			op, k := trustedUvarint(b, j) // checked: 0 or 1 (maybe not minimally encoded)
+			e.Op = Op(op)
+			e.Bytes, j = trustedUvarint(b, k)
+		}
+		i = j
 		fn(e)
 	}
 	return nil
 }
 
 func (d *Decoder) checkBatch(b []byte) (app []byte, ts int64, n, start int, f fail) {
-	if f = checkVersion(b, batchMagic, "access batch"); f.r != 0 {
+	if f = checkBatchVersion(b); f.r != 0 {
 		return
 	}
 	max := d.maxKeyLen()
@@ -150,11 +238,15 @@ func (d *Decoder) checkBatch(b []byte) (app []byte, ts int64, n, start int, f fa
 	if ts, i, f = readTime(b, i+l); f.r != 0 {
 		return
 	}
-	if n, i, f = readCount(b, i, minEntrySize, "entry"); f.r != 0 {
+	minSize, check := minEntrySize, checkEntries
+	if b[1] == batchVersion2 {
+		minSize, check = minEntrySize2, checkEntries2
+	}
+	if n, i, f = readCount(b, i, minSize, "entry"); f.r != 0 {
 		return
 	}
 	start = i
-	if i, f = checkEntries(b, i, n, max); f.r != 0 {
+	if i, f = check(b, i, n, max); f.r != 0 {
 		return
 	}
 	if i != len(b) {

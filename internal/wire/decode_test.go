@@ -132,7 +132,8 @@ func TestDecodeReasons(t *testing.T) {
 		{"key checked before count", `{"count":0,"key":""}`, false, 0, wire.ReasonEmptyKey, 17},
 
 		// Binary batch: a5 01 | app | start | n | entries.
-		{"unknown version", "a5 02 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a5 03 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
+		{"version 0", "a5 00 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
 		{"no version", "a5", true, 0, wire.ReasonTruncated, 1},
 		{"app overruns", "a5 01 05 73686f70", true, 0, wire.ReasonTruncated, 2},
 		{"app too long", "a5 01 8108", true, 0, wire.ReasonAppTooLong, 2},
@@ -153,6 +154,18 @@ func TestDecodeReasons(t *testing.T) {
 		{"binary key not UTF-8", "a5 01 00 00 01 06 6974656d3aff 01", true, 0, wire.ReasonBadUTF8, 5},
 		{"binary key truncated rune", "a5 01 00 00 01 02 61c3 01", true, 0, wire.ReasonBadUTF8, 5},
 		{"binary app not UTF-8", "a5 01 01 fe 00 01 01 61 01", true, 0, wire.ReasonBadUTF8, 3},
+		// Version 2: a5 02 | app | start | n | entries of key, count, op, bytes.
+		{"v2 lying entry count", "a5 02 00 00 02 01 61 01 00 00", true, 0, wire.ReasonTruncated, 4},
+		{"v2 missing op", "a5 02 00 00 01 03 616263 01", true, 0, wire.ReasonTruncated, 10},
+		{"v2 missing bytes", "a5 02 00 00 01 02 6162 01 00", true, 0, wire.ReasonTruncated, 10},
+		{"v2 op 2", "a5 02 00 00 01 01 61 01 02 00", true, 0, wire.ReasonBadValue, 8},
+		{"v2 op overflows", "a5 02 00 00 01 01 61 01 ffffffffffffffffff02 00", true, 0, wire.ReasonBadVarint, 8},
+		{"v2 bytes overflow", "a5 02 00 00 01 01 61 01 01 ffffffffffffffffffff01", true, 0, wire.ReasonBadVarint, 9},
+		{"v2 count 0", "a5 02 00 00 01 01 61 00 00 00", true, 0, wire.ReasonBadCount, 7},
+		{"v2 empty key", "a5 02 00 00 01 00 01 00 00 00", true, 0, wire.ReasonEmptyKey, 5},
+		{"v2 key not UTF-8", "a5 02 00 00 01 01 ff 01 00 00", true, 0, wire.ReasonBadUTF8, 5},
+		{"v2 trailing byte", "a5 02 00 00 01 01 61 01 00 00 00", true, 0, wire.ReasonTrailingData, 10},
+		{"v2 bad second entry", "a5 02 00 00 02 01 61 01 00 00 01 62 01 05 00", true, 0, wire.ReasonBadValue, 13},
 	}
 	covered := map[wire.Reason]bool{}
 	for _, tt := range tests {

@@ -31,8 +31,8 @@ type Entry struct {
 	Key   []byte // 1..MaxKeyLen bytes
 	Count uint64 // >= 1
 	TS    int64  // Unix milliseconds; 0 means not given (use the record's timestamp)
-	Bytes uint64 // value size in bytes; 0 means not given
-	Op    Op
+	Bytes uint64 // value bytes the Count accesses moved in total (one access: the value's size); 0 means not given
+	Op    Op     // OpRead for every version 1 batch entry
 }
 
 // KeyCount is one key's counts in a batch being encoded. The access batch
@@ -54,7 +54,7 @@ type Event struct {
 	Key   string
 	Count uint64 // 0 or 1: the field is left out (the decoder's default is 1)
 	TS    int64  // Unix milliseconds; <= 0 leaves the field out
-	Bytes uint64 // 0 leaves the field out
+	Bytes uint64 // bytes the Count accesses moved in total; 0 leaves the field out
 	Op    Op     // OpRead leaves the field out
 }
 

@@ -25,6 +25,30 @@ func ExampleAppendBatch() {
 	// <nil>
 }
 
+// The worked example of docs/wire.md: a version 2 batch of two reads of
+// item:42 (12 KiB in all), one write of it (4 KiB) and 300 reads of cart:7
+// whose size was not known.
+func ExampleAppendAccesses() {
+	b := wire.AppendAccesses(nil, "shop", 1700000000000, []wire.Access{
+		{Key: "item:42", Count: 3, Bytes: 12288, Op: wire.OpRead},
+		{Key: "item:42", Count: 1, Bytes: 4096, Op: wire.OpWrite},
+		{Key: "cart:7", Count: 300},
+	})
+	fmt.Println(hex.EncodeToString(b))
+
+	var d wire.Decoder
+	err := d.Decode(b, func(e *wire.Entry) {
+		fmt.Printf("app=%s key=%s count=%d op=%v bytes=%d ts=%d\n", e.App, e.Key, e.Count, e.Op, e.Bytes, e.TS)
+	})
+	fmt.Println(err)
+	// Output:
+	// a5020473686f7080d095ffbc3103076974656d3a343203008060076974656d3a34320101802006636172743a37ac020000
+	// app=shop key=item:42 count=3 op=read bytes=12288 ts=1700000000000
+	// app=shop key=item:42 count=1 op=write bytes=4096 ts=1700000000000
+	// app=shop key=cart:7 count=300 op=read bytes=0 ts=1700000000000
+	// <nil>
+}
+
 // The worked example of docs/wire.md.
 func ExampleAppendPartials() {
 	b := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1700000000500, Span: 100, End: 1700000000450, Seq: 7, Groups: []wire.PartialGroup{

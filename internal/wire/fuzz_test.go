@@ -170,6 +170,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(wire.AppendBatch(nil, "shop", 1700000000000, []wire.KeyCount{{Key: "item:42", Count: 3}, {Key: "cart:7", Count: 1}}))
 	f.Add(wire.AppendBatch(nil, "", 0, nil))
 	f.Add([]byte{0xa5, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01})
+	f.Add(wire.AppendAccesses(nil, "shop", 1700000000000, []wire.Access{{"item:42", 3, 12288, wire.OpRead}, {"item:42", 1, 4096, wire.OpWrite}}))
+	f.Add(wire.AppendAccesses(nil, "", 0, nil))
+	f.Add([]byte{0xa5, 0x02, 0x00, 0x00, 0x01, 0x01, 'k', 0x01, 0x81, 0x00, 0x80, 0x00})
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 1}}}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, maxKey := range []int{0, 3} {
@@ -207,7 +210,7 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("binary batch %q: error %v after delivering %d entries", in, err, len(got))
 				}
 				if err == nil && maxKey == 0 {
-					checkBatchRoundTrip(t, got)
+					checkBatchRoundTrip(t, in[1], got)
 				}
 				continue
 			}
@@ -231,16 +234,34 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func checkBatchRoundTrip(t *testing.T, got []rec) {
+// checkBatchRoundTrip re-encodes the entries of an accepted access batch of
+// the given version and checks that they decode the same.
+func checkBatchRoundTrip(t *testing.T, version byte, got []rec) {
 	if len(got) == 0 {
 		return
 	}
-	kc := make([]wire.KeyCount, len(got))
-	for i, e := range got {
-		kc[i] = wire.KeyCount{Key: e.Key, Count: e.Count}
+	var b []byte
+	switch version {
+	case 1:
+		kc := make([]wire.KeyCount, len(got))
+		for i, e := range got {
+			if e.Bytes != 0 || e.Op != wire.OpRead {
+				t.Fatalf("version 1 batch delivered %+v, want reads without bytes", e)
+			}
+			kc[i] = wire.KeyCount{Key: e.Key, Count: e.Count}
+		}
+		b = wire.AppendBatch(nil, got[0].App, got[0].TS, kc)
+	case 2:
+		as := make([]wire.Access, len(got))
+		for i, e := range got {
+			as[i] = wire.Access{Key: e.Key, Count: e.Count, Bytes: e.Bytes, Op: e.Op}
+		}
+		b = wire.AppendAccesses(nil, got[0].App, got[0].TS, as)
+	default:
+		t.Fatalf("access batch version %d accepted", version)
 	}
 	var d wire.Decoder
-	again, err := decodeAll(&d, wire.AppendBatch(nil, got[0].App, got[0].TS, kc))
+	again, err := decodeAll(&d, b)
 	if err != nil || !reflect.DeepEqual(again, got) {
 		t.Fatalf("re-encoded batch decodes to %+v, %v; want %+v", again, err, got)
 	}

@@ -46,6 +46,71 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 }
 
+func TestAccessesRoundTrip(t *testing.T) {
+	long := strings.Repeat("L", wire.DefaultMaxKeyLen)
+	const ts = 1700000000000
+	tests := []struct {
+		name    string
+		app     string
+		start   int64
+		entries []wire.Access
+		want    []rec
+	}{
+		{"empty batch", "shop", ts, nil, nil},
+		{"reads and writes of one key", "shop", ts,
+			[]wire.Access{{"item:42", 3, 12288, wire.OpRead}, {"item:42", 1, 4096, wire.OpWrite}, {"cart:7", 300, 0, wire.OpRead}},
+			[]rec{{"shop", "item:42", 3, ts, 12288, wire.OpRead}, {"shop", "item:42", 1, ts, 4096, wire.OpWrite}, {"shop", "cart:7", 300, ts, 0, wire.OpRead}}},
+		{"a delete: a write of no bytes", "a", 1, []wire.Access{{"k", 1, 0, wire.OpWrite}}, []rec{{"a", "k", 1, 1, 0, wire.OpWrite}}},
+		{"largest values", "", 0, []wire.Access{{"k", 1<<64 - 1, 1<<64 - 1, wire.OpRead}}, []rec{{"default", "k", 1<<64 - 1, 0, 1<<64 - 1, wire.OpRead}}},
+		{"negative time written as 0", "a", -5, []wire.Access{{"k", 1, 5, 0}}, []rec{{"a", "k", 1, 0, 5, 0}}},
+		{"invalid entries left out", "a", 1,
+			[]wire.Access{{"", 1, 1, 0}, {"z", 0, 9, 0}, {long + "x", 1, 0, 0}, {"item:\xff", 1, 0, 0}, {"op", 1, 0, wire.Op(2)}, {long, 9, 7, wire.OpWrite}},
+			[]rec{{"a", long, 9, 1, 7, wire.OpWrite}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := wire.AppendAccesses([]byte("prefix"), tt.app, tt.start, tt.entries)
+			if string(b[:6]) != "prefix" {
+				t.Fatalf("AppendAccesses did not append to dst")
+			}
+			if b[6] != 0xa5 || b[7] != 2 {
+				t.Fatalf("magic and version % x, want a5 02", b[6:8])
+			}
+			var d wire.Decoder
+			got, err := decodeAll(&d, b[6:])
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("round trip\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeVersions decodes hand-written batches of each version: a
+// version 1 entry is a read without bytes; version 2 varints may be
+// non-minimal, like every varint.
+func TestDecodeVersions(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []rec
+	}{
+		{"version 1", "a5 01 00 00 01 01 6b 03", []rec{{"default", "k", 3, 0, 0, wire.OpRead}}},
+		{"version 2 read", "a5 02 00 00 01 01 6b 03 00 ac02", []rec{{"default", "k", 3, 0, 300, wire.OpRead}}},
+		{"version 2 write", "a5 02 00 00 01 01 6b 01 01 00", []rec{{"default", "k", 1, 0, 0, wire.OpWrite}}},
+		{"version 2 non-minimal op", "a5 02 00 00 02 01 6b 01 8100 05 01 6c 02 8000 8000", []rec{{"default", "k", 1, 0, 5, wire.OpWrite}, {"default", "l", 2, 0, 0, wire.OpRead}}},
+	}
+	for _, tt := range tests {
+		var d wire.Decoder
+		got, err := decodeAll(&d, hx(t, tt.in))
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Decode(%s) = %+v, %v; want %+v", tt.name, tt.in, got, err, tt.want)
+		}
+	}
+}
+
 func TestJSONRoundTrip(t *testing.T) {
 	tests := []struct {
 		ev   wire.Event
@@ -245,6 +310,11 @@ func TestDecodeAllocs(t *testing.T) {
 		entries[i] = wire.KeyCount{Key: "item:" + strings.Repeat("x", i%20), Count: uint64(i + 1)}
 	}
 	batch := wire.AppendBatch(nil, "shop", 1700000000000, entries)
+	accesses := make([]wire.Access, len(entries))
+	for i, e := range entries {
+		accesses[i] = wire.Access{Key: e.Key, Count: e.Count, Bytes: uint64(i) << 20, Op: wire.Op(i % 2)}
+	}
+	batch2 := wire.AppendAccesses(nil, "shop", 1700000000000, accesses)
 	partials := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d1", At: 1, Groups: []wire.PartialGroup{{App: "shop", Entries: entries}}})
 	plain := []byte(`{"key":"item:42","app":"shop","count":3,"ts":1700000000000,"bytes":100,"op":"write","extra":[1,{"a":"b"}]}`)
 	escaped := []byte(`{"key":"item:\u00e9\"42\"","app":"sh\u006fp","op":"wr\u0069te"}`)
@@ -252,13 +322,17 @@ func TestDecodeAllocs(t *testing.T) {
 	var d wire.Decoder
 	n := 0
 	fn := func(e *wire.Entry) { n++ }
-	for name, in := range map[string][]byte{"binary": batch, "json": plain, "json with escapes": escaped, "ndjson": ndjson} {
+	for name, in := range map[string][]byte{"binary": batch, "binary v2": batch2, "json": plain, "json with escapes": escaped, "ndjson": ndjson} {
 		if err := d.Decode(in, fn); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if a := testing.AllocsPerRun(50, func() { _ = d.Decode(in, fn) }); a != 0 {
 			t.Errorf("Decode %s: %v allocs per run, want 0", name, a)
 		}
+	}
+	buf := make([]byte, 0, 2*len(batch2))
+	if a := testing.AllocsPerRun(50, func() { buf = wire.AppendAccesses(buf[:0], "shop", 1700000000000, accesses) }); a != 0 {
+		t.Errorf("AppendAccesses into a large enough dst: %v allocs per run, want 0", a)
 	}
 	pfn := func(app, key []byte, c, w, b, wb uint64) { n++ }
 	// One allocation: the returned source string.
