@@ -157,6 +157,7 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 		FromOldest:        cfg.FromOldest,
 		Logger:            cfg.Logger,
 		Security:          cfg.Kafka,
+		Registerer:        cfg.Registerer,
 	}
 }
 
