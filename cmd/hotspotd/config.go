@@ -27,6 +27,8 @@ type config struct {
 	threshold  float64
 	window     time.Duration
 	fromOldest bool
+	fetchWait  time.Duration
+	fetchMin   int
 	partitions int
 	adminToken string
 	pprof      bool
@@ -87,6 +89,8 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.Float64Var(&c.threshold, "threshold", 1000, "accesses per second that make a key hot")
 	fs.DurationVar(&c.window, "window", time.Second, "sliding window of the rate, a multiple of 100ms")
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
+	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
+	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")

@@ -95,6 +95,12 @@ type Config struct {
 	Form         Form // default FormBinary
 	Lines        int  // FormNDJSON: objects per record; default 100
 	BatchEntries int  // FormBinary: (key, count) entries per record at most; default 1000
+	// EarlyCount, if > 0, sends a planted key whose count in the batch being
+	// filled reaches it at the end of the tick, at most once per Flush
+	// interval and only until the key is hot (early.go), as the hotcache
+	// reporter's early send does. 0 (the default) sends every count at the
+	// interval's end.
+	EarlyCount uint64
 
 	// Ground truth.
 	Threshold float64 // the hot threshold the run is scored against, events/s; default 1000

@@ -33,6 +33,8 @@ type Stats struct {
 	Records int64         // Kafka records
 	Entries int64         // JSON objects or binary (key, count) entries
 	Bytes   int64         // bytes of record values
+	// EarlyRecords counts the records sent early (Config.EarlyCount).
+	EarlyRecords int64
 
 	// ProduceRequests is how many produce requests the Kafka writer sent
 	// (kafka-go's WriterStats.Writes: one per partition batch); 0 with a
