@@ -71,7 +71,14 @@ type benchResult struct {
 	RecordsPerCPU    float64 `json:"records_per_hotspotd_cpu_second"`
 	EntriesPerSecond float64 `json:"detector_entries_per_wall_second"`
 	MaxRSSBytes      float64 `json:"max_rss_bytes"`
-	Invalid          float64 `json:"invalid_records"`
+	// Consumer lag (hotspot_detector_lag_records, all hotspotd), sampled
+	// every second from the start of the workload to the end of the settle
+	// time: the largest, and the mean over the first and the second half of
+	// the samples (a lag that grows means the detectors fall behind).
+	LagMax        float64 `json:"lag_max_records"`
+	LagFirstHalf  float64 `json:"lag_mean_first_half_records"`
+	LagSecondHalf float64 `json:"lag_mean_second_half_records"`
+	Invalid       float64 `json:"invalid_records"`
 
 	// The whole pipeline over the same interval (workload plus settle):
 	// hotspotd as above, the broker and ZooKeeper from /proc; a process
@@ -283,6 +290,7 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 	}
 	r.EntriesPerSecond = r.DetEntries / (st.Elapsed + o.settle).Seconds()
 	gradePipeline(&r, o, run, delta)
+	r.LagMax, r.LagFirstHalf, r.LagSecondHalf = lagFigures(seen.lag)
 	l1 := score.Grade(st.Truth, seen.inL1, score.Config{Threshold: o.cfg.Threshold})
 	r.L1Keys = l1.Found
 	r.L1DelayP50, r.L1DelayP95, r.L1DelayP99 = ms(l1.P50), ms(l1.P95), ms(l1.P99)
@@ -364,6 +372,25 @@ func fairRun(st loadgen.Stats) error {
 	return nil
 }
 
+// lagFigures returns the largest sample and the means of the first and the
+// second half of the samples.
+func lagFigures(lag []float64) (maxLag, first, second float64) {
+	mean := func(xs []float64) float64 {
+		if len(xs) == 0 {
+			return 0
+		}
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	for _, x := range lag {
+		maxLag = max(maxLag, x)
+	}
+	return maxLag, mean(lag[:len(lag)/2]), mean(lag[len(lag)/2:])
+}
+
 // cpuText is a process's CPU seconds for the report.
 func cpuText(cpu float64, pid int) string {
 	if cpu < 0 {
@@ -388,6 +415,8 @@ func printBench(out io.Writer, r benchResult) {
 		r.AccessesPerPipelineCPU, r.EntriesPerPipelineCPU)
 	fmt.Fprintf(out, "Kafka         in %.0f produce requests/s, %.1f MB/s; out %.0f fetch requests/s, %.1f MB/s; %.0f offset commits/s\n",
 		r.ProduceRequestsPerSec, r.BytesInPerSec/1e6, r.FetchRequestsPerSec, r.BytesOutPerSec/1e6, r.CommitRequestsPerSec)
+	fmt.Fprintf(out, "consumer lag  max %.0f records; mean %.0f over the first half of the run, %.0f over the second\n",
+		r.LagMax, r.LagFirstHalf, r.LagSecondHalf)
 	fmt.Fprintf(out, "memory        max resident %.1f MB per hotspotd\n", r.MaxRSSBytes/1e6)
 	fmt.Fprintf(out, "accuracy      recall %.3f (%d of %d keys >= 1.2x), precision %.3f (%d of %d published keys were <= 0.8x)\n",
 		r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported)

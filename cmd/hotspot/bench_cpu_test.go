@@ -84,3 +84,21 @@ func TestFindPipelineProcs(t *testing.T) {
 		t.Fatalf("got %+v, %v; want nothing measured", procs, err)
 	}
 }
+
+func TestLagFigures(t *testing.T) {
+	tests := []struct {
+		lag                   []float64
+		maxLag, first, second float64
+	}{
+		{nil, 0, 0, 0},
+		{[]float64{5}, 5, 0, 5},
+		{[]float64{1, 3, 10, 20}, 20, 2, 15},
+		{[]float64{4, 0, 2}, 4, 4, 1},
+	}
+	for _, tc := range tests {
+		m, f, s := lagFigures(tc.lag)
+		if m != tc.maxLag || f != tc.first || s != tc.second {
+			t.Errorf("lagFigures(%v) = %v, %v, %v; want %v, %v, %v", tc.lag, m, f, s, tc.maxLag, tc.first, tc.second)
+		}
+	}
+}
