@@ -103,7 +103,7 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.tick = fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
 	w.seed = fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
 	w.compression = fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
-	w.early = fs.Uint64("early", 0, "binary: send a planted key at once when its count in the batch being filled reaches `N`,\nas the SDK's early send does (0: off)")
+	w.early = fs.Uint64("early", 0, "binary: send a planted key at once when its count in the batch being filled reaches `N`,\nas an early send by the SDK's reporter would (0: off)")
 	w.batchTimeout = fs.Duration("batch-timeout", 5*time.Millisecond, "Kafka writer: how long a partition's batch waits for more records")
 	w.kafka = kafkaio.AddSecurityFlags(fs)
 	return w

@@ -97,9 +97,9 @@ type Config struct {
 	BatchEntries int  // FormBinary: (key, count) entries per record at most; default 1000
 	// EarlyCount, if > 0, sends a planted key whose count in the batch being
 	// filled reaches it at the end of the tick, at most once per Flush
-	// interval and only until the key is hot (early.go), as the hotcache
-	// reporter's early send does. 0 (the default) sends every count at the
-	// interval's end.
+	// interval and only until the key is hot (early.go): an early send by
+	// the SDK's reporter, played to measure it. 0 (the default) sends every
+	// count at the interval's end.
 	EarlyCount uint64
 
 	// Ground truth.

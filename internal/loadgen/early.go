@@ -9,8 +9,9 @@ import (
 // windowForHot is the window over which a planted key counts as hot.
 const windowForHot = time.Second
 
-// Early sending (Config.EarlyCount): the hotcache reporter's early send, as
-// the generator plays it. A planted key whose count in the binary batch
+// Early sending (Config.EarlyCount): an early send by the SDK's reporter, as
+// the generator plays it, to measure what it would gain before building it
+// into hotcache (which does not have it). A planted key whose count in the binary batch
 // being filled reaches EarlyCount is sent at the end of the tick in a record
 // of its own (with every other such key of the tick), at most once per
 // flush interval, instead of waiting for the interval's end. Only while the
