@@ -82,6 +82,11 @@ type Config struct {
 	// FromOldest reads a partition that has no committed offset from its
 	// oldest record; by default from its newest.
 	FromOldest bool
+	// FetchMaxWait and FetchMinBytes are the partition readers' fetch
+	// settings (see kafkaio.GroupConfig: 250ms and 1 byte): a fetch
+	// returns once FetchMinBytes are there or FetchMaxWait has passed.
+	FetchMaxWait  time.Duration
+	FetchMinBytes int
 
 	// Kafka is the consumer's TLS and SASL; nil means plaintext and no
 	// authentication.
@@ -157,8 +162,11 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		FromOldest:        cfg.FromOldest,
+		MaxWait:           cfg.FetchMaxWait,
+		MinBytes:          cfg.FetchMinBytes,
 		Logger:            cfg.Logger,
 		Security:          cfg.Kafka,
+		Registerer:        cfg.Registerer,
 	}
 }
 

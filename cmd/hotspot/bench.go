@@ -19,11 +19,22 @@ import (
 
 const benchHelp = `
 Runs a workload against a running cluster and reports what it achieved:
-throughput (wall, and per CPU-second of the hotspotd processes), detection
+throughput (wall, per CPU-second of the hotspotd processes, and per
+CPU-second of the whole pipeline: hotspotd, the Kafka broker and ZooKeeper),
+the Kafka requests and bytes it took, detection
 delay from each key's true threshold crossing (the generator's send log) to
 its publication in ZooKeeper and to its value in the L1 of an app (a hotcache
 client embedded in this command), precision and recall against the ground truth,
 and the hotspotd processes' resident memory.
+
+The broker's and ZooKeeper's CPU time is read from /proc/<pid>/stat, for
+the pids given by --broker-pid and --zk-pid or else the pid files of the
+local stack in --stack-dir (HOTSPOT_STACK_DIR, as deployments/local/stack.sh;
+default .stack, the stack of make up run from the repository's top). A
+process without a pid is left out of the pipeline's figure, and the report
+says so. Produce requests and bytes come from the generator's kafka-go
+Writer, fetch and offset-commit requests from hotspotd's /metrics
+(hotspot_kafka_*).
 
 It takes the workload flags of hotspot load (see hotspot load --help for the
 flash syntax); the run uses an app of its own (default bench-<time>) so keys
@@ -68,7 +79,34 @@ type benchResult struct {
 	RecordsPerCPU    float64 `json:"records_per_hotspotd_cpu_second"`
 	EntriesPerSecond float64 `json:"detector_entries_per_wall_second"`
 	MaxRSSBytes      float64 `json:"max_rss_bytes"`
-	Invalid          float64 `json:"invalid_records"`
+	// Consumer lag (hotspot_detector_lag_records, all hotspotd), sampled
+	// every second from the start of the workload to the end of the settle
+	// time: the largest, and the mean over the first and the second half of
+	// the samples (a lag that grows means the detectors fall behind).
+	LagMax        float64 `json:"lag_max_records"`
+	LagFirstHalf  float64 `json:"lag_mean_first_half_records"`
+	LagSecondHalf float64 `json:"lag_mean_second_half_records"`
+	Invalid       float64 `json:"invalid_records"`
+
+	// The whole pipeline over the same interval (workload plus settle):
+	// hotspotd as above, the broker and ZooKeeper from /proc; a process
+	// not measured is -1 and left out of PipelineCPU.
+	IntervalSeconds        float64 `json:"interval_seconds"`
+	BrokerPID              int     `json:"broker_pid,omitempty"`
+	ZooKeeperPID           int     `json:"zookeeper_pid,omitempty"`
+	BrokerCPU              float64 `json:"broker_cpu_seconds"`
+	ZooKeeperCPU           float64 `json:"zookeeper_cpu_seconds"`
+	PipelineCPU            float64 `json:"pipeline_cpu_seconds"`
+	AccessesPerPipelineCPU float64 `json:"accesses_per_pipeline_cpu_second"`
+	EntriesPerPipelineCPU  float64 `json:"entries_per_pipeline_cpu_second"`
+	// Kafka traffic per second of the interval, from the clients' own
+	// counters: produce from the generator's Writer, fetch and commit from
+	// hotspotd's metrics. Bytes are record keys and values, uncompressed.
+	ProduceRequestsPerSec float64 `json:"produce_requests_per_second"`
+	BytesInPerSec         float64 `json:"produced_bytes_per_second"`
+	FetchRequestsPerSec   float64 `json:"fetch_requests_per_second"`
+	BytesOutPerSec        float64 `json:"fetched_bytes_per_second"`
+	CommitRequestsPerSec  float64 `json:"offset_commit_requests_per_second"`
 
 	MustReport int      `json:"must_report"`
 	Found      int      `json:"found"`
@@ -104,6 +142,7 @@ type benchOptions struct {
 	allowMissed bool
 	rules       *rules.List // --rules: installed for the run's app (and ruleApps-1 more) before the workload
 	ruleApps    int
+	procs       []pipelineProc // the broker and ZooKeeper
 }
 
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -164,6 +203,9 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 	allowMissed := fs.Bool("allow-missed", false, "exit 0 even when keys that had to be reported were missed (for exploring)")
 	rulesPath := fs.String("rules", "", "install the rule list in `FILE` (JSON, as PUT /v1/rules takes) for the run's app before the workload, and delete it after")
 	ruleApps := fs.Int("rules-apps", 1, "with --rules, also install the list for this many apps in all (the run's app and <app>-rN without traffic)")
+	stackDir := fs.String("stack-dir", ".stack", "`DIR` of the local stack's pid files (kafka.pid, zookeeper.pid), for the broker's and ZooKeeper's CPU")
+	brokerPid := fs.Int("broker-pid", 0, "`PID` of the Kafka broker (default: from --stack-dir)")
+	zkPid := fs.Int("zk-pid", 0, "`PID` of ZooKeeper (default: from --stack-dir)")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return benchOptions{}, err
@@ -204,6 +246,12 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 	}
 	if o.zkAuth, err = zkgroup.DigestFromEnv(getenv, "HOTSPOT_ZK_DIGEST"); err != nil {
 		return o, usageError{err}
+	}
+	if *brokerPid < 0 || *zkPid < 0 {
+		return o, usagef("--broker-pid and --zk-pid must be >= 0")
+	}
+	if o.procs, err = findPipelineProcs(*stackDir, *brokerPid, *zkPid); err != nil {
+		return o, err
 	}
 	return o, nil
 }
@@ -248,8 +296,10 @@ func installBenchRules(ctx context.Context, out io.Writer, sess *zkgroup.Session
 
 // benchRun is the workload's outcome and the hotspotd metrics around it.
 type benchRun struct {
-	stats         loadgen.Stats
-	before, after []map[string]float64 // per hotspotd, before the run and after the settle time
+	stats               loadgen.Stats
+	before, after       []map[string]float64 // per hotspotd, before the run and after the settle time
+	cpuBefore, cpuAfter []float64            // per benchOptions.procs, the same moments
+	interval            time.Duration        // from before to after
 }
 
 // runBenchWorkload runs the workload, printing a progress line a second,
@@ -260,6 +310,8 @@ func runBenchWorkload(ctx context.Context, out io.Writer, o benchOptions) (bench
 	if run.before, err = scrapeAll(ctx, o.hotspotds); err != nil {
 		return run, err
 	}
+	run.cpuBefore = sampleCPU(o.procs)
+	began := time.Now()
 	cfg := o.cfg
 	fmt.Fprintf(out, "hotspot bench: %s records, %.0f background events/s over %d keys (s=%.2f), app %s, %v\n",
 		cfg.Form, cfg.Rate, cfg.Keys, cfg.Skew, cfg.App, cfg.Duration)
@@ -274,6 +326,8 @@ func runBenchWorkload(ctx context.Context, out io.Writer, o benchOptions) (bench
 	case <-time.After(o.settle):
 	}
 	run.after, err = scrapeAll(ctx, o.hotspotds)
+	run.cpuAfter = sampleCPU(o.procs)
+	run.interval = time.Since(began)
 	return run, err
 }
 
@@ -307,6 +361,8 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 		r.RecordsPerCPU = r.DetRecords / r.HotspotdCPU
 	}
 	r.EntriesPerSecond = r.DetEntries / (st.Elapsed + o.settle).Seconds()
+	gradePipeline(&r, o, run, delta)
+	r.LagMax, r.LagFirstHalf, r.LagSecondHalf = lagFigures(seen.lag)
 	l1 := score.Grade(st.Truth, seen.inL1, score.Config{Threshold: o.cfg.Threshold})
 	r.L1Keys = l1.Found
 	r.L1DelayP50, r.L1DelayP95, r.L1DelayP99 = ms(l1.P50), ms(l1.P95), ms(l1.P99)
@@ -317,6 +373,38 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 		r.False = append(r.False, k.App+"/"+k.Key)
 	}
 	return r
+}
+
+// gradePipeline adds the broker's and ZooKeeper's CPU and the Kafka traffic
+// to r, which holds hotspotd's figures already.
+func gradePipeline(r *benchResult, o benchOptions, run benchRun, delta func(string) float64) {
+	r.IntervalSeconds = run.interval.Seconds()
+	r.BrokerCPU, r.ZooKeeperCPU = -1, -1
+	r.PipelineCPU = r.HotspotdCPU
+	for i, p := range o.procs {
+		cpu := -1.0
+		if run.cpuBefore[i] >= 0 && run.cpuAfter[i] >= 0 {
+			cpu = run.cpuAfter[i] - run.cpuBefore[i]
+			r.PipelineCPU += cpu
+		}
+		switch p.name {
+		case "kafka":
+			r.BrokerCPU, r.BrokerPID = cpu, p.pid
+		case "zookeeper":
+			r.ZooKeeperCPU, r.ZooKeeperPID = cpu, p.pid
+		}
+	}
+	if r.PipelineCPU > 0 {
+		r.AccessesPerPipelineCPU = float64(r.Events) / r.PipelineCPU
+		r.EntriesPerPipelineCPU = r.DetEntries / r.PipelineCPU
+	}
+	if sec := r.IntervalSeconds; sec > 0 {
+		r.ProduceRequestsPerSec = float64(run.stats.ProduceRequests) / sec
+		r.BytesInPerSec = float64(run.stats.Bytes) / sec
+		r.FetchRequestsPerSec = delta("hotspot_kafka_fetch_requests_total") / sec
+		r.BytesOutPerSec = delta("hotspot_kafka_fetched_bytes_total") / sec
+		r.CommitRequestsPerSec = delta("hotspot_kafka_offset_commit_requests_total") / sec
+	}
 }
 
 // writeBenchJSON writes r to path; "" writes nothing.
@@ -356,6 +444,33 @@ func fairRun(st loadgen.Stats) error {
 	return nil
 }
 
+// lagFigures returns the largest sample and the means of the first and the
+// second half of the samples.
+func lagFigures(lag []float64) (maxLag, first, second float64) {
+	mean := func(xs []float64) float64 {
+		if len(xs) == 0 {
+			return 0
+		}
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	for _, x := range lag {
+		maxLag = max(maxLag, x)
+	}
+	return maxLag, mean(lag[:len(lag)/2]), mean(lag[len(lag)/2:])
+}
+
+// cpuText is a process's CPU seconds for the report.
+func cpuText(cpu float64, pid int) string {
+	if cpu < 0 {
+		return "not measured (no pid: --broker-pid, --zk-pid or --stack-dir)"
+	}
+	return fmt.Sprintf("%.2f (pid %d)", cpu, pid)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func printBench(out io.Writer, r benchResult) {
@@ -366,6 +481,14 @@ func printBench(out io.Writer, r benchResult) {
 		r.DetRecords, r.DetEntries, r.Invalid, r.EntriesPerSecond)
 	fmt.Fprintf(out, "hotspotd CPU  %.2f s: %.0f entries and %.0f records per CPU-second\n",
 		r.HotspotdCPU, r.EntriesPerCPU, r.RecordsPerCPU)
+	fmt.Fprintf(out, "pipeline CPU  %.2f s over %.1f s: hotspotd %.2f, Kafka broker %s, ZooKeeper %s\n",
+		r.PipelineCPU, r.IntervalSeconds, r.HotspotdCPU, cpuText(r.BrokerCPU, r.BrokerPID), cpuText(r.ZooKeeperCPU, r.ZooKeeperPID))
+	fmt.Fprintf(out, "              %.0f accesses and %.0f entries per pipeline CPU-second\n",
+		r.AccessesPerPipelineCPU, r.EntriesPerPipelineCPU)
+	fmt.Fprintf(out, "Kafka         in %.0f produce requests/s, %.1f MB/s; out %.0f fetch requests/s, %.1f MB/s; %.0f offset commits/s\n",
+		r.ProduceRequestsPerSec, r.BytesInPerSec/1e6, r.FetchRequestsPerSec, r.BytesOutPerSec/1e6, r.CommitRequestsPerSec)
+	fmt.Fprintf(out, "consumer lag  max %.0f records; mean %.0f over the first half of the run, %.0f over the second\n",
+		r.LagMax, r.LagFirstHalf, r.LagSecondHalf)
 	fmt.Fprintf(out, "memory        max resident %.1f MB per hotspotd\n", r.MaxRSSBytes/1e6)
 	fmt.Fprintf(out, "accuracy      recall %.3f (%d of %d keys >= 1.2x), precision %.3f (%d of %d published keys were <= 0.8x)\n",
 		r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported)

@@ -31,6 +31,7 @@ type observed struct {
 	published map[loadgen.AppKey]time.Time // first time in the hot set in ZooKeeper
 	inL1      map[loadgen.AppKey]time.Time // first time loaded in the app's L1
 	maxRSS    float64                      // bytes, the largest of any hotspotd
+	lag       []float64                    // every second: records the detectors have not read yet, all hotspotd
 }
 
 // startBenchObserver returns once the hot set under root has been read, so
@@ -108,15 +109,21 @@ func (o *benchObserver) pollL1(ctx context.Context, app string) {
 	}
 }
 
-// sampleRSS keeps the largest resident memory of any hotspotd, every second.
+// sampleRSS keeps the largest resident memory of any hotspotd and the
+// detectors' consumer lag, every second.
 func (o *benchObserver) sampleRSS(ctx context.Context, hotspotds []string) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		ms, _ := scrapeAll(ctx, hotspotds)
 		o.mu.Lock()
+		var lag float64
 		for _, m := range ms {
 			o.seen.maxRSS = max(o.seen.maxRSS, m["process_resident_memory_bytes"])
+			lag += m["hotspot_detector_lag_records"]
+		}
+		if len(ms) > 0 {
+			o.seen.lag = append(o.seen.lag, lag)
 		}
 		o.mu.Unlock()
 		select {

@@ -74,6 +74,8 @@ type workload struct {
 	flush, tick          *time.Duration
 	seed                 *uint64
 	compression          *string
+	batchTimeout         *time.Duration
+	early                *uint64
 	kafka                *kafkaio.SecurityFlags
 	getenv               func(string) string // HOTSPOT_KAFKA_PASSWORD; nil means os.Getenv
 }
@@ -101,6 +103,8 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.tick = fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
 	w.seed = fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
 	w.compression = fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
+	w.early = fs.Uint64("early", 0, "binary: send a planted key at once when its count in the batch being filled reaches `N`,\nas an early send by the SDK's reporter would (0: off)")
+	w.batchTimeout = fs.Duration("batch-timeout", 5*time.Millisecond, "Kafka writer: how long a partition's batch waits for more records")
 	w.kafka = kafkaio.AddSecurityFlags(fs)
 	return w
 }
@@ -114,7 +118,7 @@ func (w *workload) config() (loadgen.Config, error) {
 	cfg := loadgen.Config{
 		Brokers: envflag.SplitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
 		Rate: *w.rate, Keys: *w.keys, Skew: *w.skew, KeyPrefix: *w.prefix, Apps: *w.apps, App: *w.app,
-		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush,
+		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush, BatchTimeout: *w.batchTimeout, EarlyCount: *w.early,
 		Form: form, Lines: *w.lines, BatchEntries: *w.entries,
 		Threshold: *w.threshold, Seed: *w.seed,
 		// Kafka write failures: the first is logged, all are counted.

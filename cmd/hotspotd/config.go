@@ -30,6 +30,8 @@ type config struct {
 	hold       time.Duration // a hot key stays hot until its rate was below the low mark this long
 	lowMark    float64       // the low mark, a fraction of the threshold in (0, 1]
 	fromOldest bool
+	fetchWait  time.Duration
+	fetchMin   int
 	partitions int
 	adminToken string
 	pprof      bool
@@ -92,6 +94,8 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.DurationVar(&c.hold, "hold", 2*time.Second, "a hot key turns cold once its rate stayed below the low mark this long (the default rule's hold)")
 	fs.Float64Var(&c.lowMark, "low-mark", 0.8, "the rate a hot key must fall below to start turning cold, as a fraction of the threshold, in (0, 1]")
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
+	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
+	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")

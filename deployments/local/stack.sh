@@ -28,6 +28,10 @@
 # folder of an already downloaded Kafka (the shared stack's
 # .stack/kafka-<version>/libs), so that nothing is fetched again; the version
 # is then that of the jars there unless HOTSPOT_KAFKA_VERSION says otherwise.
+# HOTSPOT_KAFKA_JVM_FLAGS replaces the broker's garbage-collector flags and
+# HOTSPOT_KAFKA_SETTINGS adds server.properties lines (newline-separated),
+# to measure the broker's CPU under other settings (BENCHMARKS.md records
+# which were used).
 # `start SERVICE...` and `stop SERVICE...` (zookeeper, redis, kafka) start or
 # stop single services of a stack, without installing or probing.
 set -euo pipefail
@@ -202,6 +206,7 @@ group.initial.rebalance.delay.ms=0
 log.retention.hours=2
 log.segment.bytes=67108864
 EOF
+	[[ -z ${HOTSPOT_KAFKA_SETTINGS:-} ]] || printf '%s\n' "$HOTSPOT_KAFKA_SETTINGS"
 }
 
 format_kafka() { # format_kafka DIR STATE [ARG...]: format DIR's KRaft storage; ARGs go to StorageTool format
@@ -216,7 +221,8 @@ format_kafka() { # format_kafka DIR STATE [ARG...]: format DIR's KRaft storage; 
 launch_kafka() { # launch_kafka DIR STATE: run the broker of DIR/server.properties, its pid and log in STATE
 	local dir=$1 st=$2
 	KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-512m}
-	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+	# shellcheck disable=SC2086 # the flags are words
+	nohup java -Xms"$KAFKA_HEAP" -Xmx"$KAFKA_HEAP" ${HOTSPOT_KAFKA_JVM_FLAGS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20} \
 		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
 		-cp "$kafka_libs/*" kafka.Kafka "$dir/server.properties" \
 		>"$st/kafka.log" 2>&1 </dev/null &

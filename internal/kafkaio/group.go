@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -31,7 +32,19 @@ type GroupConfig struct {
 	MaxWait  time.Duration // 250ms: longest a fetch waits on an idle partition
 	MaxBytes int           // 4 MiB: largest fetch response per partition
 
+	// MinBytes is the least a fetch waits for before the broker answers it
+	// (1: a fetch returns as soon as a record is there). A larger value
+	// makes the broker hold a fetch until that many bytes arrived or
+	// MaxWait passed: fewer fetch requests per record, at up to MaxWait of
+	// added delay on a partition that gets records slowly.
+	MinBytes int
+
 	Logger *slog.Logger // kafka-go's own messages go here at debug level; nil discards
+
+	// Registerer, if set, gets the group's request counters
+	// (hotspot_kafka_*: fetches, fetched records and bytes, offset
+	// commits). They are unregistered at Close.
+	Registerer prometheus.Registerer
 
 	Security *Security // TLS and SASL; nil means plaintext, unauthenticated
 }
@@ -50,6 +63,7 @@ type Group struct {
 	done    chan struct{} // closed by Close: leavers stop
 	leavers sync.WaitGroup
 	once    sync.Once
+	stats   *clientStats // nil without a Registerer
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
@@ -66,6 +80,13 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	g.cg = cg
 	g.done = make(chan struct{})
 	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: cfg.Security.Transport()}
+	if cfg.Registerer != nil {
+		g.stats = newClientStats()
+		if err := cfg.Registerer.Register(g.stats); err != nil {
+			_ = cg.Close()
+			return nil, fmt.Errorf("kafkaio: register metrics: %w", err)
+		}
+	}
 	return g, nil
 }
 
@@ -90,12 +111,16 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	cfg.JoinGroupBackoff = cmp.Or(cfg.JoinGroupBackoff, 250*time.Millisecond)
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 250*time.Millisecond)
 	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 4<<20)
+	cfg.MinBytes = cmp.Or(cfg.MinBytes, 1)
 	if cfg.HeartbeatInterval >= cfg.SessionTimeout {
 		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: HeartbeatInterval %v must be below SessionTimeout %v",
 			cfg.HeartbeatInterval, cfg.SessionTimeout)
 	}
-	if cfg.MaxWait < 0 || cfg.MaxBytes < 0 {
-		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: negative MaxWait or MaxBytes")
+	if cfg.MaxWait < 0 || cfg.MaxBytes < 0 || cfg.MinBytes < 0 {
+		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: negative MaxWait, MinBytes or MaxBytes")
+	}
+	if cfg.MinBytes > cfg.MaxBytes {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: MinBytes %d above MaxBytes %d", cfg.MinBytes, cfg.MaxBytes)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -132,10 +157,10 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	rc := kafka.ReaderConfig{
 		Brokers: cfg.Brokers,
 		Topic:   cfg.Topic,
-		// MinBytes 1: a fetch returns as soon as any record is there; with
-		// kafka-go's defaults the first fetch of a quiet partition waits
-		// for seconds.
-		MinBytes: 1,
+		// MinBytes 1 by default: a fetch returns as soon as any record is
+		// there; with kafka-go's defaults the first fetch of a quiet
+		// partition waits for seconds.
+		MinBytes: cfg.MinBytes,
 		MaxBytes: cfg.MaxBytes,
 		MaxWait:  cfg.MaxWait,
 		// Lag comes from each fetch's high-water mark; kafka-go's own lag
@@ -189,7 +214,7 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 		g.joined = nil
 	}
 	parts := gen.Assignments[g.cfg.Topic]
-	out := &Generation{gen: gen, client: g.client, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
+	out := &Generation{gen: gen, client: g.client, stats: g.stats, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
 	for _, p := range parts {
 		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
 	}
@@ -201,6 +226,9 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 func (g *Group) Close() error {
 	g.once.Do(func() { close(g.done) })
 	defer g.leavers.Wait()
+	if g.stats != nil {
+		g.cfg.Registerer.Unregister(g.stats)
+	}
 	if err := g.cg.Close(); err != nil {
 		return fmt.Errorf("kafkaio: close group %s: %w", g.cfg.Group, err)
 	}
@@ -270,6 +298,7 @@ type Assignment struct {
 type Generation struct {
 	gen    *kafka.Generation
 	client *kafka.Client
+	stats  *clientStats
 	topic  string
 	reader kafka.ReaderConfig
 	parts  []Assignment
@@ -304,6 +333,7 @@ func (g *Generation) Commit(ctx context.Context, offsets map[int]int64) error {
 	for p, o := range offsets {
 		parts = append(parts, kafka.OffsetCommit{Partition: p, Offset: o})
 	}
+	g.stats.committed()
 	resp, err := g.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID: g.gen.GroupID, GenerationID: int(g.gen.ID), MemberID: g.gen.MemberID,
 		Topics: map[string][]kafka.OffsetCommit{g.topic: parts},
@@ -329,7 +359,8 @@ func (g *Generation) Reader(a Assignment) *Reader {
 	rc.Partition = a.Partition
 	r := kafka.NewReader(rc)  // cannot panic: rc was validated in build
 	_ = r.SetOffset(a.Offset) // fails only on a closed reader
-	return &Reader{r: r, partition: a.Partition}
+	g.stats.open(r)
+	return &Reader{r: r, partition: a.Partition, stats: g.stats}
 }
 
 // Record is one Kafka record of the partition.
@@ -344,6 +375,7 @@ type Record struct {
 type Reader struct {
 	r         *kafka.Reader
 	partition int
+	stats     *clientStats
 }
 
 // Partition is the partition number.
@@ -363,4 +395,8 @@ func (r *Reader) Fetch(ctx context.Context) (Record, error) {
 }
 
 // Close stops the reader's background fetching.
-func (r *Reader) Close() error { return r.r.Close() }
+func (r *Reader) Close() error {
+	err := r.r.Close()
+	r.stats.closed(r.r)
+	return err
+}

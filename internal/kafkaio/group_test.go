@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
@@ -71,7 +73,10 @@ func TestGroupReadsAndCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
-	g, err := NewGroup(testConfig(addr, topic, group))
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(addr, topic, group)
+	cfg.Registerer = reg
+	g, err := NewGroup(cfg)
 	if err != nil {
 		t.Fatalf("NewGroup: %v", err)
 	}
@@ -100,8 +105,27 @@ func TestGroupReadsAndCommits(t *testing.T) {
 	if err := gen.Commit(t.Context(), map[int]int64{0: 3, 1: 2}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
+	// The request counters: every record fetched (each is 4 bytes), at
+	// least one fetch per partition, the one commit.
+	got := gatherKafka(t, reg)
+	for _, c := range []struct {
+		name     string
+		min, max float64
+	}{
+		{"hotspot_kafka_fetched_records_total", 6, 6},
+		{"hotspot_kafka_fetched_bytes_total", 24, 24},
+		{"hotspot_kafka_fetch_requests_total", 2, 1e9},
+		{"hotspot_kafka_offset_commit_requests_total", 1, 1},
+	} {
+		if v := got[c.name]; v < c.min || v > c.max {
+			t.Errorf("%s = %v, want %v..%v", c.name, v, c.min, c.max)
+		}
+	}
 	if err := g.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+	if got := gatherKafka(t, reg); len(got) != 0 {
+		t.Errorf("after Close the registry still has %v", got)
 	}
 
 	// The next member of the group starts at the committed offsets.
@@ -125,6 +149,24 @@ func TestGroupReadsAndCommits(t *testing.T) {
 	if err != nil || string(rec.Value) != "p1-2" {
 		t.Fatalf("first record after commit: %q, %v; want p1-2", rec.Value, err)
 	}
+}
+
+// gatherKafka returns the hotspot_kafka_* counters of reg by name.
+func gatherKafka(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]float64)
+	for _, f := range fams {
+		if strings.HasPrefix(f.GetName(), "hotspot_kafka_") {
+			for _, m := range f.GetMetric() {
+				out[f.GetName()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 func TestFetchCanceledLosesNoRecord(t *testing.T) {
@@ -182,6 +224,8 @@ func TestCheckRejectsBadConfig(t *testing.T) {
 		{"no group", func(c *GroupConfig) { c.Group = "" }},
 		{"heartbeat not below session", func(c *GroupConfig) { c.SessionTimeout, c.HeartbeatInterval = time.Second, time.Second }},
 		{"negative max wait", func(c *GroupConfig) { c.MaxWait = -1 }},
+		{"negative min bytes", func(c *GroupConfig) { c.MinBytes = -1 }},
+		{"min bytes above max bytes", func(c *GroupConfig) { c.MinBytes, c.MaxBytes = 2<<20, 1<<20 }},
 		{"negative session", func(c *GroupConfig) { c.SessionTimeout = -time.Second }},
 	}
 	if err := Check(good); err != nil {

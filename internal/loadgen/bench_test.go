@@ -50,3 +50,22 @@ func BenchmarkStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStepFlat measures the per-tick path of the 2 M events/s
+// flash workload (binary, Zipf 0.2 over 100 M keys, so nearly every event
+// is a key of its own in its 100 ms batch): one op is one 10 ms tick of
+// 20,000 events.
+func BenchmarkStepFlat(b *testing.B) {
+	c := testConfig(b, Config{Form: FormBinary, Rate: 2_000_000, Keys: 100_000_000, Skew: 0.2})
+	g, err := newGenerator(c, time.Now().UnixMilli())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		g.step(i)
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.ticks*20_000), "ns/event")
+}

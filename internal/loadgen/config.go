@@ -67,7 +67,11 @@ type Config struct {
 	Topic       string   // default hotset.DefaultTopic; must exist (see kafkaio.EnsureTopic)
 	Compression string   // "", "none", "gzip", "snappy", "lz4" or "zstd"; default none
 	MaxInflight int64    // bytes written to Kafka and not yet acknowledged before Write blocks; default 64 MiB
-	Sink        Sink     // if set, receives the records instead of Kafka
+	// BatchTimeout is the kafka-go Writer's: how long a partition's batch
+	// waits for more records before it is sent; default 5ms, as the
+	// hotcache reporter.
+	BatchTimeout time.Duration
+	Sink         Sink // if set, receives the records instead of Kafka
 	// Kafka is the writer's TLS and SASL; nil means plaintext, no auth.
 	Kafka *kafkaio.Security
 
@@ -91,6 +95,12 @@ type Config struct {
 	Form         Form // default FormBinary
 	Lines        int  // FormNDJSON: objects per record; default 100
 	BatchEntries int  // FormBinary: (key, count) entries per record at most; default 1000
+	// EarlyCount, if > 0, sends a planted key whose count in the batch being
+	// filled reaches it at the end of the tick, at most once per Flush
+	// interval and only until the key is hot (early.go): an early send by
+	// the SDK's reporter, played to measure it. 0 (the default) sends every
+	// count at the interval's end.
+	EarlyCount uint64
 
 	// Ground truth.
 	Threshold float64 // the hot threshold the run is scored against, events/s; default 1000
@@ -162,6 +172,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("loadgen: Lines and BatchEntries must be >= 1")
 	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):
 		return c, fmt.Errorf("loadgen: Threshold %v must be > 0", c.Threshold)
+	case c.BatchTimeout < 0:
+		return c, errors.New("loadgen: BatchTimeout must be >= 0")
 	case c.MaxInflight < 1<<20:
 		return c, errors.New("loadgen: MaxInflight must be at least 1 MiB")
 	}

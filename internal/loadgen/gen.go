@@ -54,6 +54,7 @@ type plant struct {
 	app     int    // index in generator.apps
 	truth   int    // index in Truth.Keys
 	pending uint64 // FormBinary: count since the last flush
+	early   bool   // FormBinary: sent early in the current flush interval
 }
 
 // newGenerator builds the generator for a resolved Config, with slot 0
@@ -243,6 +244,8 @@ func (g *generator) step(i int64) []Record {
 	}
 	if g.c.Form == FormBinary && g.ticks%g.perFlsh == 0 {
 		g.flushBatches(g.startMs + g.ticks*g.tickMs)
+	} else {
+		g.sendEarly(i)
 	}
 	return g.end()
 }
@@ -325,6 +328,9 @@ func (g *generator) flushBatches(next int64) {
 			if p := &g.plants[j]; p.app == a && p.pending > 0 {
 				all = append(all, wire.KeyCount{Key: p.f.Key, Count: p.pending})
 				p.pending = 0
+			}
+			if p := &g.plants[j]; p.app == a {
+				p.early = false
 			}
 		}
 		for kcs := all; len(kcs) > 0; {

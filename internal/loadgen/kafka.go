@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -43,11 +44,11 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		Addr:         kafka.TCP(c.Brokers...),
 		Topic:        c.Topic,
 		Balancer:     &kafka.RoundRobin{ChunkSize: chunk},
-		BatchTimeout: 5 * time.Millisecond, // the default (1 s) would delay every record by a second
-		BatchSize:    10_000,               // messages per partition batch; BatchBytes is the real bound
-		BatchBytes:   1 << 20,              // under the broker's default message.max.bytes
-		RequiredAcks: kafka.RequireOne,     // acknowledged: fire-and-forget loses records silently
-		MaxAttempts:  10,                   // kafka-go backs off 100 ms to 1 s between attempts
+		BatchTimeout: cmp.Or(c.BatchTimeout, 5*time.Millisecond), // kafka-go's default (1 s) would delay every record by a second
+		BatchSize:    10_000,                                     // messages per partition batch; BatchBytes is the real bound
+		BatchBytes:   1 << 20,                                    // under the broker's default message.max.bytes
+		RequiredAcks: kafka.RequireOne,                           // acknowledged: fire-and-forget loses records silently
+		MaxAttempts:  10,                                         // kafka-go backs off 100 ms to 1 s between attempts
 		WriteTimeout: 10 * time.Second,
 		Compression:  codec,
 		Async:        true,
@@ -126,6 +127,10 @@ func (s *kafkaSink) completed(msgs []kafka.Message, err error) {
 }
 
 func (s *kafkaSink) Failed() (records, events int64) { return s.failRecs.Load(), s.failEvts.Load() }
+
+// produceRequests returns the produce requests sent since the last call
+// (kafka-go resets its counters when read).
+func (s *kafkaSink) produceRequests() int64 { return s.w.Stats().Writes }
 
 // Close flushes the Writer and waits for every completion.
 func (s *kafkaSink) Close() error {

@@ -28,9 +28,9 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		c.Seed = rand.Uint64() | 1
 	}
 	sink := c.Sink
+	var ks *kafkaSink
 	if sink == nil {
-		ks, err := newKafkaSink(c)
-		if err != nil {
+		if ks, err = newKafkaSink(c); err != nil {
 			return Stats{}, err
 		}
 		sink = ks
@@ -62,6 +62,9 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	stats.Drain = time.Since(drain)
 	stats.FailedRecords, stats.FailedEvents = sink.Failed()
+	if ks != nil {
+		stats.ProduceRequests = ks.produceRequests()
+	}
 	stats.Truth = g.truth
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return stats, err

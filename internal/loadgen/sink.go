@@ -33,6 +33,13 @@ type Stats struct {
 	Records int64         // Kafka records
 	Entries int64         // JSON objects or binary (key, count) entries
 	Bytes   int64         // bytes of record values
+	// EarlyRecords counts the records sent early (Config.EarlyCount).
+	EarlyRecords int64
+
+	// ProduceRequests is how many produce requests the Kafka writer sent
+	// (kafka-go's WriterStats.Writes: one per partition batch); 0 with a
+	// Sink of the caller's. Set only in Run's result.
+	ProduceRequests int64
 
 	FailedRecords int64 // records whose delivery failed
 	FailedEvents  int64 // events in those records
