@@ -31,9 +31,10 @@ type flow struct {
 	op       wire.Op
 }
 
-// ruleLoad sends flows as JSON access events (one event per key per tick,
-// its count the accesses owed, its bytes their total) until ctx ends. The
-// flows can be changed while it runs.
+// ruleLoad sends flows until ctx ends, every 20 ms: those with a size in
+// one SDK binary batch (version 2, the SDK's encoder: per key its count,
+// op and bytes) per app, the others as JSON access events (one per key,
+// its count the accesses owed). The flows can be changed while it runs.
 type ruleLoad struct {
 	mu    sync.Mutex // guards flows
 	flows map[string]flow
@@ -66,16 +67,24 @@ func (l *ruleLoad) run(ctx context.Context, t *testing.T, brokers, topic string)
 		dt := now.Sub(last).Seconds()
 		last = now
 		var msgs []kafka.Message
+		batches := map[string][]wire.Access{} // app -> accesses with a size
 		l.mu.Lock()
 		for id, f := range l.flows {
 			owed[id] += f.rate * dt
 			if n := uint64(owed[id]); n > 0 {
 				owed[id] -= float64(n)
-				ev := wire.Event{App: f.app, Key: f.key, Count: n, Bytes: n * f.size, Op: f.op}
+				if f.size > 0 {
+					batches[f.app] = append(batches[f.app], wire.Access{Key: f.key, Count: n, Bytes: n * f.size, Op: f.op})
+					continue
+				}
+				ev := wire.Event{App: f.app, Key: f.key, Count: n, Op: f.op}
 				msgs = append(msgs, kafka.Message{Value: wire.AppendJSON(nil, ev)})
 			}
 		}
 		l.mu.Unlock()
+		for app, as := range batches {
+			msgs = append(msgs, kafka.Message{Value: wire.AppendAccesses(nil, app, now.UnixMilli(), as)})
+		}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			if ctx.Err() != nil {
 				return
