@@ -141,7 +141,7 @@ function appSection(app, hot, top) {
     `<tr><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td></tr>`).join("");
   return `<section class="app" data-app="${esc(app)}"><h2>app ${esc(app)}</h2><div class="cols">
     <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>since</th><th>source</th><th>rule</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
-    <div><h3>Busiest below the threshold</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
+    <div><h3>Busiest keys not hot</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
   </div><h3>Rules</h3>${rulesTable(list)}<h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
 }
 
