@@ -2,8 +2,6 @@ package rulestore_test
 
 import (
 	"context"
-	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -178,46 +176,13 @@ func TestWatcher(t *testing.T) {
 	}
 }
 
-// cutter is a Dialer whose connections the test cuts for longer than the
-// session timeout, so that the server expires the watcher's session.
-type cutter struct {
-	mu    sync.Mutex // guards down, conns
-	down  bool
-	conns []net.Conn
-}
-
-func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down {
-		return nil, errors.New("connection cut by test")
-	}
-	conn, err := net.DialTimeout(network, addr, timeout)
-	if err == nil {
-		c.conns = append(c.conns, conn)
-	}
-	return conn, err
-}
-
-func (c *cutter) set(down bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down = down
-	if down {
-		for _, conn := range c.conns {
-			conn.Close()
-		}
-		c.conns = nil
-	}
-}
-
 // TestWatcherAfterSessionExpiry: changes made while the watcher's session
 // was expired are reported once it has a new session, and later changes
 // still are (the watches were re-armed).
 func TestWatcherAfterSessionExpiry(t *testing.T) {
 	root := "/" + stacktest.Name(t)
-	cut := &cutter{}
-	ws := session(t, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.dial})
+	cut := &stacktest.Cutter{}
+	ws := session(t, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.Dial})
 	st := rulestore.New(session(t, zkgroup.Config{}), root)
 	ctx := t.Context()
 	if _, err := st.Put(ctx, list("a", 0, "x:")); err != nil {
@@ -248,7 +213,7 @@ func TestWatcherAfterSessionExpiry(t *testing.T) {
 		}
 	}
 	expired := ws.Expired()
-	cut.set(true)
+	cut.Cut()
 	select {
 	case <-gone:
 	case <-time.After(20 * time.Second):
@@ -261,7 +226,7 @@ func TestWatcherAfterSessionExpiry(t *testing.T) {
 	if _, err := st.Put(ctx, list("b", 0, "z:")); err != nil {
 		t.Fatal(err)
 	}
-	cut.set(false)
+	cut.Heal()
 	select {
 	case <-expired:
 	case <-time.After(20 * time.Second):

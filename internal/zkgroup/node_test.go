@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -17,8 +18,8 @@ import (
 // past its context.
 func TestNodeOperations(t *testing.T) {
 	addr, root := setup(t)
-	cut := &cutter{}
-	s := connect(t, addr, zkgroup.Config{Dialer: cut.dial})
+	cut := &stacktest.Cutter{}
+	s := connect(t, addr, zkgroup.Config{Dialer: cut.Dial})
 	ctx := t.Context()
 	p := root + "/a/b/node"
 
@@ -57,8 +58,8 @@ func TestNodeOperations(t *testing.T) {
 	// Right after the cut a call may fail at once with the connection's
 	// own error; once the client is reconnecting, calls wait, and only ctx
 	// bounds them.
-	cut.cut()
-	defer cut.heal()
+	cut.Cut()
+	defer cut.Heal()
 	for attempt := 0; ; attempt++ {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		start := time.Now()

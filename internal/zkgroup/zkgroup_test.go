@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,44 +15,6 @@ import (
 )
 
 const wait = 20 * time.Second // bound on any single expected event
-
-// cutter is a Dialer whose connections a test can cut and keep down, to
-// force a reconnect (short cut) or a session expiry (cut longer than the
-// session timeout).
-type cutter struct {
-	mu    sync.Mutex // guards down, conns
-	down  bool
-	conns []net.Conn
-}
-
-func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down {
-		return nil, errors.New("connection cut by test")
-	}
-	conn, err := net.DialTimeout(network, addr, timeout)
-	if err == nil {
-		c.conns = append(c.conns, conn)
-	}
-	return conn, err
-}
-
-func (c *cutter) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
-}
-
-func (c *cutter) heal() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down = false
-}
 
 // setup returns the ZooKeeper address and a unique root that is deleted
 // when the test ends (after its sessions are closed).
@@ -276,8 +236,8 @@ func TestJoinAfterSessionExpiry(t *testing.T) {
 	addr, root := setup(t)
 	dir := root + "/members"
 	w := connect(t, addr, zkgroup.Config{})
-	cut := &cutter{}
-	m := connect(t, addr, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.dial})
+	cut := &stacktest.Cutter{}
+	m := connect(t, addr, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.Dial})
 
 	rec, _ := watchGroup(t, w, dir)
 	join(t, m, dir, "m1", "data")
@@ -285,9 +245,9 @@ func TestJoinAfterSessionExpiry(t *testing.T) {
 	old := m.Conn().SessionID()
 	expired := m.Expired()
 
-	cut.cut() // longer than the session timeout: the server expires it
+	cut.Cut() // longer than the session timeout: the server expires it
 	rec.await(t, "session expired on the server", map[string]string{})
-	cut.heal()
+	cut.Heal()
 
 	awaitClosed(t, "Expired()", expired)
 	rec.await(t, "member re-created", map[string]string{"m1": "data"})
@@ -308,8 +268,8 @@ func TestJoinAfterSessionExpiry(t *testing.T) {
 func TestWatchAfterReconnect(t *testing.T) {
 	addr, root := setup(t)
 	dir := root + "/g"
-	cut := &cutter{}
-	w := connect(t, addr, zkgroup.Config{SessionTimeout: 20 * time.Second, Dialer: cut.dial})
+	cut := &stacktest.Cutter{}
+	w := connect(t, addr, zkgroup.Config{SessionTimeout: 20 * time.Second, Dialer: cut.Dial})
 	a := connect(t, addr, zkgroup.Config{})
 	sid, expired := w.Conn().SessionID(), w.Expired()
 
@@ -322,14 +282,14 @@ func TestWatchAfterReconnect(t *testing.T) {
 	}
 	rec.await(t, "created", map[string]string{"a": "1"})
 
-	cut.cut()
+	cut.Cut()
 	if _, err := a.Conn().Create(dir+"/b", []byte("2"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Conn().Set(dir+"/a", []byte("1b"), -1); err != nil {
 		t.Fatal(err)
 	}
-	cut.heal()
+	cut.Heal()
 	rec.await(t, "changes made while disconnected", map[string]string{"a": "1b", "b": "2"})
 
 	if err := a.Conn().Delete(dir+"/b", -1); err != nil {
@@ -352,8 +312,8 @@ func TestWatchAfterReconnect(t *testing.T) {
 func TestWatchAfterSessionExpiry(t *testing.T) {
 	addr, root := setup(t)
 	dir, node := root+"/g", root+"/config"
-	cut := &cutter{}
-	w := connect(t, addr, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.dial})
+	cut := &stacktest.Cutter{}
+	w := connect(t, addr, zkgroup.Config{SessionTimeout: time.Second, Dialer: cut.Dial})
 	a := connect(t, addr, zkgroup.Config{})
 	if err := zkgroup.EnsurePath(a.Conn(), root); err != nil {
 		t.Fatal(err)
@@ -381,7 +341,7 @@ func TestWatchAfterSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	expired := w.Expired()
-	cut.cut()
+	cut.Cut()
 	select {
 	case <-gone:
 	case <-time.After(wait):
@@ -395,7 +355,7 @@ func TestWatchAfterSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitNode(t, a.Conn(), dir+"/b", func([]byte, *zk.Stat) bool { return true })
-	cut.heal()
+	cut.Heal()
 	awaitClosed(t, "Expired()", expired)
 	rec.await(t, "state after expiry", map[string]string{"b": "2"})
 	awaitData(t, data, "v2/true")
