@@ -67,23 +67,11 @@ func newHotSet(t *testing.T, zkAddr string) *hotSet {
 // set makes keys the hot set (one shard, TTL 60 s).
 func (h *hotSet) set(keys ...string) {
 	h.t.Helper()
-	s := &hotset.Shard{App: h.app, Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 60_000}
-	for _, k := range keys {
-		s.Keys = append(s.Keys, hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()})
+	ks := make([]hotset.Key, len(keys))
+	for i, k := range keys {
+		ks[i] = hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()}
 	}
-	b, err := hotset.Encode(s)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p := hotset.ShardPath(h.root, h.app, "agg-1")
-	if _, err := h.conn.Set(p, b, -1); errors.Is(err, zk.ErrNoNode) {
-		_, err = h.conn.Create(p, b, 0, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			h.t.Fatal(err)
-		}
-	} else if err != nil {
-		h.t.Fatal(err)
-	}
+	h.setKeys(ks...)
 }
 
 // redisServer is a redis-server of the test's own, so that stopping it does
