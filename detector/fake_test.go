@@ -236,3 +236,21 @@ func (s *fakeSink) callLog() [][]Count {
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
 }
+
+// totals returns every Count sent so far summed per app and key ("app/key").
+func (s *fakeSink) totals() map[string]Count {
+	got := map[string]Count{}
+	for _, call := range s.callLog() {
+		for _, c := range call {
+			k := c.App + "/" + c.Key
+			g := got[k]
+			g.App, g.Key = c.App, c.Key
+			g.N += c.N
+			g.Writes += c.Writes
+			g.Bytes += c.Bytes
+			g.WriteBytes += c.WriteBytes
+			got[k] = g
+		}
+	}
+	return got
+}

@@ -286,28 +286,12 @@ func TestKafkaCarriesWritesAndBytes(t *testing.T) {
 		)},
 		{lines(wire.Event{App: "shop", Key: "blob:1", Count: 30, Bytes: 3000, Op: wire.OpWrite})},
 	}})
-	sums := func() map[string]Count {
-		got := map[string]Count{}
-		for _, call := range sink.callLog() {
-			for _, c := range call {
-				k := c.App + "/" + c.Key
-				g := got[k]
-				g.App, g.Key = c.App, c.Key
-				g.N += c.N
-				g.Writes += c.Writes
-				g.Bytes += c.Bytes
-				g.WriteBytes += c.WriteBytes
-				got[k] = g
-			}
-		}
-		return got
-	}
 	want := map[string]Count{
 		"shop/blob:1": {App: "shop", Key: "blob:1", N: 60, Writes: 40, Bytes: 89920, WriteBytes: 8000},
 		"shop/item:7": {App: "shop", Key: "item:7", N: 3, Writes: 3, Bytes: 30, WriteBytes: 30},
 	}
 	eventually(t, 45*time.Second, "the Sink gets the writes and bytes", func() (bool, string) {
-		got := sums()
+		got := sink.totals()
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("got %v, want %v", got, want)
 	})
 	// cart has no rules: its 3 writes stay under the cutoff of 25 and are
@@ -319,7 +303,7 @@ func TestKafkaCarriesWritesAndBytes(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got := sums(); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := sink.totals(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after stop: got %v, want %v", got, want)
 	}
 }

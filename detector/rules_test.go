@@ -227,19 +227,7 @@ func TestRunCarriesWritesAndBytesAndRules(t *testing.T) {
 		topic.append(1, []byte(`{"key":"blob","count":30,"op":"write","bytes":1}`))
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
-		got := map[string]Count{}
-		for _, call := range sink.callLog() {
-			for _, c := range call {
-				k := c.App + "/" + c.Key
-				g := got[k]
-				g.App, g.Key = c.App, c.Key
-				g.N += c.N
-				g.Writes += c.Writes
-				g.Bytes += c.Bytes
-				g.WriteBytes += c.WriteBytes
-				got[k] = g
-			}
-		}
+		got := sink.totals()
 		want := map[string]Count{
 			"default/blob": {App: "default", Key: "blob", N: 55, Writes: 35, Bytes: 27001, WriteBytes: 7001},
 			"shop/item:1":  {App: "shop", Key: "item:1", N: 3, Writes: 3, Bytes: 30, WriteBytes: 30},
