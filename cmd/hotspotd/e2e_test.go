@@ -153,7 +153,7 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 	owed := make(map[string]float64)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var buf []byte
-	var failing time.Time // since when writes fail
+	var failing writeRetry
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	last := time.Now()
@@ -194,22 +194,11 @@ func (p *producer) run(ctx context.Context, t *testing.T, rates map[string]float
 		if len(batch) > 0 {
 			msgs = append(msgs, kafka.Message{Value: wire.AppendBatch(nil, "shop", now.UnixMilli(), batch)})
 		}
-		// A new topic's metadata can take a moment to reach the writer;
-		// a write that keeps failing fails the test.
-		if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if failing.IsZero() {
-				failing = time.Now()
-			}
-			if time.Since(failing) > 5*time.Second {
-				t.Errorf("produce: %v", err)
-				return
-			}
+		if ok, stop := failing.write(ctx, t, p.w, msgs); stop {
+			return
+		} else if !ok {
 			continue
 		}
-		failing = time.Time{}
 		acked := time.Now()
 		p.mu.Lock()
 		for key, n := range sent {
@@ -651,4 +640,29 @@ func TestAccuracy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeRetry tolerates a producer's failing writes for 5 s: a new topic's
+// metadata can take a moment to reach the writer, but a write that keeps
+// failing fails the test.
+type writeRetry struct{ since time.Time } // zero, or since when writes fail
+
+// write writes msgs and reports whether they were written, and whether the
+// producer should stop: ctx ended, or the writes failed for 5 s (reported
+// on t).
+func (r *writeRetry) write(ctx context.Context, t *testing.T, w *kafka.Writer, msgs []kafka.Message) (ok, stop bool) {
+	err := w.WriteMessages(ctx, msgs...)
+	switch {
+	case err == nil:
+		r.since = time.Time{}
+		return true, false
+	case ctx.Err() != nil:
+		return false, true
+	case r.since.IsZero():
+		r.since = time.Now()
+	case time.Since(r.since) > 5*time.Second:
+		t.Errorf("produce: %v", err)
+		return false, true
+	}
+	return false, false
 }

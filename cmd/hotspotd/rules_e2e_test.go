@@ -56,7 +56,7 @@ func (l *ruleLoad) run(ctx context.Context, t *testing.T, brokers, topic string)
 	tk := time.NewTicker(20 * time.Millisecond)
 	defer tk.Stop()
 	last := time.Now()
-	var failing time.Time
+	var failing writeRetry
 	for {
 		select {
 		case <-ctx.Done():
@@ -85,20 +85,11 @@ func (l *ruleLoad) run(ctx context.Context, t *testing.T, brokers, topic string)
 		for app, as := range batches {
 			msgs = append(msgs, kafka.Message{Value: wire.AppendAccesses(nil, app, now.UnixMilli(), as)})
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if failing.IsZero() {
-				failing = time.Now()
-			}
-			if time.Since(failing) > 5*time.Second {
-				t.Errorf("produce: %v", err)
-				return
-			}
+		if ok, stop := failing.write(ctx, t, w, msgs); stop {
+			return
+		} else if !ok {
 			continue
 		}
-		failing = time.Time{}
 	}
 }
 
