@@ -98,6 +98,8 @@ type Config struct {
 
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: metrics are not exported
+
+	fenceAfter time.Duration // the gap between rounds that fences one (fenceGap); tests set it lower
 }
 
 // Defaults not expressed inline.
@@ -121,6 +123,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxKeyBytes = cmp.Or(cfg.MaxKeyBytes, DefaultMaxKeyBytes)
 	cfg.MaxKeyLen = cmp.Or(cfg.MaxKeyLen, wire.DefaultMaxKeyLen)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, 30*time.Second)
+	cfg.fenceAfter = cmp.Or(cfg.fenceAfter, fenceGap)
 	cfg.Root = cmp.Or(cfg.Root, hotset.DefaultRoot)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -498,3 +498,43 @@ func TestSpanFollowsEventTime(t *testing.T) {
 		}
 	})
 }
+
+// TestFrozenRoundIsFencedBeforeSend: a round that ends long after the
+// previous one (the process stood still) is committed before it is sent. A
+// member the group dropped meanwhile has its commit refused, so it never
+// sends the counts that the partition's next owner reads again and counts.
+func TestFrozenRoundIsFencedBeforeSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0)
+		// Every round is fenced; the coordinator has dropped this member.
+		topic.commitErr = errors.New("the group has no such member")
+		_, stop := startFake(t, Config{Alpha: -1, fenceAfter: time.Nanosecond}, src, sink)
+		topic.append(0, []byte(`{"key":"a"}`), []byte(`{"key":"a","count":2}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := sink.got(); len(got) != 0 {
+			t.Fatalf("sent %v while the commit was refused, want nothing", got)
+		}
+
+		// The next generation owns the partition again and reads it from
+		// the last committed offset: every access counted once.
+		topic.mu.Lock()
+		topic.commitErr = nil
+		topic.mu.Unlock()
+		src.assign(0)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got, want := sink.got(), map[string]uint64{"default/a": 3}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("sent %v, want %v", got, want)
+		}
+		if got, want := topic.commits(), map[int]int64{0: 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("committed %v, want %v", got, want)
+		}
+	})
+}

@@ -64,6 +64,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 	t := time.NewTicker(f.d.cfg.Flush)
 	defer t.Stop()
 	defer func() { <-gctx.Done() }()
+	last := time.Now() // when the previous round was done
 	for {
 		r := f.current.Load()
 		select {
@@ -79,7 +80,14 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		r.cancel()
 		f.collect(r.id)
-		if err := f.send(runCtx, gctx, at); err != nil {
+		err := error(nil)
+		if at.Sub(last) >= f.d.cfg.fenceAfter {
+			err = f.fence(runCtx, gctx)
+		}
+		if err == nil {
+			err = f.send(runCtx, gctx, at)
+		}
+		if err != nil {
 			if runCtx.Err() != nil {
 				f.fail(err) // shutdown with counts not handed on: Run reports it
 			} else {
@@ -94,9 +102,45 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			}
 			return
 		}
-		f.commit()
+		_ = f.commit() // logged; a failed commit is retried with the next round's offsets
 		if r.final {
 			return
+		}
+		last = time.Now()
+	}
+}
+
+// fenceGap is the gap between two rounds (normally Flush apart) after which
+// a round is fenced before it is sent: the process was frozen (SIGSTOP, a
+// paused VM) or starved for that long, and the coordinator may have ended
+// this member's generation meanwhile and handed its partitions to another
+// member, which reads the same records again from the last committed
+// offset. It is well below any sensible session timeout (tests use 6 s).
+const fenceGap = 2 * time.Second
+
+// fence commits the round's offsets before its counts are sent, retrying
+// every Flush until the commit is taken or the generation ends. The
+// coordinator takes a commit only from a member of the current generation,
+// so a taken commit proves the partitions are still this member's, and no
+// later owner reads these records again; a member the group has dropped
+// never sends counts another member also counts (issue 9: a process resumed
+// after a pause published 1.2× the true rate). The price is that counts
+// whose send then fails for good are lost instead of replayed. A round
+// already being sent when the process froze cannot be fenced: up to one
+// round per partition may still be counted twice.
+func (f *flusher) fence(runCtx, gctx context.Context) error {
+	for {
+		err := f.commit()
+		if err == nil {
+			return nil
+		}
+		f.d.log.Warn("detector: process stood still; its counts wait until the group confirms its partitions", "err", err)
+		select {
+		case <-gctx.Done():
+			return fmt.Errorf("detector: generation ended while the process stood still, %d counts dropped: %w", len(f.merged), err)
+		case <-runCtx.Done():
+			return fmt.Errorf("detector: stopped while the process stood still, %d counts dropped: %w", len(f.merged), err)
+		case <-time.After(f.d.cfg.Flush):
 		}
 	}
 }
@@ -230,7 +274,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 // commit stores the offsets that moved since the last commit. A failed
 // commit is retried with the next round's offsets; the counts were handed on,
 // so a replay after it can only over-count.
-func (f *flusher) commit() {
+func (f *flusher) commit() error {
 	clear(f.toCommit)
 	for p, o := range f.offsets {
 		if c, ok := f.committed[p]; !ok || c != o {
@@ -238,7 +282,7 @@ func (f *flusher) commit() {
 		}
 	}
 	if len(f.toCommit) == 0 {
-		return
+		return nil
 	}
 	// Bounded well below the rebalance timeout: a commit must never keep
 	// this generation alive through a rebalance.
@@ -247,9 +291,10 @@ func (f *flusher) commit() {
 	if err := f.gen.Commit(ctx, f.toCommit); err != nil {
 		f.d.m.commitErrs.Inc()
 		f.d.log.Warn("detector: offset commit failed", "err", err)
-		return
+		return err
 	}
 	for p, o := range f.toCommit {
 		f.committed[p] = o
 	}
+	return nil
 }
