@@ -396,3 +396,52 @@ func TestSparseDetectorsReadTrue(t *testing.T) {
 		t.Errorf("worst reported rate off by %.1f%%, want <= 3%%", 100*worst)
 	}
 }
+
+// TestPromotedWhileItsBucketFills: a producer stamps each 100 ms batch with
+// its interval's start, so the bucket of the newest batch is the one after
+// the evaluated window until the next batch arrives. A key that jumps from
+// 500/s to 3000/s turns hot on the batch that takes the window one bucket
+// on past the threshold, not a batch later; a key steady at 900/s never
+// does, however its buckets fill.
+func TestPromotedWhileItsBucketFills(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		before, jump uint64 // accesses per 100 ms batch
+		wantHotAfter int    // jump batches applied when it turns hot; 0: never
+	}{
+		{"jump to 3000/s", 50, 300, 2},
+		{"steady at 900/s", 90, 90, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mustNew(t, Config{}, &fakePub{})
+			start := time.Unix(1_700_000_000, 0)
+			hotAfter, seq := 0, uint64(0)
+			for i := range 40 {
+				stamp := start.Add(time.Duration(i) * 100 * time.Millisecond)
+				now := stamp.Add(120 * time.Millisecond) // sent at the interval's end, read a little later
+				n, jumped := tt.before, i >= 20
+				if jumped {
+					n = tt.jump
+				}
+				seq++
+				if _, err := a.apply(batch("d1", seq, stamp, 0, n), now); err != nil {
+					t.Fatal(err)
+				}
+				a.t.sweep(now)
+				if st, _ := a.t.key("app", "k", now); st.Hot && hotAfter == 0 {
+					if !jumped {
+						t.Fatalf("hot at %v/s before the jump", n*10)
+					}
+					hotAfter = i - 19
+					as := a.t.apps["app"]
+					if want := stamp; len(as.pending) == 0 || !as.pending[len(as.pending)-1].Equal(want) {
+						t.Errorf("crossing recorded at %v, want the newest batch's bucket %v", as.pending, want)
+					}
+				}
+			}
+			if hotAfter != tt.wantHotAfter {
+				t.Errorf("hot after %d batches of the new rate, want %d (0: never)", hotAfter, tt.wantHotAfter)
+			}
+		})
+	}
+}

@@ -282,16 +282,25 @@ func (t *table) check(e *entry, b int64, now time.Time) bool {
 	sum := float64(e.win.evalTo(t.evalEnd))
 	switch {
 	case !e.hot && sum >= e.r.hotSum:
-		return t.promote(e, b, now)
+		return t.promote(e, now, min(b, t.evalEnd))
+	case !e.hot && t.evalEnd < b && float64(e.win.leading(t.evalEnd)) >= e.r.hotSum:
+		// The window one bucket later, ending in the bucket the detectors
+		// are still filling, already holds the threshold: its total can
+		// only grow, so the key is hot in that window whatever is still
+		// to come. Promoting it now saves waiting until every detector's
+		// reach has passed that bucket (the next producer interval, about
+		// 100 ms). Rates and demotions keep reading complete buckets only.
+		return t.promote(e, now, t.evalEnd+1)
 	case e.hot && sum >= e.r.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	}
 	return false
 }
 
-// promote makes e hot at now (bucket b), unless its app is full of hotter
-// keys, and reports whether it did. The caller holds t.mu.
-func (t *table) promote(e *entry, b int64, now time.Time) bool {
+// promote makes e hot at now, unless its app is full of hotter keys, and
+// reports whether it did. crossed is the newest bucket of the window that
+// reached the threshold. The caller holds t.mu.
+func (t *table) promote(e *entry, now time.Time, crossed int64) bool {
 	if !t.makeHotRoom(e) {
 		return false
 	}
@@ -299,8 +308,7 @@ func (t *table) promote(e *entry, b int64, now time.Time) bool {
 	e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
 	as.hot[e.key] = e
 	as.dirty = true
-	// The crossing is where the evaluated window ends.
-	as.pending = append(as.pending, t.bucketStart(min(b, t.evalEnd)))
+	as.pending = append(as.pending, t.bucketStart(crossed))
 	t.decide(e, Promoted, now)
 	return true
 }

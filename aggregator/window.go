@@ -63,6 +63,23 @@ func (w *window) evalTo(end int64) uint64 {
 	return w.moveEval(end)
 }
 
+// leading returns the total of the n buckets ending at bucket end+1: the
+// evaluated window (ending at end) moved on by the bucket after it, which
+// detectors may still be filling. It is a lower bound of what that window
+// will hold once the bucket is complete.
+func (w *window) leading(end int64) uint64 {
+	return w.evalTo(end) + w.at(end+1) - w.at(end+1-w.n)
+}
+
+// at returns bucket k's count: 0 for a bucket not in b.
+func (w *window) at(k int64) uint64 {
+	size := int64(len(w.b))
+	if k > w.last || k <= w.last-size {
+		return 0
+	}
+	return w.b[k%size]
+}
+
 // moveEval moves the evaluated window to end at bucket end and returns its
 // total (see evalTo).
 func (w *window) moveEval(end int64) uint64 {
