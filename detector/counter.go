@@ -395,7 +395,7 @@ func (c *counter) insert(k []byte, h, n uint64) (idx uint32, seed uint64, ok boo
 	// The estimate must clear the cutoff by the sketch's noise floor, or
 	// a flood of distinct keys would fill the reserve with collisions.
 	need := satAdd(max(c.cutoff, 1), c.sk.floor())
-	est := c.sk.add(k, n)
+	est := c.sk.add(h, n)
 	if est < need || c.live >= c.maxKeys || c.keyBytes+len(k) > c.maxBytes {
 		return 0, 0, false
 	}

@@ -1,69 +1,85 @@
 package detector
 
 import (
-	"hash/maphash"
 	"math"
 	"math/bits"
 )
 
-const sketchDepth = 4
+const (
+	sketchDepth = 4 // counters per key and generation
+	sketchSlots = 8 // counters per block and generation; a key uses sketchDepth of them
+)
 
 // sketch is a count-min sketch with conservative update over two
 // generations: the counts since the last rotation and the ones before. An
 // estimate sums both, so it never under-counts a key's accesses over the
 // last rotation period (and may include up to one more period).
+//
+// It is blocked: a key's counters of both generations lie in one 64-byte
+// block (sketchSlots of each generation), picked by the key's hash, and the
+// key uses sketchDepth distinct slots of it. An update then touches one
+// cache line instead of one per row and generation, which is what the
+// sketch cost in a table flooded with one-off keys (2M events/s of them).
+// The block holds twice the keys a row's column would, each on half the
+// slots, so the mean counter, the noise floor, is what it was.
 type sketch struct {
-	width     uint32
-	cur, prev []uint32 // sketchDepth rows of width counters each
-	curN      uint64   // accesses added to cur
-	prevN     uint64   // accesses added to prev
-	seed      maphash.Seed
+	blocks uint32   // a power of two
+	cells  []uint32 // per block: the slots of generation 0, then of generation 1
+	cur    int      // the generation counting now: 0 or 1
+	curN   uint64   // accesses added to the current generation
+	prevN  uint64   // accesses added to the previous one
 }
 
 // newSketch sizes the sketch for a table of maxKeys keys: width is the power
-// of two at or above maxKeys/2, at least 1024 and at most 2^22, so it costs
-// 2*4*4 = 32 bytes per counter column.
+// of two at or above maxKeys/2, at least 1024 and at most 2^22, and the
+// sketch has sketchDepth*width counters per generation, 32 bytes per width.
 func newSketch(maxKeys int) *sketch {
 	w := uint32(1) << bits.Len32(uint32(max(min(maxKeys/2, 1<<22), 1024)-1))
-	return &sketch{
-		width: w,
-		cur:   make([]uint32, sketchDepth*int(w)),
-		prev:  make([]uint32, sketchDepth*int(w)),
-		seed:  maphash.MakeSeed(),
-	}
+	b := w * sketchDepth / sketchSlots
+	return &sketch{blocks: b, cells: make([]uint32, int(b)*2*sketchSlots)}
 }
 
-// add counts n accesses of k and returns the estimate of k's accesses over
+// add counts n accesses of the key whose 64-bit hash is h (the counter's
+// own, from a seeded maphash) and returns the estimate of its accesses over
 // both generations, this one included.
-func (s *sketch) add(k []byte, n uint64) uint64 {
+func (s *sketch) add(h, n uint64) uint64 {
 	s.curN = satAdd(s.curN, n)
-	h := maphash.Bytes(s.seed, k)
-	h1, h2 := uint32(h), uint32(h>>32)|1
+	blk := s.cells[int(uint32(h)&(s.blocks-1))*2*sketchSlots:][:2*sketchSlots]
+	cur, prev := blk[s.cur*sketchSlots:][:sketchSlots], blk[(1-s.cur)*sketchSlots:][:sketchSlots]
+	// Slots first, first+step, ... modulo sketchSlots: an odd step makes
+	// the sketchDepth of them distinct.
+	first, step := uint32(h>>32), uint32(h>>35)<<1|1
 	var at [sketchDepth]uint32
 	low := uint32(math.MaxUint32)
 	for i := range at {
-		at[i] = uint32(i)*s.width + (h1+uint32(i)*h2)&(s.width-1)
-		low = min(low, s.cur[at[i]])
+		at[i] = (first + uint32(i)*step) % sketchSlots
+		low = min(low, cur[at[i]])
 	}
 	// Conservative update: raise each counter only to the new lower bound.
 	v := satAdd32(low, n)
 	est := uint64(math.MaxUint64)
 	for _, j := range at {
-		if s.cur[j] < v {
-			s.cur[j] = v
+		if cur[j] < v {
+			cur[j] = v
 		}
-		est = min(est, uint64(s.cur[j])+uint64(s.prev[j]))
+		est = min(est, uint64(cur[j])+uint64(prev[j]))
 	}
 	return est
 }
 
-// floor is the mean counter value of a row: the accesses of other keys that
-// an estimate includes on average. Estimates below it are mostly collisions.
-func (s *sketch) floor() uint64 { return satAdd(s.curN, s.prevN) / uint64(s.width) }
+// floor is the mean counter value: the accesses of other keys that an
+// estimate includes on average. Estimates below it are mostly collisions.
+// Each access raises at most sketchDepth of a generation's
+// blocks*sketchSlots counters.
+func (s *sketch) floor() uint64 {
+	return satAdd(s.curN, s.prevN) / (uint64(s.blocks) * sketchSlots / sketchDepth)
+}
 
 // rotate starts a new generation and forgets the oldest one.
 func (s *sketch) rotate() {
-	s.cur, s.prev = s.prev, s.cur
+	s.cur = 1 - s.cur
 	s.prevN, s.curN = s.curN, 0
-	clear(s.cur)
+	for i := s.cur * sketchSlots; i < len(s.cells); i += 2 * sketchSlots {
+		clear(s.cells[i : i+sketchSlots])
+	}
 }
