@@ -47,15 +47,27 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	n, err := a.apply(buf.Bytes(), time.Now())
-	if err != nil {
-		a.m.rejected.WithLabelValues("bad_body").Inc()
+	if err := a.TakePartials(buf.Bytes()); err != nil {
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TakePartials counts a partials body (what POST api.PartialsPath carries)
+// as the shard's handler does: a bad body is refused whole, and a batch
+// whose (source, sequence) was taken already is acknowledged and not
+// counted again. A detector in the same process hands its batches for this
+// shard over here instead of over HTTP (api.Config.Self). body is not kept.
+func (a *Aggregator) TakePartials(body []byte) error {
+	n, err := a.apply(body, time.Now())
+	if err != nil {
+		a.m.rejected.WithLabelValues("bad_body").Inc()
+		return err
+	}
 	a.m.batches.Inc()
 	a.m.entries.Add(float64(n))
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // apply counts every entry of a partials body received at now; on a bad

@@ -132,6 +132,42 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 	}
 }
 
+// TestSendHandsOwnShardItsBatchInProcess: with Self, the batches for the
+// process's own shard go to it without HTTP (its advertised address is
+// unreachable here), the others' over HTTP, and each count is taken once.
+func TestSendHandsOwnShardItsBatchInProcess(t *testing.T) {
+	self, other := newShard(t, "self"), newShard(t, "other")
+	calls := 0
+	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: "self", Self: func(body []byte) error {
+		calls++
+		return self.agg.TakePartials(body)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.SetMembers(map[string][]byte{
+		"self":  hotset.EncodeMember(hotset.Member{ID: "self", Addr: "127.0.0.1:1"}), // nothing listens
+		"other": other.member(),
+	})
+	cs := counts(100)
+	if err := c.Send(t.Context(), api.Flush{At: time.Now(), Seq: 7}, cs); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("Self called %d times for one Send, want 1", calls)
+	}
+	for i, owner := range owners(t, cs, "self", "other") {
+		for id, s := range map[string]*shard{"self": self, "other": other} {
+			st, ok := s.agg.Key(cs[i].App, cs[i].Key)
+			if want := id == owner; ok != want || (ok && st.Rate != float64(cs[i].N)) {
+				t.Fatalf("%s/%s at %s: tracked %v rate %v; want tracked %v (owner %s) rate %d",
+					cs[i].App, cs[i].Key, id, ok, st.Rate, want, owner, cs[i].N)
+			}
+		}
+	}
+}
+
 func TestSendRoutesAroundFailedOwner(t *testing.T) {
 	good := newShard(t, "good")
 	var hits atomic.Int64

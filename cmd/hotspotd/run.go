@@ -122,7 +122,14 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	p.guard = guard
-	if p.aggs, err = api.New(api.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}); err != nil {
+	acfg := api.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}
+	if cfg.aggregator {
+		// The detector hands the counts for this process's own shard over
+		// in-process (p.agg exists before the detector sends anything).
+		acfg.SelfID = cfg.id
+		acfg.Self = func(body []byte) error { return p.agg.TakePartials(body) }
+	}
+	if p.aggs, err = api.New(acfg); err != nil {
 		return err
 	}
 	p.events = httpapi.NewEvents(500)
