@@ -120,6 +120,7 @@ type benchResult struct {
 	DelayP95   float64  `json:"delay_p95_ms"`
 	DelayP99   float64  `json:"delay_p99_ms"`
 	DelayMax   float64  `json:"delay_max_ms"`
+	Slowest    string   `json:"slowest_key,omitempty"` // app/key of the longest delay
 
 	// Crossing to the value served from the L1 of an app (a hotcache
 	// client in this process, loading from a constant loader).
@@ -356,6 +357,9 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 		Precision: rep.Precision, Recall: rep.Recall,
 		DelayP50: ms(rep.P50), DelayP95: ms(rep.P95), DelayP99: ms(rep.P99), DelayMax: ms(rep.Max),
 	}
+	if rep.Found > 0 {
+		r.Slowest = rep.Slowest.App + "/" + rep.Slowest.Key
+	}
 	if r.HotspotdCPU > 0 {
 		r.EntriesPerCPU = r.DetEntries / r.HotspotdCPU
 		r.RecordsPerCPU = r.DetRecords / r.HotspotdCPU
@@ -492,8 +496,8 @@ func printBench(out io.Writer, r benchResult) {
 	fmt.Fprintf(out, "memory        max resident %.1f MB per hotspotd\n", r.MaxRSSBytes/1e6)
 	fmt.Fprintf(out, "accuracy      recall %.3f (%d of %d keys >= 1.2x), precision %.3f (%d of %d published keys were <= 0.8x)\n",
 		r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported)
-	fmt.Fprintf(out, "delay         crossing -> ZooKeeper: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (%d keys)\n",
-		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found)
+	fmt.Fprintf(out, "delay         crossing -> ZooKeeper: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (%d keys; slowest %s)\n",
+		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found, r.Slowest)
 	fmt.Fprintf(out, "              crossing -> an app's L1: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms (%d keys)\n",
 		r.L1DelayP50, r.L1DelayP95, r.L1DelayP99, r.L1Keys)
 	if len(r.Missed) > 0 {

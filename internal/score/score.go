@@ -31,6 +31,7 @@ type Report struct {
 	P50, P95     time.Duration
 	P99, Max     time.Duration
 	LateOrBefore int // found keys published before their true crossing (Delays holds 0 for them)
+	Slowest      loadgen.AppKey // the found key with the longest delay (Max)
 }
 
 // Grade scores the keys first seen hot at the times in seen against truth.
@@ -61,6 +62,9 @@ func Grade(truth *loadgen.Truth, seen map[loadgen.AppKey]time.Time, cfg Config) 
 			d = 0
 		}
 		r.Delays = append(r.Delays, d)
+		if d > r.Max || (d == r.Max && r.Slowest == (loadgen.AppKey{})) {
+			r.Max, r.Slowest = d, k
+		}
 	}
 	for k := range seen {
 		// A key the truth does not hold had an expected rate far below the
@@ -79,9 +83,6 @@ func Grade(truth *loadgen.Truth, seen map[loadgen.AppKey]time.Time, cfg Config) 
 	}
 	slices.Sort(r.Delays)
 	r.P50, r.P95, r.P99 = Percentile(r.Delays, 50), Percentile(r.Delays, 95), Percentile(r.Delays, 99)
-	if len(r.Delays) > 0 {
-		r.Max = r.Delays[len(r.Delays)-1]
-	}
 	byKey := func(a, b loadgen.AppKey) int { return cmp.Or(cmp.Compare(a.App, b.App), cmp.Compare(a.Key, b.Key)) }
 	slices.SortFunc(r.Missed, byKey)
 	slices.SortFunc(r.False, byKey)

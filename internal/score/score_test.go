@@ -48,6 +48,9 @@ func TestGrade(t *testing.T) {
 	if len(r.Delays) != 2 || r.Delays[0] != 100*time.Millisecond || r.Delays[1] != 200*time.Millisecond {
 		t.Errorf("delays %v, want [100ms 200ms]", r.Delays)
 	}
+	if r.Max != 200*time.Millisecond || r.Slowest.Key != "x2" {
+		t.Errorf("slowest %v at %v, want a/x2 at 200ms", r.Slowest, r.Max)
+	}
 }
 
 func TestPercentile(t *testing.T) {
