@@ -80,7 +80,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		r.cancel()
 		f.collect(r.id)
-		err := error(nil)
+		var err error
 		if at.Sub(last) >= f.d.cfg.fenceAfter {
 			err = f.fence(runCtx, gctx)
 		}
