@@ -193,6 +193,20 @@ func (g *generator) backgroundBy(d time.Duration) uint64 {
 	return uint64(math.Floor(g.c.Rate * float64(d) / 1e9))
 }
 
+// late notes that tick i started after its deadline (the generator had
+// fallen behind) and was handed to the Sink at at: when it is a slot's last
+// tick, the Truth lists the slot as late (Truth.LateMs), so that no crossing
+// is dated before its events existed.
+func (g *generator) late(i int64, at time.Time) {
+	if (i+1)%g.perSlot != 0 {
+		return
+	}
+	if g.truth.LateMs == nil {
+		g.truth.LateMs = make(map[int]int64)
+	}
+	g.truth.LateMs[int(i/g.perSlot)] = at.UnixMilli()
+}
+
 // step generates tick i (ticks must come in order, from 0) and returns its
 // records. They stay valid until the Sink is done with them: the generator
 // never writes to them again.

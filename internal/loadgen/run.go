@@ -93,7 +93,8 @@ func pace(ctx context.Context, c Config, g *generator, sink Sink, start time.Tim
 	perSecond := int64(time.Second / c.Tick)
 	for i := int64(0); i != ticks; i++ {
 		deadline := start.Add(time.Duration(i+1) * c.Tick)
-		if wait := time.Until(deadline); wait > 0 {
+		wait := time.Until(deadline)
+		if wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -114,6 +115,9 @@ func pace(ctx context.Context, c Config, g *generator, sink Sink, start time.Tim
 			}
 		}
 		last = time.Now()
+		if wait <= 0 {
+			g.late(i, last)
+		}
 		if c.Progress != nil && (i+1)%perSecond == 0 {
 			s := g.stats
 			s.Elapsed = last.Sub(start)

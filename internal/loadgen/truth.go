@@ -33,6 +33,11 @@ type Truth struct {
 	Threshold float64    `json:"threshold"` // Config.Threshold, events/s
 	Workload  Workload   `json:"workload"`
 	Keys      []TruthKey `json:"keys"`
+	// LateMs lists the slots whose last events the generator handed over
+	// after the slot's end, because it had fallen behind its schedule:
+	// slot index -> when it handed them over, Unix milliseconds. Slots
+	// handed over on time are not listed.
+	LateMs map[int]int64 `json:"late_ms,omitempty"`
 }
 
 // Workload records the configuration a Truth came from.
@@ -91,7 +96,11 @@ func (t *Truth) Crossings(threshold float64, window time.Duration) map[AppKey]ti
 				sum -= k.Counts[i-w]
 			}
 			if float64(sum) >= need {
-				out[AppKey{k.App, k.Key}] = time.UnixMilli(t.StartMs + int64(i+1)*t.SlotMs)
+				at := t.StartMs + int64(i+1)*t.SlotMs
+				if late, ok := t.LateMs[i]; ok {
+					at = max(at, late) // the events did not exist before
+				}
+				out[AppKey{k.App, k.Key}] = time.UnixMilli(at)
 				break
 			}
 		}

@@ -55,6 +55,22 @@ func TestCrossings(t *testing.T) {
 	}
 }
 
+// TestCrossingOfLateSlot: a slot the generator handed over late (it had
+// fallen behind) dates a crossing in it at the hand-over, never before its
+// events existed; a late slot before the crossing changes nothing.
+func TestCrossingOfLateSlot(t *testing.T) {
+	tr := truthOf([]uint64{0, 0, 1000, 0})
+	tr.LateMs = map[int]int64{1: 1_000_450, 2: 1_000_420}
+	got := tr.Crossings(1000, time.Second)[AppKey{"a", "p"}]
+	if want := time.UnixMilli(1_000_420); !got.Equal(want) {
+		t.Errorf("crossing at %d ms, want the late hand-over at %d ms", got.UnixMilli(), want.UnixMilli())
+	}
+	tr.LateMs = map[int]int64{2: 1_000_250} // handed over before the slot's end: the end stands
+	if got, want := tr.Crossings(1000, time.Second)[AppKey{"a", "p"}], time.UnixMilli(1_000_300); !got.Equal(want) {
+		t.Errorf("crossing at %d ms, want the slot's end at %d ms", got.UnixMilli(), want.UnixMilli())
+	}
+}
+
 func TestMaxRate(t *testing.T) {
 	tr := truthOf(
 		[]uint64{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100},
