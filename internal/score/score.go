@@ -30,7 +30,7 @@ type Report struct {
 	Delays       []time.Duration  // crossing to first publication, per found key, sorted
 	P50, P95     time.Duration
 	P99, Max     time.Duration
-	LateOrBefore int // found keys published before their true crossing (Delays holds 0 for them)
+	LateOrBefore int            // found keys published before their true crossing (Delays holds 0 for them)
 	Slowest      loadgen.AppKey // the found key with the longest delay (Max)
 }
 
