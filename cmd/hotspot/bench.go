@@ -496,8 +496,12 @@ func printBench(out io.Writer, r benchResult) {
 	fmt.Fprintf(out, "memory        max resident %.1f MB per hotspotd\n", r.MaxRSSBytes/1e6)
 	fmt.Fprintf(out, "accuracy      recall %.3f (%d of %d keys >= 1.2x), precision %.3f (%d of %d published keys were <= 0.8x)\n",
 		r.Recall, r.Found, r.MustReport, r.Precision, r.FalseHot, r.Reported)
-	fmt.Fprintf(out, "delay         crossing -> ZooKeeper: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (%d keys; slowest %s)\n",
-		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found, r.Slowest)
+	slowest := ""
+	if r.Slowest != "" {
+		slowest = "; slowest " + r.Slowest
+	}
+	fmt.Fprintf(out, "delay         crossing -> ZooKeeper: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (%d keys%s)\n",
+		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found, slowest)
 	fmt.Fprintf(out, "              crossing -> an app's L1: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms (%d keys)\n",
 		r.L1DelayP50, r.L1DelayP95, r.L1DelayP99, r.L1Keys)
 	if len(r.Missed) > 0 {
