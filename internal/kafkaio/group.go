@@ -66,6 +66,7 @@ type Group struct {
 	// a description of the group tells this member's entries from the
 	// others' (see leaveLater). Unique per Group.
 	clientID string
+	retryFor time.Duration // retryFor, but in tests
 	member   string        // member ID of the last generation; only Next touches it
 	joined   chan struct{} // closed by Next when a generation arrives: the leaver stops; only Next touches it
 	done     chan struct{} // closed by Close: leavers stop
@@ -75,7 +76,7 @@ type Group struct {
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
-// reported by Next.
+// reported by Next, once joins have kept failing for 10 s.
 func NewGroup(cfg GroupConfig) (*Group, error) {
 	g, gc, err := build(cfg)
 	if err != nil {
@@ -191,12 +192,23 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	if err := rc.Validate(); err != nil {
 		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
 	}
-	return &Group{cfg: cfg, reader: rc, clientID: clientID}, gc, nil
+	return &Group{cfg: cfg, reader: rc, clientID: clientID, retryFor: retryFor}, gc, nil
 }
+
+// retryFor is how long Next keeps retrying failed joins before it returns
+// the error (Group.retryFor; tests shorten it).
+const retryFor = 10 * time.Second
 
 // Next blocks until the group hands this member its next generation. It
 // never returns two live generations: the previous one has ended (and every
 // function started on it has returned) before the next is returned.
+//
+// A failed join is retried after GroupConfig.JoinGroupBackoff, within Next:
+// Next returns the error only when joins have kept failing for retryFor
+// (10 s). kafka-go tries again only once its error has been taken, and
+// holds a generation that formed until it is taken, so a caller that waits
+// before calling Next again after an error (the detector waits 500 ms)
+// would delay the rejoin after a broker restart by as much.
 //
 // After a failed join or a lost coordinator (a broker restart) kafka-go
 // drops its member ID and joins as a new member; its LeaveGroup for the old
@@ -206,9 +218,16 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 // does under its old ID. Next therefore hands the dropped ID to leaveLater,
 // which removes it from the group once this member's new entry has joined.
 func (g *Group) Next(ctx context.Context) (*Generation, error) {
-	gen, err := g.cg.Next(ctx)
-	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, kafka.RebalanceInProgress) && !errors.Is(err, kafka.ErrGroupClosed) && g.member != "" {
+	var failing time.Time // when the first join of this call failed
+	for {
+		gen, err := g.cg.Next(ctx)
+		if err == nil {
+			return g.generation(gen), nil
+		}
+		if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+			return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		}
+		if !errors.Is(err, kafka.RebalanceInProgress) && g.member != "" {
 			// kafka-go has dropped this member ID (it keeps it only
 			// through RebalanceInProgress).
 			if g.joined != nil {
@@ -218,8 +237,18 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 			g.leaveLater(g.member, g.joined)
 			g.member = ""
 		}
-		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		if time.Since(failing) >= g.retryFor {
+			return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		}
+		g.cfg.Logger.Debug("kafkaio: join failed; trying again", "group", g.cfg.Group, "err", err)
 	}
+}
+
+// generation wraps a generation kafka-go handed out; only Next calls it.
+func (g *Group) generation(gen *kafka.Generation) *Generation {
 	g.member = gen.MemberID
 	if g.joined != nil {
 		close(g.joined)
@@ -230,7 +259,7 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 	for _, p := range parts {
 		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
 	}
-	return out, nil
+	return out
 }
 
 // Close ends the current generation, waits for the functions started on it

@@ -3,6 +3,9 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +134,62 @@ func TestDroppedMemberLeftOnceSuccessorJoins(t *testing.T) {
 		t.Errorf("the generation formed %v after the join, want well under the old entry's 60 s rebalance timeout", took)
 	}
 	t.Logf("the generation formed %v after the join", took.Round(time.Millisecond))
+}
+
+// countHandler counts the log records whose message is msg.
+type countHandler struct {
+	msg string
+	n   *atomic.Int64
+}
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestNextRetriesFailedJoins: with no broker, Next keeps kafka-go trying
+// every JoinGroupBackoff and returns the join error only once joins have
+// failed for retryFor; a canceled ctx ends it at once.
+func TestNextRetriesFailedJoins(t *testing.T) {
+	var retries atomic.Int64
+	cfg := testConfig(freeAddr(t), "t", "g")
+	cfg.Logger = slog.New(countHandler{msg: "kafkaio: join failed; trying again", n: &retries})
+	g, err := NewGroup(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.retryFor = time.Second
+	start := time.Now()
+	_, err = g.Next(t.Context())
+	took := time.Since(start)
+	if err == nil || took < time.Second || took > 5*time.Second {
+		t.Fatalf("Next returned %v after %v; want a join error after 1 s", err, took)
+	}
+	// 250 ms between tries: 4 in the second, of which the last is returned.
+	if n := retries.Load(); n < 2 {
+		t.Errorf("%d joins retried within Next, want at least 2", n)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := g.Next(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Errorf("Next with a 100 ms context: %v after %v; want the deadline error at once", err, time.Since(start))
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
