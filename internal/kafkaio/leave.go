@@ -32,12 +32,12 @@ const (
 // leaveLater removes member, a member ID kafka-go dropped, from the group
 // once a successor of it is listed. It describes the group every leaveTick
 // and sends LeaveGroup whenever member is listed next to another entry with
-// this Group's client ID; it keeps checking, because a LeaveGroup accepted
-// while the coordinator is still loading the group is undone by the load.
-// It stops when joined is closed (the next generation arrived), at Close,
-// or twice the session timeout after a broker first answered (by then the
-// coordinator has expired the member); while no broker answers, after
-// leaveFor.
+// this Group's client ID (again if a description still lists it after a
+// leave). It never leaves any other entry: one it does not know may be this
+// Group's own join in progress. It stops when joined is closed (the next
+// generation arrived), at Close, or twice the session timeout after a
+// broker first answered (by then the coordinator has expired the member);
+// while no broker answers, after leaveFor.
 func (g *Group) leaveLater(member string, joined <-chan struct{}) {
 	g.leavers.Add(1)
 	go func() {
