@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -56,18 +57,26 @@ type Group struct {
 	cfg    GroupConfig
 	reader kafka.ReaderConfig // template for the partition readers
 	cg     *kafka.ConsumerGroup
-	client *kafka.Client // offset commits, each bounded by its context
+	client *kafka.Client // offset commits and leaves, each bounded by its context
+	// transport is client's, the Group's own: its connections are dropped
+	// after a request failed on one (see resetOn).
+	transport *kafka.Transport
 
-	member  string        // member ID of the last generation; only Next touches it
-	joined  chan struct{} // closed by Next when a generation arrives: the leaver stops; only Next touches it
-	done    chan struct{} // closed by Close: leavers stop
-	leavers sync.WaitGroup
-	once    sync.Once
-	stats   *clientStats // nil without a Registerer
+	// clientID names this member's requests to the coordinator, so that
+	// a description of the group tells this member's entries from the
+	// others' (see leaveLater). Unique per Group.
+	clientID string
+	retryFor time.Duration // retryFor, but in tests
+	member   string        // member ID of the last generation; only Next touches it
+	joined   chan struct{} // closed by Next when a generation arrives: the leaver stops; only Next touches it
+	done     chan struct{} // closed by Close: leavers stop
+	leavers  sync.WaitGroup
+	once     sync.Once
+	stats    *clientStats // nil without a Registerer
 }
 
 // NewGroup checks cfg and joins the group in the background. Join errors are
-// reported by Next.
+// reported by Next, once joins have kept failing for 10 s.
 func NewGroup(cfg GroupConfig) (*Group, error) {
 	g, gc, err := build(cfg)
 	if err != nil {
@@ -79,7 +88,11 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	}
 	g.cg = cg
 	g.done = make(chan struct{})
-	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: cfg.Security.Transport()}
+	g.transport = &kafka.Transport{ClientID: g.clientID}
+	if cfg.Security != nil {
+		g.transport.TLS, g.transport.SASL = cfg.Security.TLS, cfg.Security.SASL
+	}
+	g.client = &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: g.transport}
 	if cfg.Registerer != nil {
 		g.stats = newClientStats()
 		if err := cfg.Registerer.Register(g.stats); err != nil {
@@ -128,6 +141,11 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	}
 	cfg.Logger = log
 	debug := kafka.LoggerFunc(func(msg string, args ...any) { log.Debug(fmt.Sprintf(msg, args...), "component", "kafka-go") })
+	// A client ID of its own for each Group (kafka-go's default is the
+	// same for every process of a binary on a host).
+	clientID := fmt.Sprintf("hotspot-%s-%016x", cfg.Group, rand.Uint64())
+	dialer := cfg.Security.Dialer(10 * time.Second)
+	dialer.ClientID = clientID
 	start := kafka.LastOffset
 	if cfg.FromOldest {
 		start = kafka.FirstOffset
@@ -146,7 +164,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		StartOffset:           start,
 		Logger:                debug,
 		ErrorLogger:           debug,
-		Dialer:                cfg.Security.Dialer(10 * time.Second),
+		Dialer:                dialer,
 	}
 	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
 	// validates again, so this only catches errors early.
@@ -174,29 +192,42 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	if err := rc.Validate(); err != nil {
 		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
 	}
-	return &Group{cfg: cfg, reader: rc}, gc, nil
+	return &Group{cfg: cfg, reader: rc, clientID: clientID, retryFor: retryFor}, gc, nil
 }
+
+// retryFor is how long Next keeps retrying failed joins before it returns
+// the error (Group.retryFor; tests shorten it).
+const retryFor = 10 * time.Second
 
 // Next blocks until the group hands this member its next generation. It
 // never returns two live generations: the previous one has ended (and every
 // function started on it has returned) before the next is returned.
 //
+// A failed join is retried after GroupConfig.JoinGroupBackoff, within Next:
+// Next returns the error only when joins have kept failing for retryFor
+// (10 s). kafka-go tries again only once its error has been taken, and
+// holds a generation that formed until it is taken, so a caller that waits
+// before calling Next again after an error (the detector waits 500 ms)
+// would delay the rejoin after a broker restart by as much.
+//
 // After a failed join or a lost coordinator (a broker restart) kafka-go
 // drops its member ID and joins as a new member; its LeaveGroup for the old
 // ID fails while the coordinator is away. The restarted coordinator loads
 // the group with the old member and holds the next rebalance until that
-// member rejoins or its session times out (6 s and more), so every
-// detector would wait a session timeout for members that no longer exist.
-// Next therefore keeps sending LeaveGroup for the dropped ID in the
-// background until the next generation arrives (or a session timeout has
-// passed twice since a broker answered): the rebalance completes as soon
-// as the live members have joined. It keeps sending after the coordinator
-// accepted the leave, because a coordinator still loading the group
-// accepts it and then loads the member from its log again.
+// member rejoins or its session times out (6 s and more), which it never
+// does under its old ID. Next therefore hands the dropped ID to leaveLater,
+// which removes it from the group once this member's new entry has joined.
 func (g *Group) Next(ctx context.Context) (*Generation, error) {
-	gen, err := g.cg.Next(ctx)
-	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, kafka.RebalanceInProgress) && !errors.Is(err, kafka.ErrGroupClosed) && g.member != "" {
+	var failing time.Time // when the first join of this call failed
+	for {
+		gen, err := g.cg.Next(ctx)
+		if err == nil {
+			return g.generation(gen), nil
+		}
+		if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+			return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		}
+		if !errors.Is(err, kafka.RebalanceInProgress) && g.member != "" {
 			// kafka-go has dropped this member ID (it keeps it only
 			// through RebalanceInProgress).
 			if g.joined != nil {
@@ -206,83 +237,58 @@ func (g *Group) Next(ctx context.Context) (*Generation, error) {
 			g.leaveLater(g.member, g.joined)
 			g.member = ""
 		}
-		return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		if time.Since(failing) >= g.retryFor {
+			return nil, fmt.Errorf("kafkaio: next generation of group %s: %w", g.cfg.Group, err)
+		}
+		g.cfg.Logger.Debug("kafkaio: join failed; trying again", "group", g.cfg.Group, "err", err)
 	}
+}
+
+// generation wraps a generation kafka-go handed out; only Next calls it.
+func (g *Group) generation(gen *kafka.Generation) *Generation {
 	g.member = gen.MemberID
 	if g.joined != nil {
 		close(g.joined)
 		g.joined = nil
 	}
 	parts := gen.Assignments[g.cfg.Topic]
-	out := &Generation{gen: gen, client: g.client, stats: g.stats, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
+	out := &Generation{gen: gen, client: g.client, transport: g.transport, stats: g.stats, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
 	for _, p := range parts {
 		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
 	}
-	return out, nil
+	return out
 }
 
 // Close ends the current generation, waits for the functions started on it
 // to return, and leaves the group. Later calls do nothing.
 func (g *Group) Close() error {
 	g.once.Do(func() { close(g.done) })
-	defer g.leavers.Wait()
 	if g.stats != nil {
 		g.cfg.Registerer.Unregister(g.stats)
 	}
-	if err := g.cg.Close(); err != nil {
+	err := g.cg.Close()
+	g.leavers.Wait()
+	g.transport.CloseIdleConnections()
+	if err != nil {
 		return fmt.Errorf("kafkaio: close group %s: %w", g.cfg.Group, err)
 	}
 	return nil
 }
 
-// leaveFor bounds the LeaveGroup retries for a dropped member ID while no
-// broker answers.
-const leaveFor = 5 * time.Minute
-
-// leaveLater sends LeaveGroup for member, a member ID kafka-go dropped, every
-// 250 ms until joined is closed (the next generation arrived), until
-// Close, or for twice the session timeout after a broker first answered
-// (by then the coordinator has expired the member); while no broker
-// answers (it is down), for at most leaveFor.
-func (g *Group) leaveLater(member string, joined <-chan struct{}) {
-	g.leavers.Add(1)
-	go func() {
-		defer g.leavers.Done()
-		log := g.cfg.Logger
-		deadline := time.Now().Add(leaveFor)
-		answered, left := false, false
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			resp, err := g.client.LeaveGroup(ctx, &kafka.LeaveGroupRequest{
-				GroupID: g.cfg.Group, Members: []kafka.LeaveGroupRequestMember{{ID: member}},
-			})
-			cancel()
-			if err == nil {
-				err = resp.Error
-				for _, m := range resp.Members {
-					err = cmp.Or(err, m.Error)
-				}
-				if !left && (err == nil || errors.Is(err, kafka.UnknownMemberId)) {
-					left = true
-					log.Info("kafkaio: left the group as the member kafka-go dropped", "group", g.cfg.Group, "member", member, "err", err)
-				}
-				if !answered {
-					answered = true
-					deadline = time.Now().Add(2 * g.cfg.SessionTimeout)
-				}
-			}
-			log.Debug("kafkaio: leave the group as the member kafka-go dropped; again until the next generation", "group", g.cfg.Group, "member", member, "err", err)
-			select {
-			case <-g.done:
-				return
-			case <-joined:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+// resetOn drops the pooled connections of t when err is not an answer of
+// the broker (a Kafka error code) but a failed connection or a timeout. A
+// pool keeps its idle connections across a broker restart, and kafka-go
+// hands each later request one of them, which fails at once (unexpected
+// EOF), until they are used up: LeaveGroup was seen failing so for 1.3 s
+// after the restarted broker answered. The next request dials anew.
+func resetOn(t *kafka.Transport, err error) {
+	var code kafka.Error
+	if t != nil && err != nil && !errors.As(err, &code) {
+		t.CloseIdleConnections()
+	}
 }
 
 // Assignment is one partition given to this member and the offset its
@@ -296,12 +302,13 @@ type Assignment struct {
 // Generation is one assignment of partitions to this member, from one
 // rebalance to the next.
 type Generation struct {
-	gen    *kafka.Generation
-	client *kafka.Client
-	stats  *clientStats
-	topic  string
-	reader kafka.ReaderConfig
-	parts  []Assignment
+	gen       *kafka.Generation
+	client    *kafka.Client
+	transport *kafka.Transport // client's
+	stats     *clientStats
+	topic     string
+	reader    kafka.ReaderConfig
+	parts     []Assignment
 }
 
 // ID is the generation number the coordinator assigned.
@@ -339,6 +346,7 @@ func (g *Generation) Commit(ctx context.Context, offsets map[int]int64) error {
 		Topics: map[string][]kafka.OffsetCommit{g.topic: parts},
 	})
 	if err != nil {
+		resetOn(g.transport, err)
 		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, err)
 	}
 	var errs []error
