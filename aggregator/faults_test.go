@@ -433,6 +433,9 @@ func TestPromotedWhileItsBucketFills(t *testing.T) {
 						t.Fatalf("hot at %v/s before the jump", n*10)
 					}
 					hotAfter = i - 19
+					if st.Rate < 1000 {
+						t.Errorf("promoted at a reported rate of %v/s, want the threshold or more", st.Rate)
+					}
 					as := a.t.apps["app"]
 					if want := stamp; len(as.pending) == 0 || !as.pending[len(as.pending)-1].Equal(want) {
 						t.Errorf("crossing recorded at %v, want the newest batch's bucket %v", as.pending, want)

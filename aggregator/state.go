@@ -37,7 +37,9 @@ type entry struct {
 
 	// A key restored from this shard's node at start has no live counts yet:
 	// until holdFrom its published rate is reported and the hold does not
-	// start, so the live stream has one full window to confirm it.
+	// start, so the live stream has one full window to confirm it. A key
+	// promoted on the window still being filled reports that window's rate
+	// the same way, until the evaluated window has caught up.
 	seed     float64
 	holdFrom time.Time
 }
@@ -282,15 +284,18 @@ func (t *table) check(e *entry, b int64, now time.Time) bool {
 	sum := float64(e.win.evalTo(t.evalEnd))
 	switch {
 	case !e.hot && sum >= e.r.hotSum:
-		return t.promote(e, now, min(b, t.evalEnd))
-	case !e.hot && t.evalEnd < b && float64(e.win.leading(t.evalEnd)) >= e.r.hotSum:
+		return t.promote(e, now, min(b, t.evalEnd), 0)
+	case !e.hot && t.evalEnd < b:
 		// The window one bucket later, ending in the bucket the detectors
-		// are still filling, already holds the threshold: its total can
+		// are still filling, may already hold the threshold: its total can
 		// only grow, so the key is hot in that window whatever is still
 		// to come. Promoting it now saves waiting until every detector's
 		// reach has passed that bucket (the next producer interval, about
-		// 100 ms). Rates and demotions keep reading complete buckets only.
-		return t.promote(e, now, t.evalEnd+1)
+		// 100 ms). Demotions keep reading complete buckets only; the
+		// rate reported is that window's until they have caught up.
+		if lead := float64(e.win.leading(t.evalEnd)); lead >= e.r.hotSum {
+			return t.promote(e, now, t.evalEnd+1, lead/e.r.winSec)
+		}
 	case e.hot && sum >= e.r.lowSum:
 		e.below, e.confirmed = time.Time{}, now
 	}
@@ -299,13 +304,19 @@ func (t *table) check(e *entry, b int64, now time.Time) bool {
 
 // promote makes e hot at now, unless its app is full of hotter keys, and
 // reports whether it did. crossed is the newest bucket of the window that
-// reached the threshold. The caller holds t.mu.
-func (t *table) promote(e *entry, now time.Time, crossed int64) bool {
+// reached the threshold. lead, when not 0, is the rate of that window when
+// it is still being filled: the key reports it (as a restored key reports
+// its seed) until the evaluated window has caught up, two buckets on. The
+// caller holds t.mu.
+func (t *table) promote(e *entry, now time.Time, crossed int64, lead float64) bool {
 	if !t.makeHotRoom(e) {
 		return false
 	}
 	as := e.app
 	e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
+	if lead > 0 {
+		e.seed, e.holdFrom = lead, now.Add(2*time.Duration(t.p.bucketNs))
+	}
 	as.hot[e.key] = e
 	as.dirty = true
 	as.pending = append(as.pending, t.bucketStart(crossed))

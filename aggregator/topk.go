@@ -165,7 +165,7 @@ func (t *table) applyCut(tr topkRule, in map[string]bool, now time.Time) bool {
 	for key := range in {
 		if e := as.keys[key]; e != nil && e.r == r {
 			if !e.hot {
-				hot = t.promote(e, now, min(b, t.evalEnd)) || hot
+				hot = t.promote(e, now, min(b, t.evalEnd), 0) || hot
 			}
 			e.confirmed = now
 		}
