@@ -80,8 +80,11 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		r.cancel()
 		f.collect(r.id)
+		// Measured after collect, not at the tick: a process frozen while
+		// it collected (its workers then read on, after the resume, from
+		// partitions that may be another member's by now) is caught too.
 		var err error
-		if at.Sub(last) >= f.d.cfg.fenceAfter {
+		if time.Since(last) >= f.d.cfg.fenceAfter {
 			err = f.fence(runCtx, gctx)
 		}
 		if err == nil {
@@ -110,8 +113,8 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 	}
 }
 
-// fenceGap is the gap between two rounds (normally Flush apart) after which
-// a round is fenced before it is sent: the process was frozen (SIGSTOP, a
+// fenceGap is the time since the previous round was done (normally about
+// Flush) after which a round is fenced before it is sent: the process was frozen (SIGSTOP, a
 // paused VM) or starved for that long, and the coordinator may have ended
 // this member's generation meanwhile and handed its partitions to another
 // member, which reads the same records again from the last committed
