@@ -64,7 +64,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 	t := time.NewTicker(f.d.cfg.Flush)
 	defer t.Stop()
 	defer func() { <-gctx.Done() }()
-	last := time.Now() // when the previous round was done
+	prev := time.Now() // when the previous round ended (its tick)
 	for {
 		r := f.current.Load()
 		select {
@@ -80,13 +80,16 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		r.cancel()
 		f.collect(r.id)
-		// Measured after collect, not at the tick: a process frozen while
-		// it collected (its workers then read on, after the resume, from
-		// partitions that may be another member's by now) is caught too.
+		// Measured from the previous round's tick to now, after collect: a
+		// process frozen anywhere in between is caught, whether it waited
+		// for the tick, collected this round (its workers then read on,
+		// after the resume, from partitions that may be another member's
+		// by now) or was still sending or committing the previous one.
 		var err error
-		if time.Since(last) >= f.d.cfg.fenceAfter {
+		if time.Since(prev) >= f.d.cfg.fenceAfter {
 			err = f.fence(runCtx, gctx)
 		}
+		prev = at
 		if err == nil {
 			err = f.send(runCtx, gctx, at)
 		}
@@ -109,11 +112,10 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		if r.final {
 			return
 		}
-		last = time.Now()
 	}
 }
 
-// fenceGap is the time since the previous round was done (normally about
+// fenceGap is the time since the previous round's tick (normally about
 // Flush) after which a round is fenced before it is sent: the process was frozen (SIGSTOP, a
 // paused VM) or starved for that long, and the coordinator may have ended
 // this member's generation meanwhile and handed its partitions to another
