@@ -116,11 +116,12 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 }
 
 // fenceGap is the time since the previous round's tick (normally about
-// Flush) after which a round is fenced before it is sent: the process was frozen (SIGSTOP, a
-// paused VM) or starved for that long, and the coordinator may have ended
-// this member's generation meanwhile and handed its partitions to another
-// member, which reads the same records again from the last committed
-// offset. It is well below any sensible session timeout (tests use 6 s).
+// Flush) after which a round is fenced before it is sent: the process was
+// frozen (SIGSTOP, a paused VM) or starved for that long, and the
+// coordinator may have ended this member's generation meanwhile and handed
+// its partitions to another member, which reads the same records again
+// from the last committed offset. It is well below any sensible session
+// timeout (tests use 6 s).
 const fenceGap = 2 * time.Second
 
 // fence commits the round's offsets before its counts are sent, retrying
