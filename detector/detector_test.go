@@ -7,6 +7,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -535,6 +536,76 @@ func TestFrozenRoundIsFencedBeforeSend(t *testing.T) {
 		}
 		if got, want := topic.commits(), map[int]int64{0: 2}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("committed %v, want %v", got, want)
+		}
+	})
+}
+
+// stallingSink stands still for stall in the Send after stallNext was set,
+// as a process that is frozen (SIGSTOP) or starved while it sends.
+type stallingSink struct {
+	*fakeSink
+	mu    sync.Mutex
+	stall time.Duration
+}
+
+func (s *stallingSink) stallNext(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = d
+}
+
+func (s *stallingSink) Send(ctx context.Context, f Flush, counts []Count) error {
+	s.mu.Lock()
+	d := s.stall
+	s.stall = 0
+	s.mu.Unlock()
+	time.Sleep(d)
+	return s.fakeSink.Send(ctx, f, counts)
+}
+
+// TestStandstillFencedUntilCommitTaken: after the process stood still, its
+// rounds are fenced until a commit is taken, not just the first one. Here
+// the first round after the standstill read nothing new, so it has no
+// offsets to commit; the round after it reads records that the partition's
+// next owner also reads from the last committed offset.
+func TestStandstillFencedUntilCommitTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := &stallingSink{fakeSink: newFakeSink(topic)}
+		src.assign(0)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		topic.append(0, []byte(`{"key":"a"}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		// The process stands still for 3 s in a send, and the group drops
+		// it meanwhile. A record arrives once it runs again.
+		sink.stallNext(3 * time.Second)
+		time.Sleep(time.Second)
+		topic.mu.Lock()
+		topic.commitErr = errors.New("the group has no such member")
+		topic.mu.Unlock()
+		time.Sleep(2500 * time.Millisecond)
+		topic.append(0, []byte(`{"key":"b"}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got, want := sink.got(), map[string]uint64{"default/a": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("sent %v while the commit was refused, want %v", got, want)
+		}
+
+		// The next generation reads b again from the last committed offset.
+		topic.mu.Lock()
+		topic.commitErr = nil
+		topic.mu.Unlock()
+		src.assign(0)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got, want := sink.got(), map[string]uint64{"default/a": 1, "default/b": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("sent %v, want %v", got, want)
 		}
 	})
 }

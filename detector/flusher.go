@@ -64,7 +64,8 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 	t := time.NewTicker(f.d.cfg.Flush)
 	defer t.Stop()
 	defer func() { <-gctx.Done() }()
-	prev := time.Now() // when the previous round ended (its tick)
+	prev := time.Now()   // when the previous round ended (its tick)
+	unconfirmed := false // the process stood still and no commit was taken since
 	for {
 		r := f.current.Load()
 		select {
@@ -87,7 +88,10 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		// by now) or was still sending or committing the previous one.
 		var err error
 		if time.Since(prev) >= f.d.cfg.fenceAfter {
-			err = f.fence(runCtx, gctx)
+			unconfirmed = true
+		}
+		if unconfirmed {
+			unconfirmed, err = f.fence(runCtx, gctx)
 		}
 		prev = at
 		if err == nil {
@@ -108,7 +112,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			}
 			return
 		}
-		_ = f.commit() // logged; a failed commit is retried with the next round's offsets
+		_ = f.commit(false) // logged; a failed commit is retried with the next round's offsets
 		if r.final {
 			return
 		}
@@ -124,28 +128,37 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 // timeout (tests use 6 s).
 const fenceGap = 2 * time.Second
 
-// fence commits the round's offsets before its counts are sent, retrying
-// every Flush until the commit is taken or the generation ends. The
-// coordinator takes a commit only from a member of the current generation,
-// so a taken commit proves the partitions are still this member's, and no
-// later owner reads these records again; a member the group has dropped
-// never sends counts another member also counts (issue 9: a process resumed
-// after a pause published 1.2× the true rate). The price is that counts
-// whose send then fails for good are lost instead of replayed. A round
-// already being sent when the process froze cannot be fenced: up to one
-// round per partition may still be counted twice.
-func (f *flusher) fence(runCtx, gctx context.Context) error {
+// fence commits every partition's offset before the round's counts are
+// sent, retrying every Flush until the commit is taken or the generation
+// ends. The coordinator takes a commit only from a member of the current
+// generation, so a taken commit proves the partitions are still this
+// member's, and no later owner reads these records again; a member the group
+// has dropped never sends counts another member also counts (issue 9: a
+// process resumed after a pause published 1.2× the true rate). The offsets
+// are committed even when they have not moved: the first round after a
+// standstill often read nothing new yet, and the round after it would read
+// on from partitions that may be another member's by now. A generation that
+// has read nothing has nothing to commit and nothing to count: the round
+// goes out and the next one is fenced again (unconfirmed is true).
+//
+// The price is that counts whose send then fails for good are lost instead
+// of replayed. A round already being sent when the process froze cannot be
+// fenced: up to one round per partition may still be counted twice.
+func (f *flusher) fence(runCtx, gctx context.Context) (unconfirmed bool, err error) {
+	if len(f.offsets) == 0 {
+		return true, nil
+	}
 	for {
-		err := f.commit()
+		err := f.commit(true)
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		f.d.log.Warn("detector: process stood still; its counts wait until the group confirms its partitions", "err", err)
 		select {
 		case <-gctx.Done():
-			return fmt.Errorf("detector: generation ended while the process stood still, %d counts dropped: %w", len(f.merged), err)
+			return true, fmt.Errorf("detector: generation ended while the process stood still, %d counts dropped: %w", len(f.merged), err)
 		case <-runCtx.Done():
-			return fmt.Errorf("detector: stopped while the process stood still, %d counts dropped: %w", len(f.merged), err)
+			return true, fmt.Errorf("detector: stopped while the process stood still, %d counts dropped: %w", len(f.merged), err)
 		case <-time.After(f.d.cfg.Flush):
 		}
 	}
@@ -277,13 +290,14 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	}
 }
 
-// commit stores the offsets that moved since the last commit. A failed
-// commit is retried with the next round's offsets; the counts were handed on,
-// so a replay after it can only over-count.
-func (f *flusher) commit() error {
+// commit stores the offsets that moved since the last commit, or every
+// partition's offset if all is set. A failed commit is retried with the next
+// round's offsets; the counts were handed on, so a replay after it can only
+// over-count.
+func (f *flusher) commit(all bool) error {
 	clear(f.toCommit)
 	for p, o := range f.offsets {
-		if c, ok := f.committed[p]; !ok || c != o {
+		if c, ok := f.committed[p]; all || !ok || c != o {
 			f.toCommit[p] = o
 		}
 	}
