@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
@@ -128,6 +130,19 @@ type benchResult struct {
 	L1DelayP50 float64 `json:"l1_delay_p50_ms"`
 	L1DelayP95 float64 `json:"l1_delay_p95_ms"`
 	L1DelayP99 float64 `json:"l1_delay_p99_ms"`
+
+	// Per key that had to be reported, its true crossing and its delays, so
+	// that a slow key can be followed through hotspotd's log.
+	Keys []keyDelay `json:"key_delays,omitempty"`
+}
+
+// keyDelay is one must-report key's crossing (Unix ms) and its delays from
+// it to ZooKeeper and to an app's L1, in ms (-1: never seen there).
+type keyDelay struct {
+	Key       string  `json:"key"` // app/key
+	CrossedMs int64   `json:"crossed_unix_ms"`
+	ZKMs      float64 `json:"zookeeper_ms"`
+	L1Ms      float64 `json:"l1_ms"`
 }
 
 // benchOptions is what the flags of hotspot bench ask for.
@@ -370,6 +385,7 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 	l1 := score.Grade(st.Truth, seen.inL1, score.Config{Threshold: o.cfg.Threshold})
 	r.L1Keys = l1.Found
 	r.L1DelayP50, r.L1DelayP95, r.L1DelayP99 = ms(l1.P50), ms(l1.P95), ms(l1.P99)
+	r.Keys = keyDelays(st.Truth, o.cfg.Threshold, seen)
 	for _, k := range rep.Missed {
 		r.Missed = append(r.Missed, k.App+"/"+k.Key)
 	}
@@ -377,6 +393,31 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 		r.False = append(r.False, k.App+"/"+k.Key)
 	}
 	return r
+}
+
+// keyDelays lists, by crossing, every key whose true rate reached 1.2 times
+// threshold (the keys graded for recall) with its delays.
+func keyDelays(truth *loadgen.Truth, threshold float64, seen observed) []keyDelay {
+	crossed := truth.Crossings(threshold, time.Second)
+	var out []keyDelay
+	for k, m := range truth.MaxRate(time.Second) {
+		at, ok := crossed[k]
+		if m < 1.2*threshold || !ok {
+			continue
+		}
+		d := keyDelay{Key: k.App + "/" + k.Key, CrossedMs: at.UnixMilli(), ZKMs: -1, L1Ms: -1}
+		if t, ok := seen.published[k]; ok {
+			d.ZKMs = ms(max(t.Sub(at), 0))
+		}
+		if t, ok := seen.inL1[k]; ok {
+			d.L1Ms = ms(max(t.Sub(at), 0))
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b keyDelay) int {
+		return cmp.Or(cmp.Compare(a.CrossedMs, b.CrossedMs), cmp.Compare(a.Key, b.Key))
+	})
+	return out
 }
 
 // gradePipeline adds the broker's and ZooKeeper's CPU and the Kafka traffic
@@ -475,6 +516,17 @@ func cpuText(cpu float64, pid int) string {
 	return fmt.Sprintf("%.2f (pid %d)", cpu, pid)
 }
 
+// maxKeyLines is how many keys the text report lists one by one (the JSON
+// lists every key).
+const maxKeyLines = 10
+
+func delayText(ms float64) string {
+	if ms < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("+%.0f ms", ms)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func printBench(out io.Writer, r benchResult) {
@@ -504,6 +556,12 @@ func printBench(out io.Writer, r benchResult) {
 		r.DelayP50, r.DelayP95, r.DelayP99, r.DelayMax, r.Found, slowest)
 	fmt.Fprintf(out, "              crossing -> an app's L1: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms (%d keys)\n",
 		r.L1DelayP50, r.L1DelayP95, r.L1DelayP99, r.L1Keys)
+	if len(r.Keys) <= maxKeyLines {
+		for _, k := range r.Keys {
+			fmt.Fprintf(out, "              %s crossed at %s: ZooKeeper %s, L1 %s\n", k.Key,
+				time.UnixMilli(k.CrossedMs).UTC().Format("15:04:05.000"), delayText(k.ZKMs), delayText(k.L1Ms))
+		}
+	}
 	if len(r.Missed) > 0 {
 		fmt.Fprintf(out, "missed        %v\n", r.Missed)
 	}
