@@ -60,6 +60,9 @@ func BenchmarkCounterZipf(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 			c.cutoff = bc.cutoff
+			// A detector's defaults, in this benchmark's weight of 1 per
+			// access: keys turning hot are looked for, as in a worker.
+			c.bucketHot, c.windowShare, c.windowHot = 100, 1000, 1000
 			var buf []Count
 			now := int64(0)
 			start := uint32(0)
@@ -121,6 +124,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 	c.cutoff = 13 * unit
+	c.bucketHot, c.windowShare, c.windowHot = 100*unit, 1000*unit, 1000*unit // a detector's defaults
 	dec := wire.Decoder{}
 	var wg weigher
 	wg.reset(t)
@@ -138,6 +142,8 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 		if err := dec.Decode(recs[i%len(recs)], add); err != nil {
 			b.Fatal(err)
 		}
+		c.drainBig() // as the worker does after each record
+		c.takeEarly()
 	}
 	for i := range 50_000 {
 		step(i)

@@ -173,6 +173,27 @@ func (cfg Config) groupConfig() kafkaio.GroupConfig {
 	}
 }
 
+// hotWeight is the filter weight of Threshold × d accesses (unit per access
+// of an app without rules; an app with stricter rules weighs its accesses
+// more, see weights.go), rounded up, at most 2^63.
+func (cfg Config) hotWeight(d time.Duration) uint64 {
+	w := math.Ceil(unit * cfg.Threshold * d.Seconds())
+	if w >= 1<<63 {
+		return 1 << 63
+	}
+	return uint64(w)
+}
+
+// windowShare is d detectors' and p partitions' share of a hot key's window
+// (hotWeight(Window)), in filter weight, rounded up: the weight a key at
+// the threshold rate reaches in one partition's window when its accesses
+// spread evenly.
+func (cfg Config) windowShare(d, p int) uint64 {
+	w := cfg.hotWeight(cfg.Window)
+	n := uint64(max(d, 1) * max(p, 1))
+	return (w + n - 1) / n
+}
+
 // cutoff is the per-partition forwarding threshold, in filter weight over
 // Window+Bucket (unit per access of an app without rules), for d detectors
 // and p partitions on this one: the smallest integer >=

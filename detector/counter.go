@@ -57,6 +57,14 @@ type counter struct {
 
 	cutoff uint64 // forward a key whose window weight is >= cutoff; 0 forwards all
 
+	// A key turning hot asks for an early round (see turning): the weight
+	// of Threshold × Bucket accesses (bucketHot) and of Threshold × Window
+	// accesses (windowHot), the latter split over the D detectors and P
+	// partitions (windowShare). bucketHot 0: never.
+	bucketHot, windowHot, windowShare uint64
+	bigQueued                         bool // an access of weight >= bucketHot waits in the queue
+	early                             bool // a key turned hot since the owner last looked (takeEarly)
+
 	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
 	maxBytes, softBytes int
 	keyBytes            int // bytes of the composite keys held
@@ -275,6 +283,9 @@ func (c *counter) queue(app, key []byte, n, weight uint64) {
 	q.ends = append(q.ends, uint32(len(q.keys)))
 	q.ns = append(q.ns, n)
 	q.ws = append(q.ws, weight)
+	if weight >= c.bucketHot && c.bucketHot > 0 {
+		c.bigQueued = true
+	}
 	if len(q.ends) == queueLen {
 		c.drain()
 	}
@@ -337,6 +348,41 @@ func (c *counter) drain() {
 		start = end
 	}
 	q.keys, q.ends, q.ns, q.ws, q.xs = q.keys[:0], q.ends[:0], q.ns[:0], q.ws[:0], q.xs[:0]
+	c.bigQueued = false
+}
+
+// drainBig counts the queued accesses now if one of them weighs a bucket's
+// worth at the threshold: its key may be turning hot (turning), and the
+// owner should know before it waits for the next record.
+func (c *counter) drainBig() {
+	if c.bigQueued {
+		c.drain()
+	}
+}
+
+// takeEarly reports whether a key turned hot since the last call.
+func (c *counter) takeEarly() bool {
+	e := c.early
+	c.early = false
+	return e
+}
+
+// turning reports whether the access that just added weight added to the
+// key of entry e turned it hot on this partition: in the open bucket it now weighs as much as Threshold ×
+// Bucket accesses (the key arrives here at the threshold rate or faster),
+// its window holds this partition's share of a hot key's window, and before
+// this access the window held less than a whole hot key's window (a key
+// this partition alone has seen at the threshold rate for a window is hot
+// already, and nothing is gained by sending it early). It is true at most
+// once per key and bucket: at the access that makes the first two hold.
+//
+//go:noinline
+func (c *counter) turning(e *entry, added uint64) bool {
+	cur, win := uint64(e.cur)-added, e.window-added // before this access
+	if uint64(e.cur) < c.bucketHot || e.window < c.windowShare || c.bucketHot == 0 {
+		return false
+	}
+	return (cur < c.bucketHot || win < c.windowShare) && win < c.windowHot
 }
 
 // addKey counts n accesses of weight w of the composite key k, whose hash
@@ -358,8 +404,19 @@ func (c *counter) addKey(k []byte, h, n, w uint64) (uint32, bool) {
 	}
 	cur := e.cur
 	e.cur = satAdd32(e.cur, satAdd(w, seed))
-	e.window += uint64(e.cur - cur)
+	added := uint64(e.cur - cur)
+	e.window += added
 	e.pend = satAdd(e.pend, n)
+	// The key can turn hot only at an access that takes its bucket weight
+	// to bucketHot or its window to windowShare: a busy key's other
+	// accesses cost these comparisons and no call.
+	// (Comparisons into bools, not && chains: whether a key is busy is not
+	// predictable, and a mispredicted branch per access cost 10 %.)
+	crossB := uint64(e.cur)-added < c.bucketHot != (uint64(e.cur) < c.bucketHot)
+	crossW := e.window-added < c.windowShare != (e.window < c.windowShare)
+	if (crossB || crossW) && c.turning(e, added) {
+		c.early = true
+	}
 	return idx, true
 }
 

@@ -464,3 +464,66 @@ func TestCounterQueueSteadyStateAllocs(t *testing.T) {
 		t.Fatalf("steady state: %v allocations per step of %d queued updates, want 0", got, len(keys))
 	}
 }
+
+// TestCounterTurning checks when a key asks for an early round: at the
+// access that gives it, in the open bucket, a bucket's worth at the
+// threshold (bucketHot) and, in its window, this partition's share of a hot
+// window (windowShare), unless its window held a whole hot window already
+// (windowHot) before that access; once per key and bucket.
+func TestCounterTurning(t *testing.T) {
+	type step struct {
+		bucket int64
+		key    string
+		n      uint64
+		want   bool
+	}
+	for _, tc := range []struct {
+		name                            string
+		bucketHot, windowShare, windowH uint64
+		steps                           []step
+	}{
+		{"a big entry turns a cold key hot", 10, 20, 50, []step{
+			{0, "k", 25, true},
+			{0, "k", 25, false}, // once per bucket
+			{1, "k", 5, false},  // under a bucket's worth
+		}},
+		{"a bucket's worth below the window share waits for it", 10, 20, 50, []step{
+			{0, "k", 12, false}, // bucket 12 >= 10, window 12 < 20
+			{0, "k", 3, false},  // window 15
+			{0, "k", 6, true},   // window 21 >= 20
+			{0, "k", 6, false},
+		}},
+		{"a window over the share waits for a bucket's worth", 10, 20, 50, []step{
+			{0, "k", 9, false},
+			{1, "k", 9, false},
+			{2, "k", 9, false}, // window 27 >= 20, bucket 9 < 10
+			{2, "k", 1, true},  // bucket 10
+		}},
+		{"a key hot on this partition alone asks no more", 10, 20, 50, []step{
+			{0, "k", 30, true},
+			{1, "k", 30, true},  // window 30 before: under 50
+			{2, "k", 30, false}, // window 60 before
+			{3, "k", 30, false},
+		}},
+		{"keys are judged on their own", 10, 20, 50, []step{
+			{0, "a", 25, true},
+			{0, "b", 9, false},
+			{0, "b", 25, true},
+		}},
+		{"off when bucketHot is 0", 0, 0, 0, []step{
+			{0, "k", 1000, false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCounter(tBucket, 10, 1000, 1<<20)
+			c.bucketHot, c.windowShare, c.windowHot = tc.bucketHot, tc.windowShare, tc.windowH
+			for i, s := range tc.steps {
+				c.advance(s.bucket * tBucket)
+				c.add(nil, []byte(s.key), s.n)
+				if got := c.takeEarly(); got != s.want {
+					t.Fatalf("step %d (bucket %d, %s +%d): early %v, want %v", i, s.bucket, s.key, s.n, got, s.want)
+				}
+			}
+		})
+	}
+}

@@ -164,7 +164,7 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 	d.log.Info("detector: partitions assigned", "partitions", parts)
 	f := newFlusher(d, gen, len(claims), fail)
 	for _, c := range claims {
-		w := newWorker(d, c, len(claims), &f.current, f.partials)
+		w := newWorker(d, c, len(claims), &f.current, f.partials, f.early)
 		wg.Add(1)
 		gen.Start(func(gctx context.Context) {
 			defer wg.Done()

@@ -91,8 +91,9 @@ func TestRunCancelFlushesCountsInFlight(t *testing.T) {
 		sink := newFakeSink(topic)
 		c := newCorpus(t, 2, 40, 2)
 		src.assign(0, 1)
-		// A flush tick that never comes: everything is in flight at cancel.
-		d, stop := startFake(t, Config{Alpha: -1, Flush: time.Hour}, src, sink)
+		// A flush tick that never comes, and a threshold no key reaches (so
+		// none ends a round early): everything is in flight at cancel.
+		d, stop := startFake(t, Config{Alpha: -1, Flush: time.Hour, Threshold: 1e9}, src, sink)
 		for p, recs := range c.records {
 			topic.append(p, recs...)
 		}
@@ -606,6 +607,91 @@ func TestStandstillFencedUntilCommitTaken(t *testing.T) {
 		}
 		if got, want := sink.got(), map[string]uint64{"default/a": 1, "default/b": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("sent %v, want %v", got, want)
+		}
+	})
+}
+
+// TestEarlyRound: a key that turns hot in a record (a producer's batch
+// carrying it at the threshold rate or faster) ends the round at once
+// instead of at the tick, at most once per tick; the offsets are committed
+// only at the tick's round, and a key this partition alone has seen at the
+// threshold rate for a window, or one under a bucket's worth, does not end
+// a round early.
+func TestEarlyRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0, 1)
+		// Ticks every second; the threshold is 1000/s over 1 s in 100 ms
+		// buckets: a bucket's worth is 100 accesses, a hot window 1000,
+		// each of the 2 partitions' share of it 500.
+		d, stop := startFake(t, Config{Flush: time.Second}, src, sink)
+		start := time.Now()
+		batch := func(kcs ...wire.KeyCount) []byte {
+			return wire.AppendBatch(nil, "app", time.Now().UnixMilli(), kcs)
+		}
+		type check struct {
+			name   string
+			at     time.Duration // since start, before appending
+			part   int
+			rec    []wire.KeyCount
+			sent   map[string]uint64 // everything sent so far, right after the record
+			events []string
+			early  float64 // early rounds so far
+		}
+		for _, c := range []check{
+			{"a key turning hot ends the round", 1500 * time.Millisecond, 0,
+				[]wire.KeyCount{{Key: "hot", Count: 1200}, {Key: "cold", Count: 50}},
+				map[string]uint64{"app/hot": 1200, "app/cold": 50}, []string{"send"}, 1},
+			{"one early round per tick", 1500 * time.Millisecond, 1,
+				[]wire.KeyCount{{Key: "other", Count: 600}},
+				map[string]uint64{"app/hot": 1200, "app/cold": 50}, []string{"send"}, 1},
+			{"the tick sends the rest and commits both", 2050 * time.Millisecond, -1, nil,
+				map[string]uint64{"app/hot": 1200, "app/cold": 50, "app/other": 600},
+				[]string{"send", "send", "commit 0=1 1=1"}, 1},
+			{"a key hot on this partition alone waits for the tick", 2050 * time.Millisecond, 0,
+				[]wire.KeyCount{{Key: "hot", Count: 300}},
+				map[string]uint64{"app/hot": 1200, "app/cold": 50, "app/other": 600},
+				[]string{"send", "send", "commit 0=1 1=1"}, 1},
+			{"a key under a bucket's worth waits for the tick", 2050 * time.Millisecond, 1,
+				[]wire.KeyCount{{Key: "warm", Count: 99}},
+				map[string]uint64{"app/hot": 1200, "app/cold": 50, "app/other": 600},
+				[]string{"send", "send", "commit 0=1 1=1"}, 1},
+			{"the next tick", 3050 * time.Millisecond, -1, nil,
+				map[string]uint64{"app/hot": 1500, "app/cold": 50, "app/other": 600, "app/warm": 99},
+				[]string{"send", "send", "commit 0=1 1=1", "send", "commit 0=2 1=2"}, 1},
+			{"after a tick a key may end a round early again", 3050 * time.Millisecond, 1,
+				[]wire.KeyCount{{Key: "new", Count: 600}},
+				map[string]uint64{"app/hot": 1500, "app/cold": 50, "app/other": 600, "app/warm": 99, "app/new": 600},
+				[]string{"send", "send", "commit 0=1 1=1", "send", "commit 0=2 1=2", "send"}, 2},
+		} {
+			time.Sleep(c.at - time.Since(start))
+			if c.rec != nil {
+				topic.append(c.part, batch(c.rec...))
+			}
+			synctest.Wait()
+			if got := sink.got(); fmt.Sprint(got) != fmt.Sprint(c.sent) {
+				t.Errorf("%s: sent %v, want %v", c.name, got, c.sent)
+			}
+			if got := topic.eventLog(); fmt.Sprint(got) != fmt.Sprint(c.events) {
+				t.Errorf("%s: events %v, want %v", c.name, got, c.events)
+			}
+			if got := testutil.ToFloat64(d.m.earlyRounds); got != c.early {
+				t.Errorf("%s: early_rounds_total %v, want %v", c.name, got, c.early)
+			}
+		}
+		sink.mu.Lock()
+		first := sink.flushes[0]
+		sink.mu.Unlock()
+		if want := start.Add(1500 * time.Millisecond); !first.At.Equal(want) {
+			t.Errorf("the early round ended at %v, want %v", first.At.Sub(start), want.Sub(start))
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got, want := topic.commits(), map[int]int64{0: 2, 1: 3}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("committed %v at the end, want %v", got, want)
 		}
 	})
 }

@@ -6,7 +6,10 @@
 // windowed counter, so counting takes no lock. A flusher goroutine ends a
 // round every flush tick: every partition goroutine hands over the counts it
 // accumulated since the previous round, the flusher merges them, gives them
-// to the Sink, and only then commits the partitions' offsets.
+// to the Sink, and only then commits the partitions' offsets. A round also
+// ends early, at most once per tick, when a key turns hot in it; its
+// offsets are committed with the next tick's round, so commits stay at one
+// per tick.
 //
 // Invariants:
 //   - An offset is committed only after the Sink accepted every count carried

@@ -8,7 +8,10 @@ import (
 )
 
 // flusher ends a round every Flush tick, merges the workers' partials, hands
-// them to the Sink and then commits the offsets they cover.
+// them to the Sink and then commits the offsets they cover. A worker that
+// counted a key turning hot may end a round before its tick (an early
+// round, at most one per tick); an early round's offsets are committed with
+// the next tick's round, so offsets are committed at most once per Flush.
 type flusher struct {
 	d        *Detector
 	gen      Generation
@@ -16,6 +19,7 @@ type flusher struct {
 	fail     func(error)
 	current  atomic.Pointer[round]
 	partials chan partial
+	early    chan uint64 // rounds the workers ask to end now
 	nextID   uint64
 
 	merged    []Count
@@ -36,6 +40,7 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		workers:   workers,
 		fail:      fail,
 		partials:  make(chan partial, workers),
+		early:     make(chan uint64, workers),
 		index:     make(map[appKey]int),
 		offsets:   make(map[int]int64),
 		committed: make(map[int]int64),
@@ -52,28 +57,29 @@ func (f *flusher) publish() *round {
 		n = max(f.d.cfg.Detectors(), 1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &round{id: f.nextID, ctx: ctx, cancel: cancel, cutoff: f.d.cfg.cutoff(n, f.workers)}
+	r := &round{id: f.nextID, ctx: ctx, cancel: cancel, cutoff: f.d.cfg.cutoff(n, f.workers),
+		windowShare: f.d.cfg.windowShare(n, f.workers)}
 	f.nextID++
 	f.current.Store(r)
 	return r
 }
 
-// run ends a round every tick until runCtx or the generation ends; the last
-// round is final. Then it waits for the generation to end.
+// run ends a round every tick, and early when a worker asks, until runCtx
+// or the generation ends; the last round is final. Then it waits for the
+// generation to end.
 func (f *flusher) run(runCtx, gctx context.Context) {
 	t := time.NewTicker(f.d.cfg.Flush)
 	defer t.Stop()
 	defer func() { <-gctx.Done() }()
-	prev := time.Now()   // when the previous round ended (its tick)
+	prev := time.Now()   // when the previous round ended (its tick, or early)
 	unconfirmed := false // the process stood still and no commit was taken since
+	earlyOK := true      // no early round since the last tick
 	for {
 		r := f.current.Load()
-		select {
-		case <-t.C:
-		case <-gctx.Done():
-			r.final = true
-		case <-runCtx.Done():
-			r.final = true
+		early := f.wait(runCtx, gctx, t.C, r, earlyOK)
+		earlyOK = !early
+		if early {
+			f.d.m.earlyRounds.Inc()
 		}
 		at := time.Now()
 		if !r.final {
@@ -112,9 +118,37 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			}
 			return
 		}
-		_ = f.commit(false) // logged; a failed commit is retried with the next round's offsets
+		if !early {
+			// An early round's offsets wait for the tick's round: each
+			// commit costs the broker two requests (docs/detector.md).
+			_ = f.commit(false) // logged; a failed commit is retried with the next round's offsets
+		}
 		if r.final {
 			return
+		}
+	}
+}
+
+// wait blocks until round r is to end: at the tick, when runCtx or the
+// generation ends (r is then final), or, if earlyOK, when a worker asks to
+// end r because a key turned hot in it (then it returns true). Other
+// requests are dropped: those for rounds that have ended already (their
+// counts went out) and, after an early round, those until the next tick.
+func (f *flusher) wait(runCtx, gctx context.Context, tick <-chan time.Time, r *round, earlyOK bool) (early bool) {
+	for {
+		select {
+		case <-tick:
+			return false
+		case id := <-f.early:
+			if earlyOK && id == r.id {
+				return true
+			}
+		case <-gctx.Done():
+			r.final = true
+			return false
+		case <-runCtx.Done():
+			r.final = true
+			return false
 		}
 	}
 }

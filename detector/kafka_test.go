@@ -150,9 +150,11 @@ func TestKafkaDeliversCommitsAndFlushesOnCancel(t *testing.T) {
 	c1 := newCorpus(t, 4, 40, 11)
 	produceCorpus(t, addr, topic, c1)
 
-	// Detector A never ticks: everything it counts is in flight until cancel.
+	// Detector A never ticks, and no key reaches its threshold (so none
+	// ends a round early): everything it counts is in flight until cancel.
 	sinkA := newFakeSink(newFakeTopic(1))
-	a := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1, Flush: time.Hour}, sinkA)
+	a := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1, Flush: time.Hour,
+		Threshold: 1e9}, sinkA)
 	eventually(t, 45*time.Second, "detector A counts every record", func() (bool, string) {
 		r, e := testutil.ToFloat64(a.d.m.records), testutil.ToFloat64(a.d.m.entries)
 		return r == 160 && e == float64(c1.entries), fmt.Sprintf("records %v of 160, entries %v of %d", r, e, c1.entries)

@@ -8,22 +8,23 @@ import (
 )
 
 type metrics struct {
-	records    prometheus.Counter
-	entries    prometheus.Counter
-	stale      prometheus.Counter
-	invalid    []prometheus.Counter // by wire.Reason
-	invalidVec *prometheus.CounterVec
-	filtered   prometheus.Counter
-	capDropped prometheus.Counter
-	admitted   prometheus.Counter
-	keys       prometheus.Gauge
-	partitions prometheus.Gauge
-	lag        *prometheus.GaugeVec
-	flushSecs  prometheus.Histogram
-	flushKeys  prometheus.Histogram
-	sendErrs   prometheus.Counter
-	commitErrs prometheus.Counter
-	fetchErrs  prometheus.Counter
+	records     prometheus.Counter
+	entries     prometheus.Counter
+	stale       prometheus.Counter
+	invalid     []prometheus.Counter // by wire.Reason
+	invalidVec  *prometheus.CounterVec
+	filtered    prometheus.Counter
+	capDropped  prometheus.Counter
+	admitted    prometheus.Counter
+	keys        prometheus.Gauge
+	partitions  prometheus.Gauge
+	lag         *prometheus.GaugeVec
+	flushSecs   prometheus.Histogram
+	flushKeys   prometheus.Histogram
+	sendErrs    prometheus.Counter
+	commitErrs  prometheus.Counter
+	fetchErrs   prometheus.Counter
+	earlyRounds prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,6 +43,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sendErrs:   f.NewCounter(opts("send_errors_total", "Failed Sink.Send attempts.")),
 		commitErrs: f.NewCounter(opts("commit_errors_total", "Failed offset commits.")),
 		fetchErrs:  f.NewCounter(opts("fetch_errors_total", "Failed fetches (other than cancellation).")),
+		earlyRounds: f.NewCounter(opts("early_rounds_total",
+			"Rounds ended before their flush tick because a key turned hot in them (their offsets are committed at the next tick).")),
 		keys: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "keys",
 			Help: "Keys tracked in the windowed counters, all partitions."}),
 		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",

@@ -20,7 +20,10 @@ type round struct {
 	ctx    context.Context // canceled when the round ends
 	cancel context.CancelFunc
 	cutoff uint64 // the filter's per-partition cutoff during the round, in weight (see weights.go)
-	final  bool   // written before cancel: workers stop after answering
+	// windowShare is a partition's share of a hot key's window, in weight
+	// (counter.turning).
+	windowShare uint64
+	final       bool // written before cancel: workers stop after answering
 }
 
 // partial is one worker's answer to a round.
@@ -45,6 +48,8 @@ type worker struct {
 	add    func(*wire.Entry)
 	rounds *atomic.Pointer[round]
 	out    chan<- partial
+	early  chan<- uint64 // asks the flusher to end round id now (a key turned hot)
+	next   uint64        // the round to answer next: the one counting now
 	buf    []Count
 	lag    prometheus.Gauge
 	wg     weigher // the filter weights of each entry's app
@@ -63,7 +68,7 @@ type worker struct {
 	recMs, oldest, newest int64
 }
 
-func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial) *worker {
+func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial, early chan<- uint64) *worker {
 	cfg := d.cfg
 	w := &worker{
 		d:      d,
@@ -71,9 +76,12 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 		c:      newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/parts, cfg.MaxKeyBytes/parts),
 		rounds: rounds,
 		out:    out,
+		early:  early,
 		lag:    d.m.lag.WithLabelValues(strconv.Itoa(cl.Partition())),
 		offset: -1,
 	}
+	w.c.bucketHot = min(cfg.hotWeight(cfg.Bucket), math.MaxUint32) // a bucket's weight saturates there
+	w.c.windowHot = cfg.hotWeight(cfg.Window)
 	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
 	w.add = func(e *wire.Entry) {
 		w.entries++
@@ -101,16 +109,15 @@ func (w *worker) run(gctx context.Context) {
 	part := w.claim.Partition()
 	defer w.d.m.lag.DeleteLabelValues(strconv.Itoa(part))
 	defer w.claim.Close()
-	next := uint64(0) // the round to answer next
 	for {
 		r := w.rounds.Load()
-		w.c.cutoff = r.cutoff
-		if r.id > next {
+		w.c.cutoff, w.c.windowShare = r.cutoff, r.windowShare
+		if r.id > w.next {
 			// Round next ended (the flusher published r before ending
 			// it) while this worker was busy: answer it now. It was not
 			// final, or no later round would exist.
-			w.answer(next, false)
-			next++
+			w.answer(w.next, false)
+			w.next++
 			continue
 		}
 		rec, err := w.claim.Fetch(r.ctx)
@@ -132,7 +139,7 @@ func (w *worker) run(gctx context.Context) {
 			continue
 		}
 		w.answer(r.id, r.final)
-		next = r.id + 1
+		w.next = r.id + 1
 		if r.final {
 			<-gctx.Done()
 			return
@@ -165,12 +172,23 @@ func (w *worker) consume(rec Record) {
 	if rec.HighWaterMark > 0 {
 		w.hwm = rec.HighWaterMark
 	}
+	// A key that turned hot in this record asks for its round to end now
+	// rather than at the next tick (docs/detector.md, "Early rounds"). The
+	// flusher ignores a request for a round that has ended already.
+	w.c.drainBig()
+	if w.c.takeEarly() {
+		select {
+		case w.early <- w.next:
+		default: // requests are pending already
+		}
+	}
 }
 
 // answer hands the round's counts and the partition's offset to the flusher.
 func (w *worker) answer(id uint64, final bool) {
 	w.c.advance(time.Now().UnixNano())
 	w.buf = w.c.flush(w.buf[:0], final)
+	w.c.takeEarly() // a key that turned hot is in this answer
 	s := w.c.takeStats()
 	m := w.d.m
 	m.filtered.Add(float64(s.filtered))
