@@ -68,7 +68,9 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 			if !as.dirty && len(as.hot) == 0 {
 				continue
 			}
-		case as.dirty && since >= c.PublishInterval:
+		case as.dirty && now.Sub(as.lastSet) >= c.PublishInterval:
+			// Only a change waits for a change: a renewal or a rate refresh
+			// just before a promotion does not hold it back.
 		case len(as.hot) > 0 && since >= c.Renew:
 		case len(as.hot) > 0 && since >= c.RateRefresh && t.ratesMoved(as, b, now):
 		case len(as.hot) == 0 && !as.dirty && since >= c.TTL:
@@ -94,6 +96,9 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 				w.shard.Keys = w.shard.Keys[:c.MaxKeysPerNode]
 			}
 			as.written = true // a failed write may still have landed
+		}
+		if as.dirty {
+			as.lastSet = now
 		}
 		as.dirty, as.pending, as.lastWrite = false, nil, now
 		ws = append(ws, w)

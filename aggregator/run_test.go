@@ -397,3 +397,38 @@ func TestLastSweepClock(t *testing.T) {
 		_ = stop()
 	})
 }
+
+// TestPromotionNotHeldByRenewal: a promotion right after a rewrite of the
+// same node for its rates (a rate refresh or a renewal) is written at once;
+// only changes of the hot set wait PublishInterval for each other.
+func TestPromotionNotHeldByRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub := &fakePub{}
+		a := mustNew(t, Config{Renew: time.Second}, pub)
+		stop := startRun(t, a)
+		start := time.Now()
+
+		time.Sleep(50 * time.Millisecond)
+		a.Add("app", "a", 1000)
+		// Wait for the next write of a's node: a rate refresh or a renewal.
+		var ws []pubCall
+		for len(ws) < 2 && time.Since(start) < 3*time.Second {
+			time.Sleep(time.Millisecond)
+			ws = pub.calls()
+		}
+		if len(ws) != 2 {
+			t.Fatalf("writes %+v, want the promotion of a and one rewrite of its node", ws)
+		}
+		time.Sleep(10 * time.Millisecond)
+		at := time.Now() // within PublishInterval of the rewrite
+		a.Add("app", "b", 2000)
+		synctest.Wait()
+		ws = pub.calls()
+		if len(ws) != 3 || !ws[2].at.Equal(at) || !slices.Equal(keysOf(ws[2].shard), []string{"b", "a"}) {
+			t.Fatalf("writes %+v, want b's promotion written at once, %v after the rewrite", ws, at.Sub(ws[1].at))
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}

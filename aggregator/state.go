@@ -53,6 +53,7 @@ type appState struct {
 	dirty     bool              // the hot set changed since the last write began
 	written   bool              // its node may exist in ZooKeeper
 	lastWrite time.Time         // when the last write began
+	lastSet   time.Time         // when the last write of a changed hot set began
 	pending   []time.Time       // crossing buckets of promotions not yet acknowledged
 	top       []KeyState        // busiest keys at the last sweep, descending
 	heap      []*entry          // sweep scratch: min-heap of the busiest keys by rate

@@ -60,10 +60,11 @@ type counter struct {
 	// A key turning hot asks for an early round (see turning): the weight
 	// of Threshold × Bucket accesses (bucketHot) and of Threshold × Window
 	// accesses (windowHot), the latter split over the D detectors and P
-	// partitions (windowShare). bucketHot 0: never.
-	bucketHot, windowHot, windowShare uint64
-	bigQueued                         bool // an access of weight >= bucketHot waits in the queue
-	early                             bool // a key turned hot since the owner last looked (takeEarly)
+	// partitions (windowShare), and 4/5 of that (rearm, the aggregator's
+	// default low mark). bucketHot 0: never.
+	bucketHot, windowHot, windowShare, rearm uint64
+	bigQueued                                bool // an access of weight >= bucketHot waits in the queue
+	early                                    bool // a key turned hot since the owner last looked (takeEarly)
 
 	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
 	maxBytes, softBytes int
@@ -92,10 +93,19 @@ type entry struct {
 	pend   uint64 // accesses of the open bucket not yet decided on
 	fwd    uint64 // accesses decided to be forwarded at the next flush
 	cur    uint32 // the open bucket's weight (saturating; includes an admission seed)
-	seq    uint32 // low bits of the bucket in which the key was last touched
+	seq    uint32 // the bucket in which the key was last touched (low bits), and its asks (see seqBits)
 	slot   uint32 // the key's position in that bucket's touch list
 	ext    uint32 // 1 + index of the key's extras; 0: none (only reads without bytes so far)
 }
+
+// entry.seq holds the low bits of a bucket number (seqBits) and, in its top
+// two bits, how many early rounds the key asked for since its window was
+// last below the re-arm mark (counter.turning).
+const (
+	seqBits  uint32 = 1<<askShift - 1
+	askShift        = 30
+	maxAsks         = 3
+)
 
 // tally is the writes among some accesses, their bytes and the bytes
 // written.
@@ -203,6 +213,9 @@ func (c *counter) rotate() {
 	for _, t := range old {
 		e := &c.entries[t.idx]
 		e.window -= uint64(t.n)
+		if e.window < c.rearm {
+			e.seq &= seqBits // it may ask again
+		}
 		if e.window == 0 && e.fwd == 0 {
 			c.remove(t.idx)
 		}
@@ -368,21 +381,25 @@ func (c *counter) takeEarly() bool {
 }
 
 // turning reports whether the access that just added weight added to the
-// key of entry e turned it hot on this partition: in the open bucket it now weighs as much as Threshold ×
-// Bucket accesses (the key arrives here at the threshold rate or faster),
-// its window holds this partition's share of a hot key's window, and before
-// this access the window held less than a whole hot key's window (a key
-// this partition alone has seen at the threshold rate for a window is hot
-// already, and nothing is gained by sending it early). It is true at most
-// once per key and bucket: at the access that makes the first two hold.
+// key of entry e, and took its bucket weight to bucketHot or its window to
+// windowShare, turned it hot on this partition: in the open bucket it now
+// weighs as much as Threshold × Bucket accesses (the key arrives here,
+// right now, at the threshold rate or faster) and its window holds this
+// partition's share of a hot key's window, while before this access the
+// window held less than a whole hot key's window (a key this partition
+// alone has seen at the threshold rate for a window is hot already). A key
+// asks at most maxAsks times, at most once per bucket, until its window
+// fell below rearm (rotate): a partition sees only its share of a key, so
+// the bucket in which it crosses its share need not be the one in which the
+// key's total crosses the threshold, but a key hovering in that band does
+// not end a round at every bucket.
 //
 //go:noinline
 func (c *counter) turning(e *entry, added uint64) bool {
-	cur, win := uint64(e.cur)-added, e.window-added // before this access
-	if uint64(e.cur) < c.bucketHot || e.window < c.windowShare || c.bucketHot == 0 {
+	if c.bucketHot == 0 || uint64(e.cur) < c.bucketHot || e.window < c.windowShare {
 		return false
 	}
-	return (cur < c.bucketHot || win < c.windowShare) && win < c.windowHot
+	return e.window-added < c.windowHot && e.seq>>askShift < maxAsks
 }
 
 // addKey counts n accesses of weight w of the composite key k, whose hash
@@ -397,8 +414,8 @@ func (c *counter) addKey(k []byte, h, n, w uint64) (uint32, bool) {
 		}
 	}
 	e := &c.entries[idx]
-	if e.seq != uint32(c.seq) {
-		e.seq = uint32(c.seq)
+	if e.seq&seqBits != uint32(c.seq)&seqBits {
+		e.seq = e.seq&^seqBits | uint32(c.seq)&seqBits
 		e.slot = uint32(len(c.ring[c.open]))
 		c.ring[c.open] = append(c.ring[c.open], touch{idx: idx})
 	}
@@ -409,12 +426,13 @@ func (c *counter) addKey(k []byte, h, n, w uint64) (uint32, bool) {
 	e.pend = satAdd(e.pend, n)
 	// The key can turn hot only at an access that takes its bucket weight
 	// to bucketHot or its window to windowShare: a busy key's other
-	// accesses cost these comparisons and no call.
-	// (Comparisons into bools, not && chains: whether a key is busy is not
-	// predictable, and a mispredicted branch per access cost 10 %.)
+	// accesses cost these comparisons and no call. (Comparisons into bools,
+	// not && chains: whether a key is busy is not predictable, and a
+	// mispredicted branch per access cost 10 %.)
 	crossB := uint64(e.cur)-added < c.bucketHot != (uint64(e.cur) < c.bucketHot)
 	crossW := e.window-added < c.windowShare != (e.window < c.windowShare)
 	if (crossB || crossW) && c.turning(e, added) {
+		e.seq += 1 << askShift
 		c.early = true
 	}
 	return idx, true
@@ -471,7 +489,7 @@ func (c *counter) newEntry(k []byte, h uint64) uint32 {
 	}
 	s := string(k)
 	// seq one behind the open bucket: the first add appends a touch.
-	c.entries[idx] = entry{key: s, hash: h, seq: uint32(c.seq) - 1}
+	c.entries[idx] = entry{key: s, hash: h, seq: (uint32(c.seq) - 1) & seqBits}
 	c.index.insert(h, idx, c.entries)
 	c.keyBytes += len(s)
 	c.live++

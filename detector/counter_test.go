@@ -469,7 +469,8 @@ func TestCounterQueueSteadyStateAllocs(t *testing.T) {
 // access that gives it, in the open bucket, a bucket's worth at the
 // threshold (bucketHot) and, in its window, this partition's share of a hot
 // window (windowShare), unless its window held a whole hot window already
-// (windowHot) before that access; once per key and bucket.
+// (windowHot) before that access; once per key and bucket, at most three
+// times until its window fell below 4/5 of its share.
 func TestCounterTurning(t *testing.T) {
 	type step struct {
 		bucket int64
@@ -505,6 +506,28 @@ func TestCounterTurning(t *testing.T) {
 			{2, "k", 30, false}, // window 60 before
 			{3, "k", 30, false},
 		}},
+		{"a key asks three times at most", 10, 20, 1000, []step{
+			{0, "k", 25, true},
+			{1, "k", 25, true},
+			{2, "k", 25, true},
+			{3, "k", 25, false},
+			{4, "k", 25, false},
+		}},
+		{"a key asks again once its window fell below 4/5 of its share", 10, 20, 1000, []step{
+			{0, "k", 25, true},
+			{1, "k", 25, true},
+			{2, "k", 25, true},
+			{3, "k", 25, false},
+			{20, "k", 25, true}, // its window expired in between
+		}},
+		{"a key that stays above 4/5 of its share does not", 10, 20, 1000, []step{
+			{0, "k", 4, false},
+			{1, "k", 18, true}, // window 22
+			{2, "k", 10, true},
+			{3, "k", 10, true},
+			{12, "k", 10, false}, // buckets 0 and 1 expired: 20, not under 16; then 30
+			{13, "k", 10, false}, // bucket 2 expired: 20; then 30
+		}},
 		{"keys are judged on their own", 10, 20, 50, []step{
 			{0, "a", 25, true},
 			{0, "b", 9, false},
@@ -517,6 +540,7 @@ func TestCounterTurning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCounter(tBucket, 10, 1000, 1<<20)
 			c.bucketHot, c.windowShare, c.windowHot = tc.bucketHot, tc.windowShare, tc.windowH
+			c.rearm = tc.windowShare / 5 * 4
 			for i, s := range tc.steps {
 				c.advance(s.bucket * tBucket)
 				c.add(nil, []byte(s.key), s.n)
