@@ -190,12 +190,7 @@ EOF
 	echo "$kafka_version" >"$state/kafka.version"
 }
 
-# kafka_broker_settings DIR: the server.properties lines every local broker
-# shares. metadata.max.idle.interval.ms: the one KRaft controller appends a
-# no-op record to its metadata log every 500 ms by default (its threads used
-# about a fifth of an idle broker's CPU here); every 5 s is enough for one
-# node (BENCHMARKS.md, P5).
-kafka_broker_settings() {
+kafka_broker_settings() { # kafka_broker_settings DIR: the server.properties lines every local broker shares
 	local dir=$1
 	cat <<EOF
 log.dirs=$dir/data-$kafka_version
@@ -210,7 +205,6 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.retention.hours=2
 log.segment.bytes=67108864
-metadata.max.idle.interval.ms=5000
 EOF
 	[[ -z ${HOTSPOT_KAFKA_SETTINGS:-} ]] || printf '%s\n' "$HOTSPOT_KAFKA_SETTINGS"
 }
