@@ -29,6 +29,17 @@ type Config struct {
 	MaxAge time.Duration
 	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
+	// CommitInterval is how often the rounds' offsets are committed, at
+	// most once per Flush. A generation's last round is always committed,
+	// and so is a round fenced after a standstill. Every commit is a log
+	// append on the broker, its costliest request here. A crashed or
+	// frozen member's partitions are read again from the last commit, but
+	// only once the group has dropped it, a session timeout (less a
+	// heartbeat) after it last read: so by default (0) offsets are
+	// committed every second when MaxAge is shorter than that, as the
+	// records read again are then too old to be counted, and every round
+	// otherwise (docs/detector.md, "Offsets and commits").
+	CommitInterval time.Duration
 
 	// Threshold is the hot-key rate, in accesses per second (1000); the
 	// filter's cutoff is derived from it. With Window it is the default
@@ -117,6 +128,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
+	if cfg.CommitInterval == 0 {
+		// kafkaio's defaults for the group's timing.
+		dropped := cmp.Or(cfg.SessionTimeout, 10*time.Second) - cmp.Or(cfg.HeartbeatInterval, time.Second)
+		cfg.CommitInterval = time.Second
+		if cfg.MaxAge < 0 || cfg.MaxAge >= dropped {
+			cfg.CommitInterval = cfg.Flush
+		}
+	}
 	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultThreshold)
 	cfg.Alpha = cmp.Or(cfg.Alpha, DefaultAlpha)
 	cfg.MaxKeys = cmp.Or(cfg.MaxKeys, DefaultMaxKeys)
@@ -129,8 +148,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case cfg.Window < 0 || cfg.Bucket < 0 || cfg.Flush < 0 || cfg.SendTimeout < 0:
-		return cfg, errors.New("detector: negative Window, Bucket, Flush or SendTimeout")
+	case cfg.Window < 0 || cfg.Bucket < 0 || cfg.Flush < 0 || cfg.SendTimeout < 0 || cfg.CommitInterval < 0:
+		return cfg, errors.New("detector: negative Window, Bucket, Flush, SendTimeout or CommitInterval")
 	case cfg.Bucket < time.Millisecond:
 		return cfg, fmt.Errorf("detector: Bucket %v is below 1ms", cfg.Bucket)
 	case cfg.Window%cfg.Bucket != 0:

@@ -84,6 +84,58 @@ func TestRunCountsFlushesAndCommits(t *testing.T) {
 	})
 }
 
+// Offsets are committed once per CommitInterval, not once per round, and
+// the generation's last round is committed whatever the interval. By
+// default they are committed every round when a record read again after a
+// crash would still be young enough to count (MaxAge).
+func TestCommitsOncePerInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		lo, hi int // commits while 30 records arrive over 3 s, the final one included
+	}{
+		{"default", Config{}, 3, 5}, // 1 s
+		{"every round", Config{CommitInterval: 100 * time.Millisecond}, 15, 31},
+		{"MaxAge beyond the session", Config{MaxAge: 9 * time.Second}, 15, 31},
+		{"every entry counts", Config{MaxAge: -1}, 15, 31},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				topic := newFakeTopic(1)
+				src := newFakeSource(topic)
+				sink := newFakeSink(topic)
+				c := newCorpus(t, 1, 30, 3)
+				src.assign(0)
+				cfg := tc.cfg
+				cfg.Alpha = -1
+				_, stop := startFake(t, cfg, src, sink)
+				for _, rec := range c.records[0] {
+					topic.append(0, rec)
+					time.Sleep(100 * time.Millisecond)
+				}
+				if err := stop(); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				n := 0
+				for _, ev := range topic.eventLog() {
+					if strings.HasPrefix(ev, "commit") {
+						n++
+					}
+				}
+				if n < tc.lo || n > tc.hi {
+					t.Errorf("%d commits, want %d to %d", n, tc.lo, tc.hi)
+				}
+				if got, want := topic.commits(), map[int]int64{0: 30}; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("committed %v at the end, want %v", got, want)
+				}
+				if diff := diffSums(sink.got(), c.want); diff != "" {
+					t.Errorf("delivered counts differ: %s", diff)
+				}
+			})
+		})
+	}
+}
+
 func TestRunCancelFlushesCountsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)

@@ -8,10 +8,11 @@ import (
 )
 
 // flusher ends a round every Flush tick, merges the workers' partials, hands
-// them to the Sink and then commits the offsets they cover. A worker that
-// counted a key turning hot may end a round before its tick (an early
-// round, at most one per tick); an early round's offsets are committed with
-// the next tick's round, so offsets are committed at most once per Flush.
+// them to the Sink and then, once per CommitInterval, commits the offsets
+// they cover. A worker that counted a key turning hot may end a round before
+// its tick (an early round, at most one per tick); an early round's offsets
+// are committed with a later tick's round, so offsets are committed at most
+// once per Flush.
 type flusher struct {
 	d        *Detector
 	gen      Generation
@@ -22,13 +23,14 @@ type flusher struct {
 	early    chan uint64 // rounds the workers ask to end now
 	nextID   uint64
 
-	merged    []Count
-	span      time.Duration  // event time the merged counts cover (see Flush)
-	end       int64          // newest event time of the merged counts, Unix ms; 0: none
-	index     map[appKey]int // merged index by key
-	offsets   map[int]int64  // partition -> next offset to read, as of the last round
-	committed map[int]int64  // partition -> last offset committed
-	toCommit  map[int]int64
+	merged     []Count
+	span       time.Duration  // event time the merged counts cover (see Flush)
+	end        int64          // newest event time of the merged counts, Unix ms; 0: none
+	index      map[appKey]int // merged index by key
+	offsets    map[int]int64  // partition -> next offset to read, as of the last round
+	committed  map[int]int64  // partition -> last offset committed
+	toCommit   map[int]int64
+	lastCommit time.Time // when a commit was last taken
 }
 
 type appKey struct{ app, key string }
@@ -118,9 +120,12 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			}
 			return
 		}
-		if !early {
-			// An early round's offsets wait for the tick's round: each
-			// commit costs the broker two requests (docs/detector.md).
+		// A commit is a log append on the broker and, through kafka-go, a
+		// FindCoordinator request too: the costliest thing the detector
+		// asks of it. So offsets are committed once per CommitInterval (an
+		// early round's wait for a tick's round), and at the generation's
+		// end, so that the next owner reads on from exactly here.
+		if r.final || !early && time.Since(f.lastCommit) >= f.d.cfg.CommitInterval {
 			_ = f.commit(false) // logged; a failed commit is retried with the next round's offsets
 		}
 		if r.final {
@@ -350,5 +355,6 @@ func (f *flusher) commit(all bool) error {
 	for p, o := range f.toCommit {
 		f.committed[p] = o
 	}
+	f.lastCommit = time.Now()
 	return nil
 }

@@ -15,28 +15,29 @@ import (
 )
 
 type config struct {
-	brokers    []string
-	topic      string
-	group      string
-	zk         []string
-	zkRoot     string
-	httpAddr   string
-	advertise  string // host:port other processes reach this one at
-	id         string
-	detector   bool
-	aggregator bool
-	threshold  float64
-	window     time.Duration
-	hold       time.Duration // a hot key stays hot until its rate was below the low mark this long
-	lowMark    float64       // the low mark, a fraction of the threshold in (0, 1]
-	fromOldest bool
-	fetchWait  time.Duration
-	fetchMin   int
-	partitions int
-	adminToken string
-	pprof      bool
-	logLevel   slog.Level
-	sec        security
+	brokers     []string
+	topic       string
+	group       string
+	zk          []string
+	zkRoot      string
+	httpAddr    string
+	advertise   string // host:port other processes reach this one at
+	id          string
+	detector    bool
+	aggregator  bool
+	threshold   float64
+	window      time.Duration
+	hold        time.Duration // a hot key stays hot until its rate was below the low mark this long
+	lowMark     float64       // the low mark, a fraction of the threshold in (0, 1]
+	fromOldest  bool
+	fetchWait   time.Duration
+	fetchMin    int
+	commitEvery time.Duration
+	partitions  int
+	adminToken  string
+	pprof       bool
+	logLevel    slog.Level
+	sec         security
 	// rebound is the --http-addr given when an open cluster (no secret)
 	// was moved to loopback; "" otherwise.
 	rebound string
@@ -96,6 +97,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
 	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
+	fs.DurationVar(&c.commitEvery, "commit-interval", 0, "how often a detector commits its offsets, each commit a log append on the broker (0: every 1s, or every 100ms round with a --window of 5s or more)")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")

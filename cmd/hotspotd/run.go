@@ -196,7 +196,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	return detector.New(detector.Config{
 		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
 		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
-		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin,
+		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin, CommitInterval: cfg.commitEvery,
 		// The broker's minimum: a dead detector's partitions wait this
 		// long for a new owner.
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
