@@ -136,6 +136,44 @@ func TestCommitsOncePerInterval(t *testing.T) {
 	}
 }
 
+// When a generation ends with a round's counts refused, the rounds the Sink
+// took before it are committed, though CommitInterval has not passed: the
+// next owner reads on at once, and would count them again.
+func TestGenerationEndCommitsTakenRounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		var down atomic.Bool
+		sink.fail = func(int) error {
+			if down.Load() {
+				return errors.New("aggregator unavailable")
+			}
+			return nil
+		}
+		g := src.assign(0)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		for i := range 3 {
+			topic.append(0, []byte(fmt.Sprintf(`{"key":"k%d"}`, i)))
+			time.Sleep(300 * time.Millisecond)
+		}
+		if got, want := topic.commits(), map[int]int64{0: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("committed %v within the interval, want %v (the first round only)", got, want)
+		}
+		down.Store(true)
+		topic.append(0, []byte(`{"key":"lost"}`))
+		time.Sleep(300 * time.Millisecond)
+		g.end()
+		synctest.Wait()
+		if got, want := topic.commits(), map[int]int64{0: 3}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("committed %v after the generation ended, want %v (the rounds taken, not the refused one)", got, want)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
 func TestRunCancelFlushesCountsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)

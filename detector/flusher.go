@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 )
@@ -28,6 +29,7 @@ type flusher struct {
 	end        int64          // newest event time of the merged counts, Unix ms; 0: none
 	index      map[appKey]int // merged index by key
 	offsets    map[int]int64  // partition -> next offset to read, as of the last round
+	taken      map[int]int64  // the same as of the last round the Sink took
 	committed  map[int]int64  // partition -> last offset committed
 	toCommit   map[int]int64
 	lastCommit time.Time // when a commit was last taken
@@ -45,6 +47,7 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		early:     make(chan uint64, workers),
 		index:     make(map[appKey]int),
 		offsets:   make(map[int]int64),
+		taken:     make(map[int]int64),
 		committed: make(map[int]int64),
 		toCommit:  make(map[int]int64),
 	}
@@ -111,6 +114,11 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			} else {
 				f.d.log.Warn("detector: counts dropped uncommitted", "err", err)
 			}
+			// The rounds before this one were taken, and may not all be
+			// committed yet (CommitInterval): commit them, or the next owner,
+			// reading on at once, would count them again. (Refused if the
+			// generation is over: then they are read again.)
+			_ = f.commit(f.taken, false)
 			if !r.final {
 				// Stop the workers without committing anything.
 				nr := f.current.Load()
@@ -126,7 +134,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		// early round's wait for a tick's round), and at the generation's
 		// end, so that the next owner reads on from exactly here.
 		if r.final || !early && time.Since(f.lastCommit) >= f.d.cfg.CommitInterval {
-			_ = f.commit(false) // logged; a failed commit is retried with the next round's offsets
+			_ = f.commit(f.taken, false) // logged; a failed commit is retried with the next round's offsets
 		}
 		if r.final {
 			return
@@ -188,7 +196,7 @@ func (f *flusher) fence(runCtx, gctx context.Context) (unconfirmed bool, err err
 		return true, nil
 	}
 	for {
-		err := f.commit(true)
+		err := f.commit(f.offsets, true)
 		if err == nil {
 			return false, nil
 		}
@@ -293,6 +301,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 		err := f.d.sink.Send(ctx, fl, f.merged)
 		cancel()
 		if err == nil {
+			maps.Copy(f.taken, f.offsets)
 			f.d.m.flushSecs.Observe(time.Since(at).Seconds())
 			f.d.m.flushKeys.Observe(float64(len(f.merged)))
 			f.d.healthy(nil)
@@ -329,13 +338,13 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	}
 }
 
-// commit stores the offsets that moved since the last commit, or every
-// partition's offset if all is set. A failed commit is retried with the next
-// round's offsets; the counts were handed on, so a replay after it can only
+// commit stores those of offsets that moved since the last commit, or all of
+// them if all is set. A failed commit is retried with a later round's
+// offsets; the counts were handed on, so a replay after it can only
 // over-count.
-func (f *flusher) commit(all bool) error {
+func (f *flusher) commit(offsets map[int]int64, all bool) error {
 	clear(f.toCommit)
-	for p, o := range f.offsets {
+	for p, o := range offsets {
 		if c, ok := f.committed[p]; all || !ok || c != o {
 			f.toCommit[p] = o
 		}
