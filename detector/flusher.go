@@ -120,7 +120,7 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 			// generation is over: then they are read again.)
 			_ = f.commit(f.taken, false)
 			if !r.final {
-				// Stop the workers without committing anything.
+				// Stop the workers; what they read is not committed.
 				nr := f.current.Load()
 				nr.final = true
 				nr.cancel()
@@ -130,9 +130,9 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 		}
 		// A commit is a log append on the broker and, through kafka-go, a
 		// FindCoordinator request too: the costliest thing the detector
-		// asks of it. So offsets are committed once per CommitInterval (an
-		// early round's wait for a tick's round), and at the generation's
-		// end, so that the next owner reads on from exactly here.
+		// asks of it. So offsets are committed by a tick's round once per
+		// CommitInterval, and at the generation's end, so that the next
+		// owner reads on from exactly here.
 		if r.final || !early && time.Since(f.lastCommit) >= f.d.cfg.CommitInterval {
 			_ = f.commit(f.taken, false) // logged; a failed commit is retried with the next round's offsets
 		}
@@ -338,14 +338,15 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	}
 }
 
-// commit stores those of offsets that moved since the last commit, or all of
-// them if all is set. A failed commit is retried with a later round's
-// offsets; the counts were handed on, so a replay after it can only
-// over-count.
+// commit stores those of offsets that moved on since the last commit, or all
+// of them if all is set; it never moves an offset back (after a fenced
+// round whose send failed, the rounds taken are behind what was committed).
+// A failed commit is retried with a later round's offsets; the counts were
+// handed on, so a replay after it can only over-count.
 func (f *flusher) commit(offsets map[int]int64, all bool) error {
 	clear(f.toCommit)
 	for p, o := range offsets {
-		if c, ok := f.committed[p]; all || !ok || c != o {
+		if c, ok := f.committed[p]; !ok || c < o || all && c == o {
 			f.toCommit[p] = o
 		}
 	}
