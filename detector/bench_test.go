@@ -62,7 +62,7 @@ func BenchmarkCounterZipf(b *testing.B) {
 			c.cutoff = bc.cutoff
 			// A detector's defaults, in this benchmark's weight of 1 per
 			// access: keys turning hot are looked for, as in a worker.
-			c.bucketHot, c.windowShare, c.windowHot, c.rearm = 100, 1000, 1000, 800
+			c.bucketHot, c.windowShare, c.windowHot = 100, 1000, 1000
 			var buf []Count
 			now := int64(0)
 			start := uint32(0)
@@ -124,7 +124,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 	c.cutoff = 13 * unit
-	c.bucketHot, c.windowShare, c.windowHot, c.rearm = 100*unit, 1000*unit, 1000*unit, 800*unit // a detector's defaults
+	c.bucketHot, c.windowShare, c.windowHot = 100*unit, 1000*unit, 1000*unit // a detector's defaults
 	dec := wire.Decoder{}
 	var wg weigher
 	wg.reset(t)

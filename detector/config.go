@@ -129,8 +129,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
 	if cfg.CommitInterval == 0 {
-		// kafkaio's defaults for the group's timing.
-		dropped := cmp.Or(cfg.SessionTimeout, 10*time.Second) - cmp.Or(cfg.HeartbeatInterval, time.Second)
+		dropped := cmp.Or(cfg.SessionTimeout, kafkaio.DefaultSessionTimeout) -
+			cmp.Or(cfg.HeartbeatInterval, kafkaio.DefaultHeartbeatInterval)
 		cfg.CommitInterval = time.Second
 		if cfg.MaxAge < 0 || cfg.MaxAge >= dropped {
 			cfg.CommitInterval = cfg.Flush

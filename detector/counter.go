@@ -60,11 +60,10 @@ type counter struct {
 	// A key turning hot asks for an early round (see turning): the weight
 	// of Threshold × Bucket accesses (bucketHot) and of Threshold × Window
 	// accesses (windowHot), the latter split over the D detectors and P
-	// partitions (windowShare), and 4/5 of that (rearm, the aggregator's
-	// default low mark). bucketHot 0: never.
-	bucketHot, windowHot, windowShare, rearm uint64
-	bigQueued                                bool // an access of weight >= bucketHot waits in the queue
-	early                                    bool // a key turned hot since the owner last looked (takeEarly)
+	// partitions (windowShare). bucketHot 0: never.
+	bucketHot, windowHot, windowShare uint64
+	bigQueued                         bool // an access of weight >= bucketHot waits in the queue
+	early                             bool // a key turned hot since the owner last looked (takeEarly)
 
 	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
 	maxBytes, softBytes int
@@ -210,10 +209,11 @@ func (c *counter) rotate() {
 		c.open = 0
 	}
 	old := c.ring[c.open]
+	rearm := c.windowShare / 5 * 4 // the aggregator's default low mark
 	for _, t := range old {
 		e := &c.entries[t.idx]
 		e.window -= uint64(t.n)
-		if e.window < c.rearm {
+		if e.window < rearm {
 			e.seq &= seqBits // it may ask again
 		}
 		if e.window == 0 && e.fwd == 0 {
@@ -389,7 +389,7 @@ func (c *counter) takeEarly() bool {
 // window held less than a whole hot key's window (a key this partition
 // alone has seen at the threshold rate for a window is hot already). A key
 // asks at most maxAsks times, at most once per bucket, until its window
-// fell below rearm (rotate): a partition sees only its share of a key, so
+// fell below 4/5 of windowShare (rotate): a partition sees only its share of a key, so
 // the bucket in which it crosses its share need not be the one in which the
 // key's total crosses the threshold, but a key hovering in that band does
 // not end a round at every bucket.

@@ -540,7 +540,6 @@ func TestCounterTurning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCounter(tBucket, 10, 1000, 1<<20)
 			c.bucketHot, c.windowShare, c.windowHot = tc.bucketHot, tc.windowShare, tc.windowH
-			c.rearm = tc.windowShare / 5 * 4
 			for i, s := range tc.steps {
 				c.advance(s.bucket * tBucket)
 				c.add(nil, []byte(s.key), s.n)

@@ -111,7 +111,7 @@ func (w *worker) run(gctx context.Context) {
 	defer w.claim.Close()
 	for {
 		r := w.rounds.Load()
-		w.c.cutoff, w.c.windowShare, w.c.rearm = r.cutoff, r.windowShare, r.windowShare/5*4
+		w.c.cutoff, w.c.windowShare = r.cutoff, r.windowShare
 		if r.id > w.next {
 			// Round next ended (the flusher published r before ending
 			// it) while this worker was busy: answer it now. It was not

@@ -14,6 +14,12 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
+// The group timing a zero GroupConfig field means.
+const (
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultHeartbeatInterval = time.Second
+)
+
 // GroupConfig configures a Group. A zero field means the default shown.
 type GroupConfig struct {
 	Brokers []string // bootstrap addresses; required
@@ -118,9 +124,9 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	case cfg.Group == "":
 		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no group")
 	}
-	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, 10*time.Second)
+	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, DefaultSessionTimeout)
 	cfg.RebalanceTimeout = cmp.Or(cfg.RebalanceTimeout, 10*time.Second)
-	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	cfg.JoinGroupBackoff = cmp.Or(cfg.JoinGroupBackoff, 250*time.Millisecond)
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 250*time.Millisecond)
 	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 4<<20)
