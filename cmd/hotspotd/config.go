@@ -173,6 +173,9 @@ func (c config) check() error {
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
 	}
+	if c.commitEvery < 0 {
+		return fmt.Errorf("--commit-interval: %v must be >= 0", c.commitEvery)
+	}
 	if c.historyMaxLen < 1 {
 		return fmt.Errorf("--history-maxlen: %d is not a positive integer", c.historyMaxLen)
 	}

@@ -35,6 +35,7 @@ func TestParseConfig(t *testing.T) {
 			}, ""},
 		{"history length not positive", []string{"--history-maxlen", "0"}, nil, nil, "not a positive integer"},
 		{"negative retention", []string{"--history-retention", "-1h"}, nil, nil, "must be >= 0"},
+		{"negative commit interval", []string{"--commit-interval", "-1s"}, nil, nil, "--commit-interval: -1s must be >= 0"},
 		{"unknown role", []string{"--roles", "both"}, nil, nil, `unknown role "both"`},
 		{"no role", []string{"--roles", ","}, nil, nil, "at least one of"},
 		{"window not in 100ms steps", []string{"--window", "250ms"}, nil, nil, "multiple of 100ms"},
