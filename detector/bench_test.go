@@ -158,6 +158,58 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	b.ReportMetric(float64(b.N*100)/(cpuTime()-cpu0).Seconds(), "entries/cpu-s")
 }
 
+// BenchmarkDecodeAndCountOneOff is BenchmarkDecodeAndCount on the counting
+// of `hotspot bench --rate 2000000 --keys 100000000 --skew 0.2`: nearly every
+// key is seen once, so one partition of two (1M entries per simulated
+// second, the default cap's half) keeps its table full, and every new key
+// asks the admission sketch.
+func BenchmarkDecodeAndCountOneOff(b *testing.B) {
+	const perRecord, records = 1000, 4096 // 4M distinct keys: 4 simulated seconds before one comes back
+	recs := make([][]byte, records)
+	es := make([]wire.KeyCount, perRecord)
+	for i := range recs {
+		for j := range es {
+			es[j] = wire.KeyCount{Key: "k:" + strconv.Itoa(i*perRecord+j), Count: 1}
+		}
+		recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
+	}
+	cfg, err := Config{Brokers: []string{"127.0.0.1:1"}}.withDefaults()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/2, cfg.MaxKeyBytes/2)
+	c.cutoff = cfg.cutoff(1, 2)
+	c.bucketHot, c.windowShare, c.windowHot = cfg.hotWeight(cfg.Bucket), cfg.windowShare(1, 2), cfg.hotWeight(cfg.Window)
+	dec := wire.Decoder{}
+	add := func(e *wire.Entry) { c.count(e, defaultWeights) }
+	var buf []Count
+	now := int64(0)
+	step := func(i int) { // one record: 1 simulated ms
+		now += int64(time.Millisecond)
+		c.advance(now)
+		if now%int64(100*time.Millisecond) == 0 {
+			buf = c.flush(buf[:0], false)
+		}
+		if err := dec.Decode(recs[i%records], add); err != nil {
+			b.Fatal(err)
+		}
+		c.drainBig()
+		c.takeEarly()
+	}
+	for i := range 3000 { // table full, sketch in use
+		step(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0, cpu0 := time.Now(), cpuTime()
+	for i := 3000; b.Loop(); i++ {
+		step(i)
+	}
+	b.ReportMetric(float64(b.N*perRecord)/time.Since(t0).Seconds(), "entries/s")
+	b.ReportMetric(float64(b.N*perRecord)/(cpuTime()-cpu0).Seconds(), "entries/cpu-s")
+	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(b.N*perRecord), "ns/entry")
+}
+
 // churn feeds one counter perSecond new distinct keys (each accessed once,
 // the worst case for memory) plus a Zipf-distributed hot set, for seconds
 // simulated seconds, and returns the largest live heap and key count seen

@@ -311,9 +311,10 @@ func (c *counter) queueExtra(app, key []byte, n, weight uint64, t tally) {
 }
 
 // drain counts the queued accesses. Looking up one key is a chain of
-// dependent cache misses (slot, entry, key bytes) that the CPU cannot
-// overlap; so drain first walks the queue touching every key's home slot,
-// then every candidate entry, then every candidate key, each pass's misses
+// dependent cache misses (slot, entry, key bytes, or for a new key in a
+// full table its sketch block) that the CPU cannot overlap; so drain first
+// walks the queue touching every key's home slot, then every candidate
+// entry or sketch block, then every candidate key, each pass's misses
 // independent of one another, and only then counts, mostly from cache.
 // The touches only warm the cache: counting does its own lookups.
 func (c *counter) drain() {
@@ -333,12 +334,20 @@ func (c *counter) drain() {
 		start = end
 	}
 	if c.index.slots != nil {
+		// A key not in its home slot is most likely new, and a new key
+		// asks the sketch when the table is past its soft limits.
+		sk := c.sk
+		if c.live < c.softKeys && c.keyBytes < c.softBytes {
+			sk = nil
+		}
 		q.cand = q.cand[:0]
 		for _, h := range q.hs {
 			if s := c.index.slots[uint32(h>>32)&c.index.mask]; s != 0 && uint32(s>>32) == uint32(h>>32) {
 				e := &c.entries[uint32(s)-1]
 				sink += uint64(len(e.key))
 				q.cand = append(q.cand, uint32(s)-1)
+			} else if sk != nil {
+				sink += uint64(sk.block(h)[0])
 			}
 		}
 		for _, idx := range q.cand {

@@ -44,7 +44,7 @@ func newSketch(maxKeys int) *sketch {
 // both generations, this one included.
 func (s *sketch) add(h, n uint64) uint64 {
 	s.curN = satAdd(s.curN, n)
-	blk := s.cells[int(uint32(h)&(s.blocks-1))*2*sketchSlots:][:2*sketchSlots]
+	blk := s.block(h)
 	cur, prev := blk[s.cur*sketchSlots:][:sketchSlots], blk[(1-s.cur)*sketchSlots:][:sketchSlots]
 	// Slots first, first+step, ... modulo sketchSlots: an odd step makes
 	// the sketchDepth of them distinct.
@@ -65,6 +65,11 @@ func (s *sketch) add(h, n uint64) uint64 {
 		est = min(est, uint64(cur[j])+uint64(prev[j]))
 	}
 	return est
+}
+
+// block is the 64-byte block of the key whose hash is h.
+func (s *sketch) block(h uint64) []uint32 {
+	return s.cells[int(uint32(h)&(s.blocks-1))*2*sketchSlots:][:2*sketchSlots]
 }
 
 // floor is the mean counter value: the accesses of other keys that an
