@@ -62,7 +62,8 @@ func BenchmarkCounterZipf(b *testing.B) {
 			c.cutoff = bc.cutoff
 			// A detector's defaults, in this benchmark's weight of 1 per
 			// access: keys turning hot are looked for, as in a worker.
-			c.bucketHot, c.windowShare, c.windowHot = 100, 1000, 1000
+			c.bucketHot, c.windowHot = 100, 1000
+			c.setShare(1000)
 			var buf []Count
 			now := int64(0)
 			start := uint32(0)
@@ -124,7 +125,8 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 	c.cutoff = 13 * unit
-	c.bucketHot, c.windowShare, c.windowHot = 100*unit, 1000*unit, 1000*unit // a detector's defaults
+	c.bucketHot, c.windowHot = 100*unit, 1000*unit // a detector's defaults
+	c.setShare(1000 * unit)
 	dec := wire.Decoder{}
 	var wg weigher
 	wg.reset(t)
@@ -179,7 +181,8 @@ func BenchmarkDecodeAndCountOneOff(b *testing.B) {
 	}
 	c := newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/2, cfg.MaxKeyBytes/2)
 	c.cutoff = cfg.cutoff(1, 2)
-	c.bucketHot, c.windowShare, c.windowHot = cfg.hotWeight(cfg.Bucket), cfg.windowShare(1, 2), cfg.hotWeight(cfg.Window)
+	c.bucketHot, c.windowHot = cfg.hotWeight(cfg.Bucket), cfg.hotWeight(cfg.Window)
+	c.setShare(cfg.windowShare(1, 2))
 	dec := wire.Decoder{}
 	add := func(e *wire.Entry) { c.count(e, defaultWeights) }
 	var buf []Count

@@ -60,10 +60,13 @@ type counter struct {
 	// A key turning hot asks for an early round (see turning): the weight
 	// of Threshold × Bucket accesses (bucketHot) and of Threshold × Window
 	// accesses (windowHot), the latter split over the D detectors and P
-	// partitions (windowShare). bucketHot 0: never.
+	// partitions (windowShare; set with setShare). bucketHot 0: never.
 	bucketHot, windowHot, windowShare uint64
-	bigQueued                         bool // an access of weight >= bucketHot waits in the queue
-	early                             bool // a key turned hot since the owner last looked (takeEarly)
+	// The window weights at which a key asks, one per ask (setShare); the
+	// last is never reached.
+	askAt     [maxAsks + 1]uint64
+	bigQueued bool // an access of weight >= bucketHot waits in the queue
+	early     bool // a key turned hot since the owner last looked (takeEarly)
 
 	maxKeys, softKeys   int // softKeys: above it, new keys need the sketch's admission
 	maxBytes, softBytes int
@@ -98,8 +101,9 @@ type entry struct {
 }
 
 // entry.seq holds the low bits of a bucket number (seqBits) and, in its top
-// two bits, how many early rounds the key asked for since its window was
-// last below the re-arm mark (counter.turning).
+// two bits, how many of its ask levels (counter.askAt) the key's window
+// passed while it asked for early rounds, since its window was last below
+// the re-arm mark (counter.turning).
 const (
 	seqBits  uint32 = 1<<askShift - 1
 	askShift        = 30
@@ -389,26 +393,43 @@ func (c *counter) takeEarly() bool {
 	return e
 }
 
+// setShare sets windowShare and the ask levels that follow from it and
+// windowHot: windowShare, their geometric mean and windowHot. A partition
+// sees only its share of a key (records are not keyed), anywhere from
+// 1/(D × P) of it, where the key's total crosses the threshold as this
+// partition's window crosses windowShare, to all of it, where that happens
+// at windowHot; the middle level serves the keys in between.
+func (c *counter) setShare(share uint64) {
+	c.windowShare = share
+	hot := max(c.windowHot, share)
+	mid := uint64(math.Sqrt(float64(share)) * math.Sqrt(float64(hot)))
+	c.askAt = [maxAsks + 1]uint64{share, min(max(mid, share), hot), hot, math.MaxUint64}
+}
+
 // turning reports whether the access that just added weight added to the
 // key of entry e, and took its bucket weight to bucketHot or its window to
-// windowShare, turned it hot on this partition: in the open bucket it now
-// weighs as much as Threshold × Bucket accesses (the key arrives here,
-// right now, at the threshold rate or faster) and its window holds this
-// partition's share of a hot key's window, while before this access the
-// window held less than a whole hot key's window (a key this partition
-// alone has seen at the threshold rate for a window is hot already). A key
-// asks at most maxAsks times, at most once per bucket, until its window
-// fell below 4/5 of windowShare (rotate): a partition sees only its share of a key, so
-// the bucket in which it crosses its share need not be the one in which the
-// key's total crosses the threshold, but a key hovering in that band does
-// not end a round at every bucket.
+// its next ask level, turned it hot on this partition: in the open bucket
+// it now weighs as much as Threshold × Bucket accesses (the key arrives
+// here, right now, at the threshold rate or faster) and its window has
+// reached its next ask level (the first is this partition's share of a hot
+// key's window), while before this access the window held less than a
+// whole hot key's window (a key this partition alone has seen at the
+// threshold rate for a window is hot already). It then records the levels
+// the window has passed, so a key asks at most once per level (maxAsks
+// times) until its window fell below 4/5 of windowShare (rotate): a key
+// hovering between levels does not end a round at every bucket.
 //
 //go:noinline
 func (c *counter) turning(e *entry, added uint64) bool {
-	if c.bucketHot == 0 || uint64(e.cur) < c.bucketHot || e.window < c.windowShare {
+	asks := e.seq >> askShift
+	if c.bucketHot == 0 || uint64(e.cur) < c.bucketHot || e.window < c.askAt[asks] || e.window-added >= c.windowHot {
 		return false
 	}
-	return e.window-added < c.windowHot && e.seq>>askShift < maxAsks
+	for asks < maxAsks && e.window >= c.askAt[asks] {
+		asks++
+	}
+	e.seq = e.seq&seqBits | asks<<askShift
+	return true
 }
 
 // addKey counts n accesses of weight w of the composite key k, whose hash
@@ -434,14 +455,14 @@ func (c *counter) addKey(k []byte, h, n, w uint64) (uint32, bool) {
 	e.window += added
 	e.pend = satAdd(e.pend, n)
 	// The key can turn hot only at an access that takes its bucket weight
-	// to bucketHot or its window to windowShare: a busy key's other
+	// to bucketHot or its window to its next ask level: a busy key's other
 	// accesses cost these comparisons and no call. (Comparisons into bools,
 	// not && chains: whether a key is busy is not predictable, and a
 	// mispredicted branch per access cost 10 %.)
+	next := c.askAt[e.seq>>askShift]
 	crossB := uint64(e.cur)-added < c.bucketHot != (uint64(e.cur) < c.bucketHot)
-	crossW := e.window-added < c.windowShare != (e.window < c.windowShare)
+	crossW := e.window-added < next != (e.window < next)
 	if (crossB || crossW) && c.turning(e, added) {
-		e.seq += 1 << askShift
 		c.early = true
 	}
 	return idx, true

@@ -467,10 +467,11 @@ func TestCounterQueueSteadyStateAllocs(t *testing.T) {
 
 // TestCounterTurning checks when a key asks for an early round: at the
 // access that gives it, in the open bucket, a bucket's worth at the
-// threshold (bucketHot) and, in its window, this partition's share of a hot
-// window (windowShare), unless its window held a whole hot window already
-// (windowHot) before that access; once per key and bucket, at most three
-// times until its window fell below 4/5 of its share.
+// threshold (bucketHot) and, in its window, its next ask level (this
+// partition's share of a hot window, windowShare; the geometric mean of
+// that and a whole hot window; a whole hot window, windowHot), unless its
+// window held a whole hot window already before that access; once per
+// level, until its window fell below 4/5 of its share.
 func TestCounterTurning(t *testing.T) {
 	type step struct {
 		bucket int64
@@ -480,19 +481,18 @@ func TestCounterTurning(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name                            string
-		bucketHot, windowShare, windowH uint64
+		bucketHot, windowShare, windowH uint64 // levels 20, 31, 50 or 20, 40, 80
 		steps                           []step
 	}{
 		{"a big entry turns a cold key hot", 10, 20, 50, []step{
 			{0, "k", 25, true},
-			{0, "k", 25, false}, // once per bucket
-			{1, "k", 5, false},  // under a bucket's worth
+			{1, "k", 5, false}, // under a bucket's worth, and the next level
 		}},
 		{"a bucket's worth below the window share waits for it", 10, 20, 50, []step{
 			{0, "k", 12, false}, // bucket 12 >= 10, window 12 < 20
 			{0, "k", 3, false},  // window 15
 			{0, "k", 6, true},   // window 21 >= 20
-			{0, "k", 6, false},
+			{0, "k", 6, false},  // window 27, under the next level
 		}},
 		{"a window over the share waits for a bucket's worth", 10, 20, 50, []step{
 			{0, "k", 9, false},
@@ -502,31 +502,45 @@ func TestCounterTurning(t *testing.T) {
 		}},
 		{"a key hot on this partition alone asks no more", 10, 20, 50, []step{
 			{0, "k", 30, true},
-			{1, "k", 30, true},  // window 30 before: under 50
+			{1, "k", 30, true},  // window 60, past the last two levels: one ask
 			{2, "k", 30, false}, // window 60 before
 			{3, "k", 30, false},
 		}},
-		{"a key asks three times at most", 10, 20, 1000, []step{
-			{0, "k", 25, true},
-			{1, "k", 25, true},
-			{2, "k", 25, true},
-			{3, "k", 25, false},
+		{"a key asks at its share, the middle level and a whole hot window", 10, 20, 80, []step{
+			{0, "k", 25, true},  // 25 >= 20
+			{1, "k", 25, true},  // 50 >= 40
+			{2, "k", 25, false}, // 75
+			{3, "k", 25, true},  // 100 >= 80
 			{4, "k", 25, false},
 		}},
-		{"a key asks again once its window fell below 4/5 of its share", 10, 20, 1000, []step{
+		{"a key that passes two levels at once asks once", 10, 20, 80, []step{
+			{0, "k", 45, true},  // 45 >= 40
+			{1, "k", 10, false}, // 55
+			{2, "k", 30, true},  // 85 >= 80
+		}},
+		{"a level is asked once in a bucket that reaches it twice", 10, 20, 80, []step{
+			{0, "k", 25, true},
+			{0, "k", 25, true}, // 50 >= 40
+			{0, "k", 5, false},
+		}},
+		{"a key asks again once its window fell below 4/5 of its share", 10, 20, 80, []step{
 			{0, "k", 25, true},
 			{1, "k", 25, true},
-			{2, "k", 25, true},
-			{3, "k", 25, false},
+			{2, "k", 25, false},
 			{20, "k", 25, true}, // its window expired in between
 		}},
 		{"a key that stays above 4/5 of its share does not", 10, 20, 1000, []step{
 			{0, "k", 4, false},
 			{1, "k", 18, true}, // window 22
-			{2, "k", 10, true},
-			{3, "k", 10, true},
+			{2, "k", 10, false},
+			{3, "k", 10, false},
 			{12, "k", 10, false}, // buckets 0 and 1 expired: 20, not under 16; then 30
 			{13, "k", 10, false}, // bucket 2 expired: 20; then 30
+		}},
+		{"with one partition and detector the levels are one", 10, 50, 50, []step{
+			{0, "k", 25, false},
+			{1, "k", 25, true}, // 50
+			{2, "k", 25, false},
 		}},
 		{"keys are judged on their own", 10, 20, 50, []step{
 			{0, "a", 25, true},
@@ -539,7 +553,8 @@ func TestCounterTurning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCounter(tBucket, 10, 1000, 1<<20)
-			c.bucketHot, c.windowShare, c.windowHot = tc.bucketHot, tc.windowShare, tc.windowH
+			c.bucketHot, c.windowHot = tc.bucketHot, tc.windowH
+			c.setShare(tc.windowShare)
 			for i, s := range tc.steps {
 				c.advance(s.bucket * tBucket)
 				c.add(nil, []byte(s.key), s.n)

@@ -111,7 +111,10 @@ func (w *worker) run(gctx context.Context) {
 	defer w.claim.Close()
 	for {
 		r := w.rounds.Load()
-		w.c.cutoff, w.c.windowShare = r.cutoff, r.windowShare
+		w.c.cutoff = r.cutoff
+		if r.windowShare != w.c.windowShare {
+			w.c.setShare(r.windowShare)
+		}
 		if r.id > w.next {
 			// Round next ended (the flusher published r before ending
 			// it) while this worker was busy: answer it now. It was not
