@@ -330,14 +330,15 @@ func (c *counter) drain() {
 	var sink uint64
 	start := uint32(0)
 	for _, end := range q.ends {
-		h := maphash.Bytes(c.hseed, q.keys[start:end])
-		q.hs = append(q.hs, h)
-		if c.index.slots != nil {
-			sink += c.index.slots[uint32(h>>32)&c.index.mask]
-		}
+		q.hs = append(q.hs, maphash.Bytes(c.hseed, q.keys[start:end]))
 		start = end
 	}
 	if c.index.slots != nil {
+		// A loop of its own, so that its loads fill the CPU's miss
+		// buffers rather than wait behind hashing.
+		for _, h := range q.hs {
+			sink += c.index.slots[uint32(h>>32)&c.index.mask]
+		}
 		// A key not in its home slot is most likely new, and a new key
 		// asks the sketch when the table is past its soft limits.
 		sk := c.sk
