@@ -518,7 +518,7 @@ func TestCounterTurning(t *testing.T) {
 			{1, "k", 10, false}, // 55
 			{2, "k", 30, true},  // 85 >= 80
 		}},
-		{"a level is asked once in a bucket that reaches it twice", 10, 20, 80, []step{
+		{"a bucket that reaches two levels asks at each", 10, 20, 80, []step{
 			{0, "k", 25, true},
 			{0, "k", 25, true}, // 50 >= 40
 			{0, "k", 5, false},
