@@ -448,3 +448,85 @@ func TestPromotedWhileItsBucketFills(t *testing.T) {
 		})
 	}
 }
+
+// TestBacklogPlacedByWeights: the traced case of TestFaultKill. A producer
+// writes one 100 ms slot of a steady key (200 accesses, 2000/s) per record,
+// round-robin over 8 partitions. The owner of partitions 5 to 7 dies; 1.4 s
+// later their new owner counts, in one round, the slots of the last second
+// it reads from them (three consecutive ones and one 800 ms later), while
+// the other partitions' slots between them were counted already. With the
+// round's weights the shard places each slot where it happened and the
+// rate never reads high; spread evenly over the round's span, some of
+// those counts land in newer buckets and the rate reads high for a while.
+func TestBacklogPlacedByWeights(t *testing.T) {
+	const slot = 100 * time.Millisecond
+	start := time.Unix(1_700_000_000, 0)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * slot) }
+	dead := func(s int) bool { return s%8 >= 5 }
+	for _, tt := range []struct {
+		name        string
+		weights     bool
+		maxOver     float64 // the rate reads at most this much above 2000/s after the backlog
+		wantOverMin float64 // and at least this much (the defect shows)
+	}{
+		{"weights", true, 0, 0},
+		{"spread evenly", false, 1, 0.05},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mustNew(t, Config{}, &fakePub{})
+			// live sends slot s's record at the end of the slot, stamped
+			// with its start, as a detector's round does.
+			live := func(src string, s int) {
+				now := at(s + 1)
+				if _, err := a.apply(batch(src, uint64(s+1), at(s), 0, 200), now); err != nil {
+					t.Fatal(err)
+				}
+				a.t.sweep(now)
+			}
+			const died, took = 40, 54
+			for s := range took {
+				switch {
+				case !dead(s):
+					live("d1", s)
+				case s < died:
+					live("d3", s)
+				}
+			}
+			// The new owner's first round: the dead partitions' slots of
+			// the last second (44 to 53): 45, 46, 47 and 53.
+			var backlog []int
+			for s := took - 10; s < took; s++ {
+				if dead(s) {
+					backlog = append(backlog, s)
+				}
+			}
+			first, last := backlog[0], backlog[len(backlog)-1]
+			b := &wire.PartialBatch{Source: "d2", Seq: 1, At: at(took).UnixMilli(), End: at(last).UnixMilli(),
+				Span:   at(last).Sub(at(first)).Milliseconds(),
+				Groups: []wire.PartialGroup{{App: "app", Entries: []wire.KeyCount{{Key: "k", Count: 200 * uint64(len(backlog))}}}}}
+			if tt.weights {
+				b.Step, b.Weights = slot.Milliseconds(), make([]uint64, last-first+1)
+				for _, s := range backlog {
+					b.Weights[s-first] = 200
+				}
+			}
+			if _, err := a.apply(wire.AppendPartials(nil, b), at(took)); err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for s := took; s < took+20; s++ {
+				src := "d1"
+				if dead(s) {
+					src = "d2"
+				}
+				live(src, s)
+				st, _ := a.t.key("app", "k", at(s+1))
+				worst = max(worst, st.Rate/2000-1)
+			}
+			t.Logf("worst over-read %.1f%%", 100*worst)
+			if worst > tt.maxOver || worst < tt.wantOverMin {
+				t.Errorf("after the backlog the rate read up to %.1f%% above 2000/s, want %.0f%% to %.0f%%", 100*worst, 100*tt.wantOverMin, 100*tt.maxOver)
+			}
+		})
+	}
+}

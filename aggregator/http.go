@@ -100,6 +100,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 			// a stamp on a bucket boundary would land a bucket early.
 			sp.end += t.p.bucketNs
 		}
+		sp.setWeights(h)
 	}
 	n, hot := 0, false
 	t.mu.Lock()

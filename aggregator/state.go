@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/rules"
 )
 
@@ -202,12 +203,40 @@ func (t *table) app(name []byte) *appState {
 	return as
 }
 
-// span is when the accesses of a batch happened: evenly over the event time
-// [from, end] in Unix nanoseconds, or, when from is 0 (no event time), over
-// the span newest buckets at receipt.
+// span is when the accesses of a batch happened: in the proportions of
+// weights over the steps of event time from first (Unix nanoseconds; step
+// long each, their sum total) when the batch has them, else evenly over the
+// event time [from, end] in Unix nanoseconds, or, when from is 0 (no event
+// time), over the span newest buckets at receipt.
 type span struct {
-	from, end int64
-	buckets   int64
+	from, end   int64
+	buckets     int64
+	first, step int64
+	total       uint64
+	weights     []uint64
+}
+
+// setWeights takes the distribution over event time a batch may carry: its
+// Weights over steps of Step milliseconds from the step boundary at or
+// before End-Span. One with no weight, a sum past 2^64-1 or steps longer
+// than maxSpan is left out, and the counts are spread evenly.
+func (sp *span) setWeights(h wire.PartialHeader) {
+	if h.Step <= 0 || h.Step > maxSpan.Milliseconds() || h.End <= 0 {
+		return
+	}
+	var total uint64
+	for _, w := range h.Weights {
+		if total+w < total {
+			return
+		}
+		total += w
+	}
+	if total == 0 {
+		return
+	}
+	start := max(h.End-h.Span, 0) / h.Step * h.Step
+	sp.first, sp.step = start*int64(time.Millisecond), h.Step*int64(time.Millisecond)
+	sp.total, sp.weights = total, h.Weights
 }
 
 // tally is one key's accesses in a partials batch: all of them (n), the
@@ -258,9 +287,12 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 	if n == 0 {
 		return false
 	}
-	if sp.from > 0 {
+	switch {
+	case len(sp.weights) > 0:
+		e.win.addWeights(b, sp.first, sp.step, sp.weights, sp.total, t.p.bucketNs, n)
+	case sp.from > 0:
 		e.win.addTime(b, sp.from, sp.end, t.p.bucketNs, n)
-	} else {
+	default:
 		e.win.addSpan(b, sp.buckets, n)
 	}
 	if !e.fresh {

@@ -1,6 +1,9 @@
 package aggregator
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // window counts accesses in a ring of fixed-size buckets. Bucket indexes are
 // absolute (time since the Unix epoch divided by the bucket size), so every
@@ -215,6 +218,31 @@ func (w *window) addTime(now, from, end, bucket int64, n uint64) uint64 {
 		counted += c
 	}
 	w.sum += counted
+	return counted
+}
+
+// addWeights slides the window to now and counts n accesses that happened
+// over consecutive steps of event time, the i-th from first+i*step
+// (nanoseconds since the epoch), in the proportions of weights (whose sum is
+// total, > 0): each step gets its share of n, rounded so that the shares
+// add up, and counts it as addTime does. It reports how many of the n it
+// counted.
+func (w *window) addWeights(now, first, step int64, weights []uint64, total uint64, bucket int64, n uint64) uint64 {
+	var cum, placed, counted uint64
+	for i, wt := range weights {
+		if wt == 0 {
+			continue
+		}
+		cum += wt
+		hi, lo := bits.Mul64(n, cum)
+		upto, _ := bits.Div64(hi, lo, total) // cum <= total, so it fits
+		share := upto - placed
+		placed = upto
+		if share > 0 {
+			from := first + int64(i)*step
+			counted += w.addTime(now, from, from+step-1, bucket, share)
+		}
+	}
 	return counted
 }
 

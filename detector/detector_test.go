@@ -367,6 +367,38 @@ func TestFirstRoundSpansTheBacklog(t *testing.T) {
 	})
 }
 
+// TestRoundWeightsFollowEventTime: a round tells the Sink how its accesses
+// lie in its event time, per Bucket, so that a backlog's records far apart
+// are placed where they happened, not spread over the stretch between them.
+func TestRoundWeightsFollowEventTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		now := time.Now() // synctest's clock: a whole second
+		at := func(ms int) int64 { return now.Add(time.Duration(ms) * time.Millisecond).UnixMilli() }
+		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-900)}))
+		topic.append(1, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-850)}))
+		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-100)}))
+		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-60)}))
+		src.assign(0, 1)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		defer stop()
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		sink.mu.Lock()
+		fl := slices.Clone(sink.flushes)
+		sink.mu.Unlock()
+		if len(fl) == 0 {
+			t.Fatal("no send with counts")
+		}
+		want := []uint64{2, 0, 0, 0, 0, 0, 0, 0, 2} // from the step of -900 ms to that of -60 ms
+		if got := fl[0]; got.Step != 100*time.Millisecond || !slices.Equal(got.Weights, want) || got.End.UnixMilli() != at(-60) {
+			t.Errorf("first round: step %v weights %v end %d, want 100ms %v ending %d", got.Step, got.Weights, got.End.UnixMilli(), want, at(-60))
+		}
+	})
+}
+
 func TestRebalanceFlushesAndCommitsTheEndingGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)

@@ -27,6 +27,7 @@ type flusher struct {
 	merged     []Count
 	span       time.Duration  // event time the merged counts cover (see Flush)
 	end        int64          // newest event time of the merged counts, Unix ms; 0: none
+	spread     spread         // the merged counts' accesses per step of event time
 	index      map[appKey]int // merged index by key
 	offsets    map[int]int64  // partition -> next offset to read, as of the last round
 	taken      map[int]int64  // the same as of the last round the Sink took
@@ -50,6 +51,7 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		taken:     make(map[int]int64),
 		committed: make(map[int]int64),
 		toCommit:  make(map[int]int64),
+		spread:    spread{step: max(d.cfg.Bucket.Milliseconds(), 1)},
 	}
 	f.publish()
 	return f
@@ -217,6 +219,7 @@ func (f *flusher) collect(id uint64) {
 	clear(f.index)
 	keys := 0
 	var oldest, newest int64
+	f.spread.reset()
 	for range f.workers {
 		p := <-f.partials
 		if p.round != id {
@@ -231,6 +234,7 @@ func (f *flusher) collect(id uint64) {
 		if p.offset >= 0 {
 			f.offsets[p.partition] = p.offset
 		}
+		f.spread.merge(p.spread)
 		if f.workers == 1 {
 			f.merged = append(f.merged, p.counts...)
 			continue
@@ -264,7 +268,11 @@ func (f *flusher) collect(id uint64) {
 	// (rates read 10 % low and more; docs/aggregator.md, "Rate"). Event
 	// times are compared with the clocks of this process (MaxAge) and of
 	// the aggregators: producers' and hotspotd's clocks must agree to well
-	// under a bucket (docs/detector.md).
+	// under a bucket (docs/detector.md). The spread says how the counts lie
+	// in that stretch, per Bucket of event time, so that the aggregators
+	// place them where they happened: a backlog's few records far apart
+	// are not spread over the stretch between them, which other
+	// partitions' records have filled.
 	f.span, f.end = 0, newest
 	if newest > 0 && oldest > 0 {
 		f.span = time.Duration(newest-oldest) * time.Millisecond
@@ -289,6 +297,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1)}
 	if f.end > 0 {
 		fl.End = time.UnixMilli(f.end)
+		fl.Step, fl.Weights = time.Duration(f.spread.step)*time.Millisecond, f.spread.weights()
 	}
 	backoff := 50 * time.Millisecond
 	var stop <-chan time.Time // after runCtx ended: the last SendTimeout

@@ -24,7 +24,7 @@ type Flush = api.Flush
 // Send returned nil; on an error it retries the same counts (same Flush)
 // with backoff and never commits past them. counts is reused after Send
 // returns: keep the Count values (their strings are immutable), not the
-// slice. Send is called from one goroutine at a time.
+// slice; so is f.Weights. Send is called from one goroutine at a time.
 type Sink interface {
 	Send(ctx context.Context, f Flush, counts []Count) error
 }

@@ -34,8 +34,10 @@ type partial struct {
 	offset    int64   // next offset to read; -1 if no record was counted yet
 	keys      int     // keys in the worker's counter
 	// Event time of the entries counted during the round, Unix ms, never
-	// ahead of the clock (0, 0: none).
+	// ahead of the clock (0, 0: none), and their accesses per step of it
+	// (the worker's: valid until it answers the next round).
 	oldest, newest int64
+	spread         *spread
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -66,6 +68,10 @@ type worker struct {
 	// (the default of entries without their own); oldest and newest bound
 	// the entry times of the current round (0 when it has none).
 	recMs, oldest, newest int64
+	nowMs                 int64 // the clock when the record was read, Unix ms
+	// The round's accesses per step of event time, and the previous
+	// round's, which the flusher reads until the next answer.
+	spread, sent *spread
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial, early chan<- uint64) *worker {
@@ -80,6 +86,8 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 		lag:    d.m.lag.WithLabelValues(strconv.Itoa(cl.Partition())),
 		offset: -1,
 	}
+	step := max(cfg.Bucket.Milliseconds(), 1)
+	w.spread, w.sent = &spread{step: step}, &spread{step: step}
 	w.c.bucketHot = min(cfg.hotWeight(cfg.Bucket), math.MaxUint32) // a bucket's weight saturates there
 	w.c.windowHot = cfg.hotWeight(cfg.Window)
 	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
@@ -93,6 +101,8 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 			w.stale++
 			return
 		}
+		ts = min(ts, w.nowMs) // an entry time ahead of this clock counts as now
+		w.spread.add(ts, e.Count)
 		w.c.count(e, w.wg.of(e.App))
 		if w.oldest == 0 || ts < w.oldest {
 			w.oldest = ts
@@ -156,6 +166,7 @@ func (w *worker) consume(rec Record) {
 	w.wg.reset(w.d.weights.Load())
 	w.entries, w.stale = 0, 0
 	w.recMs = now.UnixMilli()
+	w.nowMs = w.recMs
 	w.oldestLive = math.MinInt64
 	if age := w.d.cfg.MaxAge; age > 0 {
 		w.oldestLive = w.recMs - age.Milliseconds()
@@ -203,6 +214,8 @@ func (w *worker) answer(id uint64, final bool) {
 	// An entry time ahead of this clock counts as now.
 	now := time.Now().UnixMilli()
 	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
-		oldest: min(w.oldest, now), newest: min(w.newest, now)}
+		oldest: min(w.oldest, now), newest: min(w.newest, now), spread: w.spread}
 	w.oldest, w.newest = 0, 0
+	w.spread, w.sent = w.sent, w.spread
+	w.spread.reset()
 }

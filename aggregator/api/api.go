@@ -70,6 +70,15 @@ type Flush struct {
 	// End means unknown (no counts, or no event times).
 	Span time.Duration
 	End  time.Time
+	// Step and Weights, when both are set, say how the counts spread over
+	// [End-Span, End]: Weights[i] of the round's accesses happened in the
+	// i-th Step of event time from the Step boundary at or before End-Span.
+	// The aggregator places every key's count in those proportions, not
+	// evenly (a backlog holds a few records far apart in time, which other
+	// partitions' records between them have been counted already). Step is
+	// whole milliseconds.
+	Step    time.Duration
+	Weights []uint64
 	// Seq numbers the detector's rounds, increasing, unique per detector
 	// process (it starts at the start time in milliseconds). A retry of a
 	// round's counts carries the same Seq, so that an aggregator that

@@ -270,8 +270,10 @@ func (c *Client) postAll(ctx context.Context, f Flush, pass int) []failure {
 			o.idle = 0
 			o.batch.At, o.batch.Span = f.At.UnixMilli(), f.Span.Milliseconds()
 			o.batch.End, o.batch.Seq = 0, batchSeq(f, pass)
+			o.batch.Step, o.batch.Weights = 0, nil
 			if !f.End.IsZero() {
 				o.batch.End = f.End.UnixMilli()
+				o.batch.Step, o.batch.Weights = f.Step.Milliseconds(), f.Weights
 			}
 			o.body = wire.AppendPartials(o.body[:0], &o.batch)
 			used = append(used, o)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -244,7 +245,8 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	c.SetMembers(map[string][]byte{"only": hotset.EncodeMember(hotset.Member{ID: "only", Addr: strings.TrimPrefix(srv.URL, "http://")})})
 	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3, Writes: 1, Bytes: 900, WriteBytes: 300},
 		{App: "a", Key: "z", N: 4, Bytes: 4096}, {App: "a", Key: "zero", N: 0}}
-	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42}
+	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42,
+		Step: 100 * time.Millisecond, Weights: []uint64{3, 0, 0, 6}}
 	for range 2 { // the second Send reuses the buffers
 		got, sources, headers = nil, nil, nil
 		if err := c.Send(t.Context(), f, in); err != nil {
@@ -255,8 +257,8 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 			t.Errorf("received %v from %v, want %v in one batch from d1", got, sources, want)
 		}
 		// Pass 0 of flush 42: sequence 42<<8.
-		wantH := wire.PartialHeader{Source: "d1", At: 5000, Span: 300, End: 4900, Seq: 42 << 8}
-		if len(headers) != 1 || headers[0] != wantH {
+		wantH := wire.PartialHeader{Source: "d1", At: 5000, Span: 300, End: 4900, Seq: 42 << 8, Step: 100, Weights: []uint64{3, 0, 0, 6}}
+		if len(headers) != 1 || !reflect.DeepEqual(headers[0], wantH) {
 			t.Errorf("headers %+v, want [%+v]", headers, wantH)
 		}
 	}

@@ -62,7 +62,7 @@ func ExampleAppendPartials() {
 	})
 	fmt.Println(h.Source, h.At, h.Span, h.End, h.Seq, err)
 	// Output:
-	// a604026431f4d395ffbc3164c2d395ffbc3107020473686f7001076974656d3a3432b817036164730101620501ac0264
+	// a605026431f4d395ffbc3164c2d395ffbc310700020473686f7001076974656d3a3432b817036164730101620501ac0264
 	// shop item:42 1500 accesses, 0 writes, 0 bytes, 0 written
 	// ads b 2 accesses, 1 writes, 300 bytes, 100 written
 	// d1 1700000000500 100 1700000000450 7 <nil>

@@ -13,9 +13,12 @@ const partialMagic = 0xA6
 
 // partialVersion is the version of the partial-count batch that
 // AppendPartials writes. Version 1 had no Span, version 2 no End and Seq,
-// and versions 1 to 3 carry counts only (all reads, no bytes);
-// DecodePartials reads all four.
-const partialVersion = 4
+// versions 1 to 3 carry counts only (all reads, no bytes), and versions 1
+// to 4 no Step and Weights; DecodePartials reads all five.
+const partialVersion = 5
+
+// MaxWeights is the most Weights a partial-count batch carries.
+const MaxWeights = 1024
 
 // maxPartialCount is the largest count a version 4 entry holds: the count
 // is written shifted left by one, its low bit saying whether writes and
@@ -42,8 +45,15 @@ type PartialBatch struct {
 	// Seq numbers the sender's flushes; a retry of the same counts to the
 	// same receiver carries the same (Source, Seq), so the receiver can
 	// apply each batch once. 0 means unnumbered: never deduplicated.
-	Seq    uint64
-	Groups []PartialGroup
+	Seq uint64
+	// Step and Weights say how the batch's accesses spread over its event
+	// time, when End is known: Weights[i] of them happened in
+	// [(s+i)*Step, (s+i+1)*Step) Unix milliseconds, s = (End-Span)/Step.
+	// Step 0 or no Weights means unknown (the receiver spreads the counts
+	// evenly over [End-Span, End]). At most MaxWeights are written.
+	Step    int64
+	Weights []uint64
+	Groups  []PartialGroup
 }
 
 // PartialHeader is the header of a decoded partial-count batch.
@@ -53,6 +63,10 @@ type PartialHeader struct {
 	Span   int64  // milliseconds; 0 in version 1 batches
 	End    int64  // Unix milliseconds; 0 in version 1 and 2 batches
 	Seq    uint64 // 0 in version 1 and 2 batches
+	// Step (milliseconds) and Weights as in PartialBatch; 0 and nil in
+	// version 1 to 4 batches.
+	Step    int64
+	Weights []uint64
 }
 
 // PartialGroup holds one app's entries of a PartialBatch: each key's
@@ -68,7 +82,8 @@ type PartialGroup struct {
 // entries; key length is not limited (the detector's Decoder already
 // enforced its MaxKeyLen). A count above 2^63-1 is written as 2^63-1,
 // Writes above the count as the count and WriteBytes above Bytes as Bytes.
-// A negative At, Span or End is written as 0. The layout is documented in
+// A negative At, Span, End or Step is written as 0, and Weights only with a
+// positive Step, at most MaxWeights of them. The layout is documented in
 // docs/wire.md.
 func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	groups := 0
@@ -84,6 +99,15 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(max(b.Span, 0)))
 	dst = binary.AppendUvarint(dst, uint64(max(b.End, 0)))
 	dst = binary.AppendUvarint(dst, b.Seq)
+	if ws := b.Weights[:min(len(b.Weights), MaxWeights)]; b.Step > 0 && len(ws) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(b.Step))
+		dst = binary.AppendUvarint(dst, uint64(len(ws)))
+		for _, w := range ws {
+			dst = binary.AppendUvarint(dst, w)
+		}
+	} else {
+		dst = binary.AppendUvarint(dst, 0)
+	}
 	dst = binary.AppendUvarint(dst, uint64(groups))
 	for _, g := range b.Groups {
 		n := countPartials(g.Entries)
@@ -140,7 +164,7 @@ func countPartials(entries []KeyCount) int {
 // without bytes (writes, bytes and writeBytes 0). Keys are 1 or more bytes;
 // lengths are bounded only by the body, so callers should limit its size
 // (http.MaxBytesReader). The same key may appear more than once: the
-// counts add up. err is nil or an *Error. Versions 1 to 4 are read.
+// counts add up. err is nil or an *Error. Versions 1 to 5 are read.
 func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64)) (PartialHeader, error) {
 	src, h, version, groups, start, f := checkPartials(body)
 	if f.r != 0 {
@@ -268,8 +292,9 @@ func checkPartialEntries(b []byte, i, n, _ int) (int, fail) {
 }
 
 // partialHeader reads the magic, version, source, time, (version 2 on)
-// span and (version 3 on) end and sequence of a partial-count batch and
-// returns the version and the index after them.
+// span, (version 3 on) end and sequence and (version 5 on) step and
+// weights of a partial-count batch and returns the version and the index
+// after them.
 func partialHeader(b []byte) (src []byte, h PartialHeader, version byte, i int, f fail) {
 	version = byte(partialVersion)
 	if len(b) >= 2 && b[0] == partialMagic && b[1] >= 1 && b[1] < partialVersion {
@@ -299,7 +324,32 @@ func partialHeader(b []byte) (src []byte, h PartialHeader, version byte, i int, 
 		if h.End, i, f = readTime(b, i); f.r != 0 {
 			return
 		}
-		h.Seq, i, f = readUvarint(b, i)
+		if h.Seq, i, f = readUvarint(b, i); f.r != 0 {
+			return
+		}
+	}
+	if version >= 5 {
+		if h.Step, i, f = readTime(b, i); f.r != 0 || h.Step == 0 {
+			return
+		}
+		var n int
+		if n, i, f = readCount(b, i, 1, "weight"); f.r != 0 {
+			return
+		}
+		switch {
+		case n > MaxWeights:
+			f = fail{ReasonBadValue, i, "more than " + itoa(MaxWeights) + " weights"}
+			return
+		case n == 0: // as written without weights
+			h.Step = 0
+			return
+		}
+		h.Weights = make([]uint64, n)
+		for k := range h.Weights {
+			if h.Weights[k], i, f = readUvarint(b, i); f.r != 0 {
+				return
+			}
+		}
 	}
 	return
 }

@@ -166,36 +166,59 @@ func TestPartialsRoundTrip(t *testing.T) {
 	h, got, err := decodePartials(t, body)
 	want := []partial{{"shop", "item:42", 1234, 0, 0, 0}, {"shop", "cart:7", 1, 0, 0, 0}, {"ads", "banner", 99, 0, 0, 0}, {"ads", long, 1, 0, 0, 0}}
 	wantH := wire.PartialHeader{Source: "detector-1", At: 1700000000500, Span: 300}
-	if err != nil || h != wantH || !reflect.DeepEqual(got, want) {
+	if err != nil || !reflect.DeepEqual(h, wantH) || !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip: %+v %+v %v\nwant %+v %+v nil", h, got, err, wantH, want)
 	}
 	h, got, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{At: -1, Span: -5}))
-	if err != nil || h != (wire.PartialHeader{}) || got != nil {
+	if err != nil || !reflect.DeepEqual(h, (wire.PartialHeader{})) || got != nil {
 		t.Errorf("empty batch: %+v %+v %v, want zero header, no entries, nil", h, got, err)
 	}
 	// Version 1 (no span) still decodes: magic, version 1, source "d", at 7,
 	// one group "a" with one entry ("k", 2).
 	v1 := []byte{0xa6, 0x01, 0x01, 'd', 0x07, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
 	h, got, err = decodePartials(t, v1)
-	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
+	if err != nil || !reflect.DeepEqual(h, (wire.PartialHeader{Source: "d", At: 7})) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
 		t.Errorf("version 1 batch: %+v %+v %v", h, got, err)
 	}
 	// Version 2 (span, no end or sequence) still decodes: span 9.
 	v2 := []byte{0xa6, 0x02, 0x01, 'd', 0x07, 0x09, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
 	h, got, err = decodePartials(t, v2)
-	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
+	if err != nil || !reflect.DeepEqual(h, (wire.PartialHeader{Source: "d", At: 7, Span: 9})) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
 		t.Errorf("version 2 batch: %+v %+v %v", h, got, err)
 	}
 	// Version 3 (end and sequence, counts only) still decodes, as reads:
 	// end 5, sequence 6.
 	v3 := []byte{0xa6, 0x03, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02}
 	h, got, err = decodePartials(t, v3)
-	if err != nil || h != (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 6}) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
+	if err != nil || !reflect.DeepEqual(h, (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 6})) || !reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}}) {
 		t.Errorf("version 3 batch: %+v %+v %v", h, got, err)
 	}
+	// Version 4 (writes and bytes, no weights) still decodes: a read of
+	// 2 (2<<1), then a key with writes 1, bytes 8, write bytes 4.
+	v4 := []byte{0xa6, 0x04, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x02, 0x01, 'k', 0x04, 0x01, 'w', 0x05, 0x01, 0x08, 0x04}
+	h, got, err = decodePartials(t, v4)
+	if err != nil || !reflect.DeepEqual(h, wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 6}) ||
+		!reflect.DeepEqual(got, []partial{{"a", "k", 2, 0, 0, 0}, {"a", "w", 2, 1, 8, 4}}) {
+		t.Errorf("version 4 batch: %+v %+v %v", h, got, err)
+	}
 	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}))
-	if want := (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}); err != nil || h != want {
-		t.Errorf("version 4 header: got %+v %v, want %+v", h, err, want)
+	if want := (wire.PartialHeader{Source: "d", At: 7, Span: 9, End: 5, Seq: 1 << 40}); err != nil || !reflect.DeepEqual(h, want) {
+		t.Errorf("version 5 header without weights: got %+v %v, want %+v", h, err, want)
+	}
+	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 7, Span: 900, End: 1000, Seq: 3,
+		Step: 100, Weights: []uint64{200, 0, 0, 0, 0, 0, 0, 0, 200, 1 << 40}}))
+	if want := (wire.PartialHeader{Source: "d", At: 7, Span: 900, End: 1000, Seq: 3,
+		Step: 100, Weights: []uint64{200, 0, 0, 0, 0, 0, 0, 0, 200, 1 << 40}}); err != nil || !reflect.DeepEqual(h, want) {
+		t.Errorf("version 5 header with weights: got %+v %v, want %+v", h, err, want)
+	}
+	// Weights without a step are not written; nor past MaxWeights.
+	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Weights: []uint64{1}}))
+	if err != nil || !reflect.DeepEqual(h, wire.PartialHeader{Source: "d"}) {
+		t.Errorf("weights without a step: got %+v %v", h, err)
+	}
+	h, _, err = decodePartials(t, wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Step: 1, Weights: make([]uint64, wire.MaxWeights+5)}))
+	if err != nil || h.Step != 1 || len(h.Weights) != wire.MaxWeights {
+		t.Errorf("too many weights: got step %d, %d weights, %v; want 1, %d, nil", h.Step, len(h.Weights), err, wire.MaxWeights)
 	}
 }
 
@@ -231,12 +254,13 @@ func TestPartialsWritesAndBytes(t *testing.T) {
 	}
 	// A read-only entry without bytes costs what it cost in version 3 for
 	// counts below 64 (count<<1 still fits one varint byte) and one byte
-	// more at most otherwise.
+	// more at most otherwise; a batch without weights costs one byte more
+	// than in version 4 (its step, 0).
 	for _, c := range []uint64{1, 63, 64, 127, 8191, 8192, 1 << 40} {
-		v4 := len(wire.AppendPartials(nil, &wire.PartialBatch{Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: c}}}}}))
+		v5 := len(wire.AppendPartials(nil, &wire.PartialBatch{Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: c}}}}}))
 		v3 := 13 + uvarintLen(c) // magic, version, 5 header varints, group count, app (2), entry count, key (2)
-		if extra := v4 - v3; extra < 0 || extra > 1 || c < 64 && extra != 0 {
-			t.Errorf("count %d: version 4 body %d bytes, version 3 %d", c, v4, v3)
+		if extra := v5 - 1 - v3; extra < 0 || extra > 1 || c < 64 && extra != 0 {
+			t.Errorf("count %d: version 5 body %d bytes, version 3 %d", c, v5, v3)
 		}
 	}
 }
@@ -259,7 +283,9 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"empty", "", wire.ReasonEmpty, 0},
 		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
 		{"json", "7b7d", wire.ReasonBadMagic, 0},
-		{"unknown version", "a6 05 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a6 06 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"v5 weights past the end", "a6 05 00 00 00 00 00 64 05 01", wire.ReasonTruncated, 8},
+		{"v5 too many weights", "a6 05 00 00 00 00 00 64 81 08" + strings.Repeat(" 00", wire.MaxWeights+2), wire.ReasonBadValue, 10},
 		{"version 0", "a6 00 00 00 00", wire.ReasonUnknownVersion, 1},
 		{"v2 without span", "a6 02 00 00", wire.ReasonTruncated, 4},
 		{"v2 span out of range", "a6 02 00 00 ffffffffffffffffff01 00", wire.ReasonBadValue, 4},
@@ -297,7 +323,7 @@ func TestDecodePartialsReasons(t *testing.T) {
 			if r != tt.want || we.Offset != tt.off {
 				t.Fatalf("DecodePartials(%s) = %v, want %v at byte %d", tt.in, err, tt.want, tt.off)
 			}
-			if got != nil || h != (wire.PartialHeader{}) {
+			if got != nil || !reflect.DeepEqual(h, (wire.PartialHeader{})) {
 				t.Errorf("on error: delivered %+v, header %+v; want nothing", got, h)
 			}
 		})
