@@ -297,7 +297,7 @@ func FuzzDecodePartials(f *testing.F) {
 			}
 			g := &groups[len(groups)-1]
 			g.entries = append(g.entries, wire.KeyCount{Key: string(key), Count: c, Writes: w, Bytes: b, WriteBytes: wb})
-			// Re-encoded as version 4, a count of an older version above
+			// Re-encoded as version 5, a count of an older version above
 			// 2^63-1 is clamped (the writes of those are 0).
 			flat = append(flat, partial{string(app), string(key), min(c, math.MaxInt64), w, b, wb})
 		})

@@ -20,7 +20,7 @@ const partialVersion = 5
 // MaxWeights is the most Weights a partial-count batch carries.
 const MaxWeights = 1024
 
-// maxPartialCount is the largest count a version 4 entry holds: the count
+// maxPartialCount is the largest count a version 4 or 5 entry holds: the count
 // is written shifted left by one, its low bit saying whether writes and
 // bytes follow. Larger counts are written as this (the detector saturates
 // its counts anyway).
@@ -128,7 +128,7 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	return dst
 }
 
-// appendPartialCounts writes a version 4 entry's counts: count<<1, its low
+// appendPartialCounts writes a version 4 or 5 entry's counts: count<<1, its low
 // bit set when writes, bytes and write bytes follow. A read-only entry
 // without bytes (the common one) costs what version 3 cost, but for counts
 // of 64..127 (and the like at each 7-bit boundary), which take a byte more.
@@ -244,7 +244,7 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups,
 	return
 }
 
-// checkPartialEntries validates n version 4 entries starting at b[i] and
+// checkPartialEntries validates n version 4 or 5 entries starting at b[i] and
 // returns the index after them: key length, key, count<<1|more and, when
 // more is set, writes (<= count), bytes and write bytes (<= bytes).
 func checkPartialEntries(b []byte, i, n, _ int) (int, fail) {
