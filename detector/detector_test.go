@@ -392,10 +392,7 @@ func TestRoundWeightsFollowEventTime(t *testing.T) {
 		if len(fl) == 0 {
 			t.Fatal("no send with counts")
 		}
-		// From the step of -900 ms on, a time standing for the 100 ms after
-		// it: -900 fills its step; -850 half of it and half the next (one
-		// access: the next); -100 fills its step, -60 the one after.
-		want := []uint64{1, 1, 0, 0, 0, 0, 0, 0, 1, 1}
+		want := []uint64{2, 0, 0, 0, 0, 0, 0, 0, 2} // from the step of -900 ms to that of -60 ms
 		if got := fl[0]; got.Step != 100*time.Millisecond || !slices.Equal(got.Weights, want) || got.End.UnixMilli() != at(-60) {
 			t.Errorf("first round: step %v weights %v end %d, want 100ms %v ending %d", got.Step, got.Weights, got.End.UnixMilli(), want, at(-60))
 		}

@@ -213,7 +213,6 @@ func (w *worker) answer(id uint64, final bool) {
 	}
 	// An entry time ahead of this clock counts as now.
 	now := time.Now().UnixMilli()
-	w.spread.settle()
 	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
 		oldest: min(w.oldest, now), newest: min(w.newest, now), spread: w.spread}
 	w.oldest, w.newest = 0, 0
