@@ -332,6 +332,23 @@ func TestShutdownWithSinkDownCommitsNothing(t *testing.T) {
 	})
 }
 
+// firstFlushes runs a detector without filter on src for 150 ms of the
+// bubble's clock and returns the Flush of each send with counts (at least
+// one).
+func firstFlushes(t *testing.T, src *fakeSource, sink *fakeSink) []Flush {
+	t.Helper()
+	_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+	defer stop()
+	time.Sleep(150 * time.Millisecond)
+	synctest.Wait()
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.flushes) == 0 {
+		t.Fatal("no send with counts")
+	}
+	return slices.Clone(sink.flushes)
+}
+
 // TestFirstRoundSpansTheBacklog: a generation that starts on a backlog (the
 // partitions of a dead owner) counts only what is still in the window, and
 // hands the Sink the event time that covers, ending at its newest event, not
@@ -347,16 +364,7 @@ func TestFirstRoundSpansTheBacklog(t *testing.T) {
 			topic.append(i%2, wire.AppendJSON(nil, wire.Event{Key: "k", TS: ts}))
 		}
 		src.assign(0, 1)
-		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
-		defer stop()
-		time.Sleep(150 * time.Millisecond)
-		synctest.Wait()
-		sink.mu.Lock()
-		fl := slices.Clone(sink.flushes)
-		sink.mu.Unlock()
-		if len(fl) == 0 {
-			t.Fatal("no send with counts")
-		}
+		fl := firstFlushes(t, src, sink)
 		wantEnd := now.Add(-100 * time.Millisecond).UnixMilli()
 		if got := fl[0]; got.Span != 900*time.Millisecond || got.End.UnixMilli() != wantEnd {
 			t.Errorf("first round: span %v end %d, want 900ms ending %d", got.Span, got.End.UnixMilli(), wantEnd)
@@ -382,16 +390,7 @@ func TestRoundWeightsFollowEventTime(t *testing.T) {
 		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-100)}))
 		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-60)}))
 		src.assign(0, 1)
-		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
-		defer stop()
-		time.Sleep(150 * time.Millisecond)
-		synctest.Wait()
-		sink.mu.Lock()
-		fl := slices.Clone(sink.flushes)
-		sink.mu.Unlock()
-		if len(fl) == 0 {
-			t.Fatal("no send with counts")
-		}
+		fl := firstFlushes(t, src, sink)
 		want := []uint64{2, 0, 0, 0, 0, 0, 0, 0, 2} // from the step of -900 ms to that of -60 ms
 		if got := fl[0]; got.Step != 100*time.Millisecond || !slices.Equal(got.Weights, want) || got.End.UnixMilli() != at(-60) {
 			t.Errorf("first round: step %v weights %v end %d, want 100ms %v ending %d", got.Step, got.Weights, got.End.UnixMilli(), want, at(-60))

@@ -211,10 +211,9 @@ func (w *worker) answer(id uint64, final bool) {
 	if w.offset >= 0 && w.hwm > 0 {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
-	// An entry time ahead of this clock counts as now.
-	now := time.Now().UnixMilli()
+	// Entry times were clamped to the clock as they were counted.
 	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
-		oldest: min(w.oldest, now), newest: min(w.newest, now), spread: w.spread}
+		oldest: w.oldest, newest: w.newest, spread: w.spread}
 	w.oldest, w.newest = 0, 0
 	w.spread, w.sent = w.sent, w.spread
 	w.spread.reset()
