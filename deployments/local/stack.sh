@@ -84,9 +84,16 @@ install_kafka() {
 	command -v mvn >/dev/null || die "Maven is needed to fetch Apache Kafka from Maven Central, and installing Debian's maven did not provide it"
 	log "fetching Apache Kafka $kafka_version from Maven Central"
 	mkdir -p "$libs.tmp"
-	mvn -q -B -Dstyle.color=never -f "$here/kafka-pom.xml" -Dkafka.version="$kafka_version" \
-		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$libs.tmp" >&2 ||
+	# Debian's Maven 3.8 writes colour resets (ESC[0m) even with -B and
+	# style.color=never: its output goes to a log, shown without escapes
+	# only when the fetch fails.
+	local out=$state/maven.log
+	mkdir -p "$state"
+	if ! mvn -q -B -Dstyle.color=never -f "$here/kafka-pom.xml" -Dkafka.version="$kafka_version" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$libs.tmp" >"$out" 2>&1; then
+		sed 's/\x1b\[[0-9;]*m//g' "$out" >&2
 		die "could not fetch org.apache.kafka:kafka_2.13:$kafka_version from Maven Central"
+	fi
 	mv "$libs.tmp" "$libs"
 }
 

@@ -34,15 +34,19 @@ func fakeBin(t *testing.T, withMvn bool) (bin, aptLog, mvnLog string) {
 			os.Symlink(filepath.Join(d, name), filepath.Join(bin, name))
 		}
 	}
-	// mvn ... -Dkafka.version=V ... -DoutputDirectory=DIR: one empty jar.
+	// mvn ... -Dkafka.version=V ... -DoutputDirectory=DIR: one empty jar,
+	// or a failure for version 0.0.0-fail. Like Debian's Maven 3.8 in batch
+	// mode with -Dstyle.color=never, it writes colour resets all the same.
 	mvn := `#!/bin/sh
 echo "$*" >>` + mvnLog + `
+printf '\033[0m\033[0m'; printf '\033[0m\033[0m' >&2
 for a in "$@"; do
 	case $a in
 	-Dkafka.version=*) v=${a#*=} ;;
 	-DoutputDirectory=*) out=${a#*=} ;;
 	esac
 done
+if [ "$v" = 0.0.0-fail ]; then printf '\033[1;31m[ERROR]\033[m no such artifact\n'; exit 1; fi
 mkdir -p "$out" && : >"$out/kafka_2.13-$v.jar"
 `
 	apt := `#!/bin/sh
@@ -99,6 +103,29 @@ func TestInstallsMissingMaven(t *testing.T) {
 			if _, err := os.Stat(jar); err != nil {
 				t.Errorf("Kafka was not fetched: %v\noutput:\n%s", err, out)
 			}
+			if strings.Contains(string(out), "\x1b") {
+				t.Errorf("stack.sh install printed terminal escapes: %q", out)
+			}
 		})
+	}
+}
+
+// TestMavenFailureShown: when Maven cannot fetch Kafka, its messages are
+// shown, without terminal escapes, and stack.sh fails naming the artifact.
+func TestMavenFailureShown(t *testing.T) {
+	bin, _, _ := fakeBin(t, true)
+	cmd := exec.Command("bash", "stack.sh", "install")
+	cmd.Env = append(os.Environ(), "PATH="+bin, "HOTSPOT_STACK_DIR="+t.TempDir(), "HOTSPOT_KAFKA_VERSION=0.0.0-fail", "HOTSPOT_KAFKA_LIBS=")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("stack.sh install succeeded with a failing mvn:\n%s", out)
+	}
+	for _, want := range []string{"[ERROR] no such artifact", "kafka_2.13:0.0.0-fail"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "\x1b") {
+		t.Errorf("output holds terminal escapes: %q", out)
 	}
 }
