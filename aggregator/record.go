@@ -2,34 +2,16 @@ package aggregator
 
 import (
 	"time"
+
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 )
-
-// Kinds of Decision.
-const (
-	Promoted = "promoted" // the key turned hot
-	Demoted  = "demoted"  // the key turned cold
-)
-
-// DefaultRule is the rule index of the default rule (hotspotd's threshold
-// and window), which keys that no rule of their app matches follow.
-const DefaultRule = -1
-
-// Decision is one promotion or demotion this shard decided.
-type Decision struct {
-	App  string
-	Key  string
-	Kind string    // Promoted or Demoted
-	At   time.Time // when the shard decided it, on its clock
-	Rate float64   // the rule's quantity per second (accesses or bytes) over its window at the decision
-	Rule int       // index of the app's rule that decided it; DefaultRule for the default
-}
 
 // Recorder is told every decision of the shard (history, webhooks). Record
 // runs on the shard's sweep loop, so it must not block: an implementation
 // queues and drops (and counts) what it cannot keep up with. It may keep ds
 // but must not modify it.
 type Recorder interface {
-	Record(ds []Decision)
+	Record(ds []decision.Decision)
 }
 
 // decide queues a decision for the Recorder. The caller holds t.mu.
@@ -37,14 +19,14 @@ func (t *table) decide(e *entry, kind string, now time.Time) {
 	if !t.p.record {
 		return
 	}
-	t.decided = append(t.decided, Decision{
+	t.decided = append(t.decided, decision.Decision{
 		App: e.app.name, Key: e.key, Kind: kind, At: now,
 		Rate: t.rate(e, now), Rule: e.r.eff.Index,
 	})
 }
 
 // takeDecided returns the decisions made since the last call.
-func (t *table) takeDecided() []Decision {
+func (t *table) takeDecided() []decision.Decision {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ds := t.decided

@@ -5,24 +5,26 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 )
 
 // fakeRecorder keeps what it is told.
 type fakeRecorder struct {
 	mu sync.Mutex
-	ds []Decision
+	ds []decision.Decision
 }
 
-func (f *fakeRecorder) Record(ds []Decision) {
+func (f *fakeRecorder) Record(ds []decision.Decision) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ds = append(f.ds, ds...)
 }
 
-func (f *fakeRecorder) got() []Decision {
+func (f *fakeRecorder) got() []decision.Decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Decision(nil), f.ds...)
+	return append([]decision.Decision(nil), f.ds...)
 }
 
 func TestRecorderGetsEveryDecision(t *testing.T) {
@@ -41,9 +43,9 @@ func TestRecorderGetsEveryDecision(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		want := []Decision{
-			{App: "shop", Key: "k", Kind: Promoted, At: start, Rate: 3000, Rule: DefaultRule},
-			{App: "shop", Key: "k", Kind: Demoted, At: start.Add(3 * time.Second), Rate: 0, Rule: DefaultRule},
+		want := []decision.Decision{
+			{App: "shop", Key: "k", Kind: decision.Promoted, At: start, Rate: 3000, Rule: decision.DefaultRule},
+			{App: "shop", Key: "k", Kind: decision.Demoted, At: start.Add(3 * time.Second), Rate: 0, Rule: decision.DefaultRule},
 		}
 		got := rec.got()
 		if len(got) != len(want) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/rules"
 )
@@ -120,7 +121,7 @@ type table struct {
 	stalled   bool      // at the last sweep: detectors silent for Stall, not yet MaxStall
 	lastSweep time.Time // when the last sweep ran
 	sources   map[string]*source
-	decided   []Decision // not yet handed to the Recorder
+	decided   []decision.Decision // not yet handed to the Recorder
 	// evalEnd is the newest bucket of the window that rates and the rule
 	// read, as of the last batch or sweep (see setReach).
 	evalEnd int64
@@ -353,7 +354,7 @@ func (t *table) promote(e *entry, now time.Time, crossed int64, lead float64) bo
 	as.hot[e.key] = e
 	as.dirty = true
 	as.pending = append(as.pending, t.bucketStart(crossed))
-	t.decide(e, Promoted, now)
+	t.decide(e, decision.Promoted, now)
 	return true
 }
 
@@ -541,7 +542,7 @@ func (t *table) hold(e *entry, now time.Time) {
 
 // demote makes e cold.
 func (t *table) demote(e *entry, now time.Time) {
-	t.decide(e, Demoted, now)
+	t.decide(e, decision.Demoted, now)
 	e.hot, e.since, e.below, e.seed, e.pubRate = false, time.Time{}, time.Time{}, 0, 0
 	delete(e.app.hot, e.key)
 	e.app.dirty = true

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
@@ -92,7 +93,7 @@ func (r *recording) recorder() aggregator.Recorder {
 }
 
 // Record hands ds to every recorder; none of them blocks.
-func (r *recording) Record(ds []aggregator.Decision) {
+func (r *recording) Record(ds []decision.Decision) {
 	for _, rec := range r.recs {
 		rec.Record(ds)
 	}

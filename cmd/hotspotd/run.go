@@ -17,11 +17,13 @@ import (
 	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
+	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
+	"github.com/hotspot-dev/hotspot/internal/webhook"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 	"github.com/hotspot-dev/hotspot/rules"
@@ -34,6 +36,8 @@ var (
 	_ api.Membership       = (*zkgroup.Session)(nil)
 	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
 	_ aggregator.Peers     = (*api.Client)(nil)
+	_ aggregator.Recorder  = (*history.Store)(nil)
+	_ aggregator.Recorder  = (*webhook.Dispatcher)(nil)
 	_ httpapi.Aggregators  = (*api.Client)(nil)
 	_ httpapi.Lists        = (*pinstore.Store)(nil)
 	_ httpapi.Rules        = (*rulestore.Store)(nil)

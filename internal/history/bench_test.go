@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
@@ -31,9 +31,9 @@ func BenchmarkWrite(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			s, _ := newStore(b, history.Config{})
 			ctx := context.Background()
-			ds := make([]aggregator.Decision, batch)
+			ds := make([]decision.Decision, batch)
 			for i := range ds {
-				ds[i] = aggregator.Decision{App: "shop", Key: "item:" + strconv.Itoa(i), Kind: aggregator.Promoted,
+				ds[i] = decision.Decision{App: "shop", Key: "item:" + strconv.Itoa(i), Kind: decision.Promoted,
 					At: time.Now(), Rate: 1234.5, Rule: -1}
 			}
 			b.ResetTimer()
@@ -69,9 +69,9 @@ func fill(b *testing.B, s *history.Store, rdb *redis.Client) {
 		end := time.Now().Truncate(time.Millisecond)
 		pipe := rdb.Pipeline()
 		for i := range benchEvents {
-			kind := aggregator.Promoted
+			kind := decision.Promoted
 			if (i/1000)%2 == 1 {
-				kind = aggregator.Demoted
+				kind = decision.Demoted
 			}
 			at := end.Add(-time.Duration(benchEvents-i) * 10 * time.Millisecond).UnixMilli()
 			key := "k" + strconv.Itoa(i%1000)

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 )
 
 // Config tunes a Store. A zero field means its default.
@@ -55,12 +55,10 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	m    *metrics
-	q    chan aggregator.Decision
+	q    chan decision.Decision
 	mu   sync.Mutex           // guards trim
 	trim map[string]time.Time // stream -> when it was last trimmed by age
 }
-
-var _ aggregator.Recorder = (*Store)(nil)
 
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
@@ -82,7 +80,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, errors.New("history: Queue, MaxDelay and MaxScan must be >= 0")
 	}
 	return &Store{rdb: rdb, cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registerer),
-		q: make(chan aggregator.Decision, cfg.Queue), trim: map[string]time.Time{}}, nil
+		q: make(chan decision.Decision, cfg.Queue), trim: map[string]time.Time{}}, nil
 }
 
 // Stream returns the stream key of app.
@@ -95,7 +93,7 @@ func (s *Store) KeyStream(app, key string) string { return s.Stream(app) + "/" +
 
 // Record queues ds for Run to write. It never blocks: what does not fit in
 // the queue is dropped and counted.
-func (s *Store) Record(ds []aggregator.Decision) {
+func (s *Store) Record(ds []decision.Decision) {
 	for _, d := range ds {
 		select {
 		case s.q <- d:
@@ -112,7 +110,7 @@ func (s *Store) Run(ctx context.Context) error {
 	// Writes outlive ctx: an event taken from the queue is written even
 	// when shutdown begins meanwhile.
 	wctx := context.WithoutCancel(ctx)
-	batch := make([]aggregator.Decision, 0, 256)
+	batch := make([]decision.Decision, 0, 256)
 	backoff := 100 * time.Millisecond
 	failing := false
 	for {
@@ -155,7 +153,7 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 // drain adds what is queued to batch, up to 512 events.
-func (s *Store) drain(batch []aggregator.Decision) []aggregator.Decision {
+func (s *Store) drain(batch []decision.Decision) []decision.Decision {
 	for len(batch) < 512 {
 		select {
 		case d := <-s.q:
@@ -168,7 +166,7 @@ func (s *Store) drain(batch []aggregator.Decision) []aggregator.Decision {
 }
 
 // flush writes batch and what is queued at shutdown, within 2s.
-func (s *Store) flush(batch []aggregator.Decision) {
+func (s *Store) flush(batch []decision.Decision) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for {
@@ -188,7 +186,7 @@ func (s *Store) flush(batch []aggregator.Decision) {
 
 // expire drops and counts the events of batch that can no longer be stored
 // within MaxDelay of their decision.
-func (s *Store) expire(batch []aggregator.Decision, now time.Time) []aggregator.Decision {
+func (s *Store) expire(batch []decision.Decision, now time.Time) []decision.Decision {
 	keep := batch[:0]
 	for _, d := range batch {
 		if now.Sub(d.At) < s.cfg.MaxDelay {
@@ -202,13 +200,13 @@ func (s *Store) expire(batch []aggregator.Decision, now time.Time) []aggregator.
 
 // Write appends ds to their apps' streams in one round trip and returns
 // the first error. Run calls it; it is exported for benchmarks and tools.
-func (s *Store) Write(ctx context.Context, ds []aggregator.Decision) error {
+func (s *Store) Write(ctx context.Context, ds []decision.Decision) error {
 	_, err := s.write(ctx, ds)
 	return err
 }
 
 // write appends ds in one pipeline and returns the events that failed.
-func (s *Store) write(ctx context.Context, ds []aggregator.Decision) ([]aggregator.Decision, error) {
+func (s *Store) write(ctx context.Context, ds []decision.Decision) ([]decision.Decision, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -244,7 +242,7 @@ func (s *Store) write(ctx context.Context, ds []aggregator.Decision) ([]aggregat
 		s.m.written.Add(float64(len(ds)))
 		return nil, nil
 	}
-	var failed []aggregator.Decision
+	var failed []decision.Decision
 	for i, c := range adds {
 		if c.Err() != nil {
 			failed = append(failed, ds[i])
@@ -263,7 +261,7 @@ func (s *Store) write(ctx context.Context, ds []aggregator.Decision) ([]aggregat
 
 // dueForTrim returns the streams of ds not trimmed by age for a second, and
 // marks them trimmed.
-func (s *Store) dueForTrim(ds []aggregator.Decision, now time.Time) []string {
+func (s *Store) dueForTrim(ds []decision.Decision, now time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string

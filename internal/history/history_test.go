@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -46,15 +46,15 @@ func TestWriteAndQuery(t *testing.T) {
 	// Stored now, so "at" must be within MaxDelay (30 s) of now, as Run
 	// guarantees: the queries map times to IDs that way.
 	base := time.Now().Truncate(time.Millisecond).Add(-20 * time.Second)
-	var ds []aggregator.Decision
+	var ds []decision.Decision
 	for i := range 10 { // k0..k4 promoted at +0..+4 s, then demoted at +5..+9 s
-		kind, key := aggregator.Promoted, fmt.Sprintf("k%d", i%5)
+		kind, key := decision.Promoted, fmt.Sprintf("k%d", i%5)
 		if i >= 5 {
-			kind = aggregator.Demoted
+			kind = decision.Demoted
 		}
-		ds = append(ds, aggregator.Decision{App: "shop", Key: key, Kind: kind, At: ms(base, 1000*i), Rate: float64(1000 + i), Rule: aggregator.DefaultRule})
+		ds = append(ds, decision.Decision{App: "shop", Key: key, Kind: kind, At: ms(base, 1000*i), Rate: float64(1000 + i), Rule: decision.DefaultRule})
 	}
-	ds = append(ds, aggregator.Decision{App: "other", Key: "k0", Kind: aggregator.Promoted, At: base, Rate: 5000, Rule: -1})
+	ds = append(ds, decision.Decision{App: "other", Key: "k0", Kind: decision.Promoted, At: base, Rate: 5000, Rule: -1})
 	if err := s.Write(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +121,9 @@ func TestQueryStopsAfterMaxScan(t *testing.T) {
 	s, _ := newStore(t, history.Config{MaxScan: 1500})
 	ctx := context.Background()
 	now := time.Now()
-	var ds []aggregator.Decision
+	var ds []decision.Decision
 	for i := range 2000 {
-		ds = append(ds, aggregator.Decision{App: "a", Key: fmt.Sprint(i), Kind: aggregator.Promoted, At: now})
+		ds = append(ds, decision.Decision{App: "a", Key: fmt.Sprint(i), Kind: decision.Promoted, At: now})
 	}
 	if err := s.Write(ctx, ds); err != nil {
 		t.Fatal(err)
@@ -144,9 +144,9 @@ func TestQueryStopsAfterMaxScan(t *testing.T) {
 func TestKeyIndexBoundAndExpiry(t *testing.T) {
 	s, rdb := newStore(t, history.Config{MaxPerKey: 10, Retention: time.Hour})
 	ctx := context.Background()
-	var ds []aggregator.Decision
+	var ds []decision.Decision
 	for range 500 {
-		ds = append(ds, aggregator.Decision{App: "a", Key: "k", Kind: aggregator.Promoted, At: time.Now()})
+		ds = append(ds, decision.Decision{App: "a", Key: "k", Kind: decision.Promoted, At: time.Now()})
 	}
 	if err := s.Write(ctx, ds); err != nil {
 		t.Fatal(err)
@@ -166,9 +166,9 @@ func TestKeyIndexBoundAndExpiry(t *testing.T) {
 func TestTrimming(t *testing.T) {
 	s, rdb := newStore(t, history.Config{MaxLen: 10})
 	ctx := context.Background()
-	var ds []aggregator.Decision
+	var ds []decision.Decision
 	for i := range 1000 {
-		ds = append(ds, aggregator.Decision{App: "a", Key: fmt.Sprint(i), Kind: aggregator.Promoted, At: time.Now()})
+		ds = append(ds, decision.Decision{App: "a", Key: fmt.Sprint(i), Kind: decision.Promoted, At: time.Now()})
 	}
 	for i := 0; i < len(ds); i += 100 {
 		if err := s.Write(ctx, ds[i:i+100]); err != nil {
@@ -209,8 +209,8 @@ func TestDropsWhatCannotBeStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := aggregator.Decision{App: "a", Key: "k", Kind: aggregator.Promoted, At: time.Now()}
-	s.Record([]aggregator.Decision{d, d, d, d, d, d}) // two more than the queue holds
+	d := decision.Decision{App: "a", Key: "k", Kind: decision.Promoted, At: time.Now()}
+	s.Record([]decision.Decision{d, d, d, d, d, d}) // two more than the queue holds
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	start := time.Now()
@@ -271,7 +271,7 @@ func TestRunWritesRecordedEvents(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	at := time.Now().Truncate(time.Millisecond)
-	s.Record([]aggregator.Decision{{App: "a", Key: "k", Kind: aggregator.Promoted, At: at, Rate: 1200, Rule: -1}})
+	s.Record([]decision.Decision{{App: "a", Key: "k", Kind: decision.Promoted, At: at, Rate: 1200, Rule: -1}})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		res, err := s.Query(context.Background(), history.Query{App: "a"})
@@ -287,7 +287,7 @@ func TestRunWritesRecordedEvents(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Shutdown writes what is still queued.
-	s.Record([]aggregator.Decision{{App: "a", Key: "last", Kind: aggregator.Demoted, At: at}})
+	s.Record([]decision.Decision{{App: "a", Key: "last", Kind: decision.Demoted, At: at}})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)

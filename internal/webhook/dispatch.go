@@ -20,8 +20,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
@@ -92,8 +92,6 @@ type Dispatcher struct {
 	closed  bool                 // Run has ended: senders are stopping
 	wg      sync.WaitGroup       // sender goroutines
 }
-
-var _ aggregator.Recorder = (*Dispatcher)(nil)
 
 // New returns a Dispatcher following the subscriptions under cfg.Root.
 func New(sess *zkgroup.Session, cfg Config) (*Dispatcher, error) {
@@ -186,7 +184,7 @@ func (d *Dispatcher) apply(ctx context.Context, nodes map[string][]byte) {
 
 // Record queues each decision on every subscription of its app. It never
 // blocks: a full queue drops the event and counts it.
-func (d *Dispatcher) Record(ds []aggregator.Decision) {
+func (d *Dispatcher) Record(ds []decision.Decision) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for _, dec := range ds {

@@ -15,7 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotspot-dev/hotspot/aggregator"
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -240,8 +240,8 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-func decision(app, key, kind string) aggregator.Decision {
-	return aggregator.Decision{App: app, Key: key, Kind: kind, At: time.Now(), Rate: 1234.5, Rule: aggregator.DefaultRule}
+func newDecision(app, key, kind string) decision.Decision {
+	return decision.Decision{App: app, Key: key, Kind: kind, At: time.Now(), Rate: 1234.5, Rule: decision.DefaultRule}
 }
 
 func TestDeliverySigned(t *testing.T) {
@@ -257,8 +257,8 @@ func TestDeliverySigned(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "both subscriptions followed", func() bool { return metric(t, reg, "hotspot_webhook_subscriptions", "") == 2 })
 
-	dec := decision("shop", "item:42", aggregator.Promoted)
-	d.Record([]aggregator.Decision{dec, decision("other", "x", aggregator.Promoted)})
+	dec := newDecision("shop", "item:42", decision.Promoted)
+	d.Record([]decision.Decision{dec, newDecision("other", "x", decision.Promoted)})
 	got := signed.next(t, 5*time.Second)
 	want := webhook.Event{V: 1, App: "shop", Key: "item:42", Kind: "promoted", At: dec.At.UTC(), Rate: 1234.5, Rule: -1, Shard: "n1"}
 	if !got.ev.At.Equal(want.At) || got.ev.V != 1 || got.ev.App != want.App || got.ev.Key != want.Key || got.ev.Kind != want.Kind ||
@@ -285,7 +285,7 @@ func TestDeliverySigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the removal followed", func() bool { return metric(t, reg, "hotspot_webhook_subscriptions", "") == 1 })
-	d.Record([]aggregator.Decision{decision("shop", "item:42", aggregator.Demoted)})
+	d.Record([]decision.Decision{newDecision("shop", "item:42", decision.Demoted)})
 	if got := signed.next(t, 5*time.Second); got.ev.Kind != "demoted" {
 		t.Errorf("second event = %+v, want the demotion", got.ev)
 	}
@@ -305,7 +305,7 @@ func TestRetryAfterReceiverFails(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the subscription followed", func() bool { return metric(t, reg, "hotspot_webhook_subscriptions", "") == 1 })
 	start := time.Now()
-	d.Record([]aggregator.Decision{decision("shop", "k", aggregator.Promoted)})
+	d.Record([]decision.Decision{newDecision("shop", "k", decision.Promoted)})
 	got := r.next(t, 10*time.Second)
 	reqs := r.requests()
 	if len(reqs) != 3 || reqs[0].delivery != got.delivery || reqs[1].delivery != got.delivery {
@@ -322,7 +322,7 @@ func TestRetryAfterReceiverFails(t *testing.T) {
 	waitFor(t, 5*time.Second, "attempts counted: 1 ok, 2 errors", func() bool {
 		return metric(t, reg, "hotspot_webhook_attempts_total", "ok") == 1 && metric(t, reg, "hotspot_webhook_attempts_total", "error") == 2
 	})
-	d.Record([]aggregator.Decision{decision("shop", "k", aggregator.Demoted)})
+	d.Record([]decision.Decision{newDecision("shop", "k", decision.Demoted)})
 	waitFor(t, 5*time.Second, "the refused event counted", func() bool {
 		return metric(t, reg, "hotspot_webhook_undelivered_total", "failed") == 1
 	})
@@ -358,7 +358,7 @@ func TestDeadReceiverDelaysNobody(t *testing.T) {
 	for _, n := range []int{150, 100} {
 		burst := time.Now()
 		for range n {
-			d.Record([]aggregator.Decision{decision("shop", "k", aggregator.Promoted)})
+			d.Record([]decision.Decision{newDecision("shop", "k", decision.Promoted)})
 		}
 		if took := time.Since(burst); took > 50*time.Millisecond {
 			t.Errorf("Record of %d events took %v with a dead receiver, want it not to wait", n, took)
