@@ -198,3 +198,44 @@ func TestSourcesBounded(t *testing.T) {
 		t.Errorf("counted %v, want every batch's count, %d", st.Rate*a.t.p.winSec, maxSources+10)
 	}
 }
+
+// A saturated count that arrives with event-time weights (partials version
+// 5: the detector's spread saturates at 2^64-1 too) is placed and read at
+// its saturated rate, not divided or wrapped to 0, also when the detector
+// goes idle after it (its next batches carry no counts, so the reach stays
+// before the bucket of its last counts).
+func TestSaturatedWeightedCount(t *testing.T) {
+	end := t0.UnixMilli() - 20
+	for _, tc := range []struct {
+		name    string
+		span    int64
+		weights []uint64
+	}{
+		{"one step", 0, []uint64{math.MaxUint64}},
+		{"two steps, the sum saturated", 100, []uint64{math.MaxUint64, 2}},
+		{"two saturated steps", 100, []uint64{math.MaxUint64, math.MaxUint64}},
+		{"small weights", 100, []uint64{1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mustNew(t, Config{Threshold: 1000}, &fakePub{})
+			body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: end, End: end, Span: tc.span, Seq: 1,
+				Step: 100, Weights: tc.weights,
+				Groups: []wire.PartialGroup{{App: "shop", Entries: []wire.KeyCount{{Key: "trust:maxcount", Count: math.MaxUint64}}}}})
+			if _, err := a.apply(body, t0); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 5; i++ {
+				now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+				idle := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: now.UnixMilli(), Seq: uint64(1 + i)})
+				if _, err := a.apply(idle, now); err != nil {
+					t.Fatal(err)
+				}
+				a.t.sweep(now)
+				st, ok := a.t.key("shop", "trust:maxcount", now)
+				if !ok || !st.Hot || st.Rate < 1.8e19 {
+					t.Fatalf("%v after: %+v, want a hot key at about 1.8e19/s", now.Sub(t0), st)
+				}
+			}
+		})
+	}
+}

@@ -36,6 +36,11 @@ type entry struct {
 	// mark: the age of the decision that holds it hot.
 	confirmed time.Time
 	pubRate   float64 // rate in the last write of its app's node; 0: not written
+	// crossed is the newest bucket of the window that made a hot key hot.
+	// Its rate is never read from a window that ends before it: when every
+	// detector went idle right after the key's counts, the reach stays
+	// before their bucket until one of them reports counts again.
+	crossed int64
 
 	// A key restored from this shard's node at start has no live counts yet:
 	// until holdFrom its published rate is reported and the hold does not
@@ -347,7 +352,7 @@ func (t *table) promote(e *entry, now time.Time, crossed int64, lead float64) bo
 		return false
 	}
 	as := e.app
-	e.hot, e.since, e.below, e.confirmed = true, now, time.Time{}, now
+	e.hot, e.since, e.below, e.confirmed, e.crossed = true, now, time.Time{}, now, crossed
 	if lead > 0 {
 		e.seed, e.holdFrom = lead, now.Add(2*time.Duration(t.p.bucketNs))
 	}
@@ -438,9 +443,14 @@ func (t *table) remove(e *entry) {
 
 // rate is e's rule's quantity per second (accesses or bytes) over the
 // evaluated window (see setReach): its count over the rule's window that
-// ends at the detectors' reach.
+// ends at the detectors' reach, or, for a hot key, at the bucket it crossed
+// in if the reach is still before it.
 func (t *table) rate(e *entry, now time.Time) float64 {
-	r := float64(e.win.evalTo(t.evalEnd)) / e.r.winSec
+	end := t.evalEnd
+	if e.hot && e.crossed > end {
+		end = e.crossed
+	}
+	r := float64(e.win.evalTo(end)) / e.r.winSec
 	// Only a hot key has a seed (demote clears it): testing hot first
 	// spares the sweep a cache miss per key on seed, at the entry's end.
 	if e.hot && e.seed > r && now.Before(e.holdFrom) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
@@ -136,3 +138,45 @@ func TestClusterSecret(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSaturatedCount: counts that sum past 2^64-1 on one partition (twice
+// the largest count, then 2) are published at the saturated rate, about
+// 1.8e19/s, never wrapped to 0 on the way (detector spread, partials,
+// shard placement, rate).
+func TestSaturatedCount(t *testing.T) {
+	c := newCluster(t, 1)
+	p := c.start("s1")
+	w := newProducer(t, c.brokers, c.topic, false).w
+	var msgs []kafka.Message
+	for _, n := range []string{"18446744073709551615", "18446744073709551615", "2"} {
+		msgs = append(msgs, kafka.Message{Value: []byte(`{"app":"shop","key":"trust:maxcount","count":` + n + `}`)})
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	var rate float64
+	waitFor(t, 10*time.Second, "trust:maxcount listed", func() bool {
+		var out struct {
+			Apps []struct {
+				App     string `json:"app"`
+				HotKeys []struct {
+					Key  string  `json:"key"`
+					Rate float64 `json:"rate"`
+				} `json:"hotkeys"`
+			} `json:"apps"`
+		}
+		getJSON(t, "http://"+p.addr+"/v1/hotkeys", &out)
+		for _, a := range out.Apps {
+			for _, k := range a.HotKeys {
+				if a.App == "shop" && k.Key == "trust:maxcount" {
+					rate = k.Rate
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if rate < 1e18 {
+		t.Errorf("trust:maxcount listed at %g/s, want the saturated rate (about 1.8e19/s)", rate)
+	}
+}

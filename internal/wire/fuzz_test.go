@@ -297,9 +297,13 @@ func FuzzDecodePartials(f *testing.F) {
 			}
 			g := &groups[len(groups)-1]
 			g.entries = append(g.entries, wire.KeyCount{Key: string(key), Count: c, Writes: w, Bytes: b, WriteBytes: wb})
-			// Re-encoded as version 5, a count of an older version above
-			// 2^63-1 is clamped (the writes of those are 0).
-			flat = append(flat, partial{string(app), string(key), min(c, math.MaxInt64), w, b, wb})
+			// Re-encoded as version 5, a count of 2^63-1 or more (an older
+			// version's) is written as saturated and reads back as 2^64-1
+			// (the writes of those are 0).
+			if c >= math.MaxInt64 {
+				c = math.MaxUint64
+			}
+			flat = append(flat, partial{string(app), string(key), c, w, b, wb})
 		})
 		if err != nil {
 			reasonOf(t, err)

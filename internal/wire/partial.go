@@ -22,8 +22,8 @@ const MaxWeights = 1024
 
 // maxPartialCount is the largest count a version 4 or 5 entry holds: the count
 // is written shifted left by one, its low bit saying whether writes and
-// bytes follow. Larger counts are written as this (the detector saturates
-// its counts anyway).
+// bytes follow. Larger counts are written as this, and it reads back as
+// 2^64-1: a count saturated on the way stays saturated.
 const maxPartialCount = math.MaxInt64
 
 // minGroupSize is the smallest encoded group: an empty app and no entries.
@@ -183,7 +183,10 @@ func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writ
 			var w, b, wb uint64
 			if version >= 4 {
 				more := c&1 != 0
-				if c >>= 1; more {
+				if c >>= 1; c == maxPartialCount {
+					c = math.MaxUint64
+				}
+				if more {
 					w, j = trustedUvarint(body, j)
 					b, j = trustedUvarint(body, j)
 					wb, j = trustedUvarint(body, j)
