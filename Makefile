@@ -46,12 +46,17 @@ browser:
 
 # Debian's Prometheus (promtool; the dashboard test runs a real server) and
 # buildah (make image, and the image test), for deployments/; zsh for the
-# completion test.
+# completion test; nginx, rsyslog, rsyslog-kafka (omkafka) and kcat for the
+# log shipper test (deployments/local/shipper.sh). nginx and rsyslogd are in
+# /usr/sbin, which a user's PATH may lack.
 tools:
-	@command -v promtool >/dev/null && command -v buildah >/dev/null && command -v zsh >/dev/null || { \
-		echo "installing Debian's prometheus, buildah and zsh for the deployment and completion tests"; \
+	@PATH=$$PATH:/usr/sbin:/sbin; command -v promtool >/dev/null && command -v buildah >/dev/null && command -v zsh >/dev/null && \
+		command -v nginx >/dev/null && command -v rsyslogd >/dev/null && command -v kcat >/dev/null && \
+		ls /usr/lib/*/rsyslog/omkafka.so >/dev/null 2>&1 || { \
+		echo "installing Debian's prometheus, buildah, zsh, nginx, rsyslog, rsyslog-kafka and kcat for the deployment, completion and shipper tests"; \
 		s=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$s apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh >/dev/null; }
+		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh \
+			nginx rsyslog rsyslog-kafka kcat >/dev/null; }
 
 # The hotspotd container image (Containerfile): a static binary built here,
 # copied onto scratch, so nothing is pulled. Podman if installed, else buildah;
