@@ -1,0 +1,238 @@
+package ingest
+
+import "bytes"
+
+// The groups of format combined, in the order they appear in a line.
+const (
+	cRemoteAddr = iota
+	cRemoteUser
+	cTimeLocal
+	cMethod
+	cPath
+	cQuery
+	cProtocol
+	cStatus
+	cBytes
+	cReferer
+	cUserAgent
+	numCombined
+)
+
+// combinedGroups are the names of the groups of format combined.
+var combinedGroups = [numCombined]string{
+	cRemoteAddr: "remote_addr",
+	cRemoteUser: "remote_user",
+	cTimeLocal:  "time_local",
+	cMethod:     "method",
+	cPath:       "path",
+	cQuery:      "query",
+	cProtocol:   "protocol",
+	cStatus:     "status",
+	cBytes:      "bytes",
+	cReferer:    "referer",
+	cUserAgent:  "user_agent",
+}
+
+// combinedRE is the definition of format combined (nginx's and Apache's
+// "combined" log format) as an RE2 pattern, matched against a line trimmed
+// of spaces, tabs and CRs. parseCombined implements it by hand, because Go's
+// regexp takes microseconds per line; FuzzCombined checks that the two agree
+// on every input, groups included. In the quoted fields a backslash escapes
+// the byte after it (Apache writes \" and \\; nginx writes \xHH), and the
+// request's ident field (the "-" after remote_addr) is any non-space text.
+const combinedRE = `(?s)^(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]*)\] ` +
+	`"(?P<method>(?:[^ "\\]|\\.)+) (?P<path>(?:[^ "?\\]|\\.)*)(?:\?(?P<query>(?:[^ "\\]|\\.)*))? (?P<protocol>(?:[^ "\\]|\\.)+)" ` +
+	`(?P<status>[0-9]{3}) (?P<bytes>[0-9]+|-) "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<user_agent>(?:[^"\\]|\\.)*)"$`
+
+// combinedSpans holds, for each group g, its span b[s[2g]:s[2g+1]]; both
+// are -1 for a group that did not take part (only query, when the request
+// has no '?'), as in regexp's FindSubmatchIndex.
+type combinedSpans [2 * numCombined]int
+
+// isSpaceRE reports whether c is in RE2's \s: tab, LF, FF, CR or space.
+func isSpaceRE(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// parseCombined matches b against combinedRE, filling g. It returns -1 on
+// a match, otherwise the offset where b stops matching and what was
+// expected there (for Explain).
+func parseCombined(b []byte, g *combinedSpans) (int, string) {
+	i := 0
+	// remote_addr, ident, remote_user: \S+ each, followed by a space.
+	for f, what := range [3]string{"remote_addr", "the ident field", "remote_user"} {
+		j := i
+		for j < len(b) && !isSpaceRE(b[j]) {
+			j++
+		}
+		if j == i {
+			return i, what
+		}
+		switch f {
+		case 0:
+			g[2*cRemoteAddr], g[2*cRemoteAddr+1] = i, j
+		case 2:
+			g[2*cRemoteUser], g[2*cRemoteUser+1] = i, j
+		}
+		if j >= len(b) || b[j] != ' ' {
+			return j, "a space"
+		}
+		i = j + 1
+	}
+	if i >= len(b) || b[i] != '[' {
+		return i, `"[" before time_local`
+	}
+	i++
+	j := bytes.IndexByte(b[i:], ']')
+	if j < 0 {
+		return len(b), `"]" after time_local`
+	}
+	g[2*cTimeLocal], g[2*cTimeLocal+1] = i, i+j
+	i += j + 1
+	if !hasPrefixAt(b, i, ` "`) {
+		return i, `' "' before the request`
+	}
+	i += 2
+	// The request: method SP path[?query] SP protocol.
+	j = reqToken(b, i, false)
+	if j == i {
+		return i, "the request method"
+	}
+	g[2*cMethod], g[2*cMethod+1] = i, j
+	if j >= len(b) || b[j] != ' ' {
+		return j, "a space after the method"
+	}
+	i = j + 1
+	j = reqToken(b, i, true)
+	g[2*cPath], g[2*cPath+1] = i, j
+	g[2*cQuery], g[2*cQuery+1] = -1, -1
+	if j < len(b) && b[j] == '?' {
+		i = j + 1
+		j = reqToken(b, i, false)
+		g[2*cQuery], g[2*cQuery+1] = i, j
+	}
+	if j >= len(b) || b[j] != ' ' {
+		return j, "a space after the request target"
+	}
+	i = j + 1
+	j = reqToken(b, i, false)
+	if j == i {
+		return i, "the request protocol"
+	}
+	g[2*cProtocol], g[2*cProtocol+1] = i, j
+	if !hasPrefixAt(b, j, `" `) {
+		return j, `'" ' after the request`
+	}
+	i = j + 2
+	// status: three digits.
+	if i+3 > len(b) || !isDigit(b[i]) || !isDigit(b[i+1]) || !isDigit(b[i+2]) {
+		return i, "a three-digit status"
+	}
+	g[2*cStatus], g[2*cStatus+1] = i, i+3
+	i += 3
+	if i >= len(b) || b[i] != ' ' {
+		return i, "a space after the status"
+	}
+	i++
+	// bytes: digits or "-".
+	j = i
+	if j < len(b) && b[j] == '-' {
+		j++
+	} else {
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+	if j == i {
+		return i, `body_bytes_sent (digits or "-")`
+	}
+	g[2*cBytes], g[2*cBytes+1] = i, j
+	i = j
+	for k, grp := range [2]int{cReferer, cUserAgent} {
+		if !hasPrefixAt(b, i, ` "`) {
+			return i, [2]string{`' "' before referer`, `' "' before user_agent`}[k]
+		}
+		i += 2
+		j = quoted(b, i)
+		if j >= len(b) || b[j] != '"' {
+			return j, [2]string{`'"' after referer`, `'"' after user_agent`}[k]
+		}
+		g[2*grp], g[2*grp+1] = i, j
+		i = j + 1
+	}
+	if i != len(b) {
+		return i, "the end of the line after user_agent"
+	}
+	return -1, ""
+}
+
+// reqToken returns the end of the request token at b[i]: the first ' ' or
+// '"' (or '?', when stopQ) that is not escaped by a backslash, or the
+// backslash that ends b.
+func reqToken(b []byte, i int, stopQ bool) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '"':
+			return i
+		case '?':
+			if stopQ {
+				return i
+			}
+		case '\\':
+			if i+1 == len(b) {
+				return i
+			}
+			i++
+		}
+		i++
+	}
+	return i
+}
+
+// quoted returns the end of the quoted field's text at b[i]: the first '"'
+// not escaped by a backslash, or len(b), or the backslash that ends b.
+func quoted(b []byte, i int) int {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			j = len(b) - i
+		}
+		// A backslash-free run is the common case: no escapes to honour.
+		k := bytes.IndexByte(b[i:i+j], '\\')
+		if k < 0 {
+			return i + j
+		}
+		i += k
+		if i+1 == len(b) {
+			return i
+		}
+		i += 2
+	}
+}
+
+// hasPrefixAt reports whether b[i:] starts with p.
+func hasPrefixAt(b []byte, i int, p string) bool {
+	return i <= len(b) && len(b)-i >= len(p) && string(b[i:i+len(p)]) == p
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// methodIsRead reports whether an HTTP method reads: GET and HEAD, in any
+// case. Format combined counts every other method as a write.
+func methodIsRead(m []byte) bool {
+	return asciiEqualFold(m, "get") || asciiEqualFold(m, "head")
+}
+
+// asciiEqualFold reports whether b equals the lower-case ASCII word w,
+// ignoring ASCII case.
+func asciiEqualFold(b []byte, w string) bool {
+	if len(b) != len(w) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != w[i] {
+			return false
+		}
+	}
+	return true
+}
