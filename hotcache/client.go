@@ -156,30 +156,33 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.app == "" {
-		return nil, errors.New("hotcache: WithApp is required")
-	}
-	if o.redisClient != nil && len(o.redisAddrs) > 0 {
-		return nil, errors.New("hotcache: WithRedis and WithRedisClient are exclusive")
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"WithRedisTTL", o.redisTTL}, {"WithTimeout", o.opTimeout}, {"WithNotFoundTTL", o.notFoundTTL}} {
-		if d.v <= 0 {
-			return nil, fmt.Errorf("hotcache: %s: %v must be > 0", d.name, d.v)
-		}
-	}
-	if o.doubleDelete < 0 {
-		return nil, fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
-	}
-	if err := o.validateProtection(); err != nil {
+	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	kafkaTransport, err := o.sec.kafkaTransport()
 	if err != nil {
 		return nil, err
 	}
+	c, err := assembleClient(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.openRedis(); err != nil {
+		return nil, err
+	}
+	c.setSink(kafkaTransport)
+	c.bg, c.cancel = context.WithCancel(context.Background())
+	c.bg = c.redisCtx(c.bg)
+	c.startWorkers()
+	if len(o.zkServers) > 0 {
+		c.awaitHotSet(ctx, 2*time.Second)
+	}
+	return c, nil
+}
+
+// assembleClient returns a Client of o with its local parts (limiters, L1, the
+// fallback cache, the breaker), before it connects to anything.
+func assembleClient(o options) (*Client, error) {
 	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
@@ -207,6 +210,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if o.bloom != nil {
 		c.bloom = &bloomFilter{f: o.bloom}
 	}
+	var err error
 	c.recent, err = ristretto.NewCache(&ristretto.Config[string, *value]{
 		NumCounters: max(o.fallbackBytes/100, 1000), // ~10 counters per entry of ~1 KB
 		MaxCost:     o.fallbackBytes,
@@ -215,35 +219,53 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: L1 fallback cache: %w", err)
 	}
+	return c, nil
+}
+
+// openRedis creates the Redis clients the options name (the L2 and the hot
+// keys' replicas) and routes go-redis's log lines about them to the Client's
+// logger.
+func (c *Client) openRedis() error {
 	c.logID = redisLogIDs.Add(1)
-	c.rdb, c.ownRedis = newRedis(o, c.redisDialer())
-	if c.rep, err = newReplicas(o, c.redisDialer()); err != nil {
-		return nil, err
+	c.rdb, c.ownRedis = newRedis(c.o, c.redisDialer())
+	var err error
+	if c.rep, err = newReplicas(c.o, c.redisDialer()); err != nil {
+		return err
 	}
 	if c.rdb != nil {
 		installRedisLogger()
 		redisLoggers.Store(c.logID, c.log)
 	}
+	return nil
+}
+
+// setSink chooses where the reporter sends the access counts: the sink the
+// options set, else Kafka over tr (a Transport of the Client's own when tr
+// is nil), else nowhere.
+func (c *Client) setSink(tr kafka.RoundTripper) {
 	switch {
-	case o.sink != nil:
-		c.sink = o.sink
-	case len(o.brokers) > 0:
-		ks := newKafkaSink(o.brokers, o.topic, c.m, c.log)
-		if kafkaTransport == nil {
+	case c.o.sink != nil:
+		c.sink = c.o.sink
+	case len(c.o.brokers) > 0:
+		ks := newKafkaSink(c.o.brokers, c.o.topic, c.m, c.log)
+		if tr == nil {
 			// A Transport of its own, not kafka-go's shared default: that
 			// caches the cluster's topic list for up to 6 s, so a Client
 			// whose topic was created after another Client of the process
 			// last asked would lose its reports until the cache expires.
-			kafkaTransport = &kafka.Transport{}
+			tr = &kafka.Transport{}
 		}
-		ks.w.Transport = kafkaTransport
-		c.kafkaTr, _ = kafkaTransport.(*kafka.Transport)
+		ks.w.Transport = tr
+		c.kafkaTr, _ = tr.(*kafka.Transport)
 		c.sink = ks
 	}
-	c.bg, c.cancel = context.WithCancel(context.Background())
-	c.bg = c.redisCtx(c.bg)
+}
 
-	rep := &reporter{app: o.app, every: o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m}
+// startWorkers starts the Client's goroutines: the reporter, the L1
+// refresher and loaders and, with Redis, the invalidation subscriber, the
+// retries of pending invalidations and the replicas' samplers.
+func (c *Client) startWorkers() {
+	rep := &reporter{app: c.o.app, every: c.o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m}
 	c.spawn(func() { rep.run(c.bg) })
 	c.spawn(c.refresher)
 	for range 4 {
@@ -258,20 +280,25 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 			c.spawn(func() { c.rep.sample(c.bg, nd) })
 		}
 	}
-	if len(o.zkServers) > 0 {
-		start := time.Now()
-		c.startZK(ctx, 2*time.Second)
-		if z := c.zk.Load(); z != nil {
-			wait, cancel := context.WithTimeout(ctx, max(2*time.Second-time.Since(start), 0))
-			select {
-			case <-z.w.Ready():
-			case <-wait.Done():
-				c.log.Warn("hotcache: hot set not read yet; it will arrive in the background")
-			}
-			cancel()
-		}
+}
+
+// awaitHotSet connects to ZooKeeper and waits for the first full read of
+// the hot set, at most wait in all (connecting included) and no longer than
+// ctx. Whatever is missing then arrives in the background.
+func (c *Client) awaitHotSet(ctx context.Context, wait time.Duration) {
+	start := time.Now()
+	c.startZK(ctx, wait)
+	z := c.zk.Load()
+	if z == nil {
+		return
 	}
-	return c, nil
+	wctx, cancel := context.WithTimeout(ctx, max(wait-time.Since(start), 0))
+	defer cancel()
+	select {
+	case <-z.w.Ready():
+	case <-wctx.Done():
+		c.log.Warn("hotcache: hot set not read yet; it will arrive in the background")
+	}
 }
 
 func newRedis(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (redis.UniversalClient, bool) {

@@ -3,6 +3,8 @@ package hotcache
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -96,6 +98,28 @@ func defaults() options {
 		bulkRate:        10_000,
 		redisReplicas:   defaultReplicas,
 	}
+}
+
+// validate checks the options New was given, after the defaults.
+func (o *options) validate() error {
+	if o.app == "" {
+		return errors.New("hotcache: WithApp is required")
+	}
+	if o.redisClient != nil && len(o.redisAddrs) > 0 {
+		return errors.New("hotcache: WithRedis and WithRedisClient are exclusive")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"WithRedisTTL", o.redisTTL}, {"WithTimeout", o.opTimeout}, {"WithNotFoundTTL", o.notFoundTTL}} {
+		if d.v <= 0 {
+			return fmt.Errorf("hotcache: %s: %v must be > 0", d.name, d.v)
+		}
+	}
+	if o.doubleDelete < 0 {
+		return fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
+	}
+	return o.validateProtection()
 }
 
 // WithApp names the app whose hot set the Client follows and under which it

@@ -84,42 +84,69 @@ func (c *Client) Warm(ctx context.Context, keys []string) (WarmStats, error) {
 	return st, nil
 }
 
+// warmBatch warms one batch of keys: those Redis lacks are loaded and
+// written to Redis, and the hot ones among the batch are loaded into L1.
 func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) error {
-	exists := make([]int64, len(batch))
+	exists, err := c.warmExisting(ctx, batch)
+	if err != nil {
+		return err
+	}
+	missing := 0
+	for i := range batch {
+		if exists[i] {
+			st.Present++
+		} else {
+			missing++
+		}
+	}
+	if err := c.warmTokens(ctx, missing); err != nil {
+		return err
+	}
+	results, notFound, failed := c.warmLoad(ctx, batch, exists)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hotcache: warm: %w", err)
+	}
+	st.NotFound += notFound
+	st.Failed += failed
+	n, err := c.warmStore(ctx, results)
+	if err != nil {
+		return err
+	}
+	st.Loaded += n
+	t := c.hot.Load()
+	for _, k := range batch {
+		if e := t.m[k]; e != nil && e.val.Load() == nil {
+			c.enqueue(e)
+		}
+	}
+	return nil
+}
+
+// warmExisting reports which keys of batch Redis already holds, with one
+// pipelined EXISTS.
+func (c *Client) warmExisting(ctx context.Context, batch []string) ([]bool, error) {
 	cmds, err := c.warmPipeline(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		for _, k := range batch {
 			p.Exists(ctx, c.o.redisPrefix+k)
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w: warm: redis exists: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: warm: redis exists: %w", ErrUnavailable, err)
 	}
+	exists := make([]bool, len(batch))
 	for i, cmd := range cmds {
 		if ic, ok := cmd.(*redis.IntCmd); ok {
-			exists[i] = ic.Val()
+			exists[i] = ic.Val() > 0
 		}
 	}
+	return exists, nil
+}
 
-	type loaded struct {
-		key  string
-		data []byte
-	}
-	results := make([]*loaded, len(batch))
-	var notFound, failed []int
-	var mu sync.Mutex // guards results, notFound and failed
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(warmWorkers)
-	missing := 0
-	for i := range batch {
-		if exists[i] > 0 {
-			st.Present++
-		} else {
-			missing++
-		}
-	}
-	// Tokens for the whole batch at once (in chunks of the buckets' bursts):
-	// waiting per key would oversleep on a busy machine.
-	for n := missing; n > 0; {
+// warmTokens takes n Loader calls' tokens from Warm's bucket and the
+// Loader's, for the whole batch at once (in chunks of the buckets' bursts):
+// waiting per key would oversleep on a busy machine.
+func (c *Client) warmTokens(ctx context.Context, n int) error {
+	for n > 0 {
 		k := min(n, c.warmLim.Burst(), c.loadLim.Burst())
 		if err := c.warmLim.WaitN(ctx, k); err != nil {
 			return fmt.Errorf("hotcache: warm: %w", err)
@@ -129,8 +156,26 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 		}
 		n -= k
 	}
+	return nil
+}
+
+// warmed is a value Warm loaded for key.
+type warmed struct {
+	key  string
+	data []byte
+}
+
+// warmLoad calls the Loader, up to warmWorkers at a time, for every key of
+// batch that Redis lacks. results has the value of each key the Loader
+// found at its index in batch, nil elsewhere; notFound and failed count the
+// keys the Loader does not have and those it failed on.
+func (c *Client) warmLoad(ctx context.Context, batch []string, exists []bool) (results []*warmed, notFound, failed int) {
+	results = make([]*warmed, len(batch))
+	var mu sync.Mutex // guards results, notFound and failed
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(warmWorkers)
 	for i, k := range batch {
-		if exists[i] > 0 {
+		if exists[i] {
 			continue
 		}
 		g.Go(func() error {
@@ -142,31 +187,31 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 			switch {
 			case errors.Is(err, ErrNotFound):
 				c.m.loads.WithLabelValues("notfound").Inc()
-				notFound = append(notFound, i)
+				notFound++
 			case err != nil:
 				c.log.Debug("hotcache: warm: load failed", "key", k, "err", err)
-				failed = append(failed, i)
+				failed++
 			default:
 				c.m.loads.WithLabelValues("loader").Inc()
-				results[i] = &loaded{key: k, data: data}
+				results[i] = &warmed{key: k, data: data}
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("hotcache: warm: %w", err)
-	}
-	st.NotFound += len(notFound)
-	st.Failed += len(failed)
+	return results, notFound, failed
+}
 
+// warmStore writes the loaded values to Redis in one pipeline, each with
+// the TTL and its jitter, and returns how many it wrote.
+func (c *Client) warmStore(ctx context.Context, results []*warmed) (int, error) {
 	n := 0
 	for _, r := range results {
 		if r != nil {
 			n++
 		}
 	}
-	_, err = c.warmPipeline(ctx, func(ctx context.Context, p redis.Pipeliner) {
+	_, err := c.warmPipeline(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		for _, r := range results {
 			if r != nil {
 				ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
@@ -175,16 +220,9 @@ func (c *Client) warmBatch(ctx context.Context, batch []string, st *WarmStats) e
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w: warm: redis set: %w", ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: warm: redis set: %w", ErrUnavailable, err)
 	}
-	st.Loaded += n
-	t := c.hot.Load()
-	for _, k := range batch {
-		if e := t.m[k]; e != nil && e.val.Load() == nil {
-			c.enqueue(e)
-		}
-	}
-	return nil
+	return n, nil
 }
 
 // warmPipeline runs one pipeline of Warm's, trying up to warmAttempts times
