@@ -179,43 +179,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 	defer w.beat.Store(0)
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
+	r := &run{w: w, ctx: ctx, events: make(chan event, 16), apps: map[string]*appWatch{}}
+	defer func() { cancel(); r.wg.Wait() }()
 
-	events := make(chan event, 16)
-	start := func(dir, app string, gen uint64) context.CancelFunc {
-		wctx, wcancel := context.WithCancel(ctx)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := w.watch(wctx, dir, func(nodes map[string][]byte) {
-				ev := event{app: app, gen: gen, nodes: maps.Clone(nodes), at: w.now()}
-				select {
-				case events <- ev:
-				case <-wctx.Done():
-				}
-			})
-			if err != nil && wctx.Err() == nil {
-				select {
-				case events <- event{app: app, gen: gen, err: err}:
-				case <-wctx.Done():
-				}
-			}
-		}()
-		return wcancel
-	}
-
-	apps := map[string]*appWatch{}
-	var gen uint64
-	follow := func(app string) {
-		gen++
-		apps[app] = &appWatch{gen: gen, cancel: start(hotset.AppDir(w.cfg.Root, app), app, gen)}
-	}
-	listed := w.cfg.App != ""
-	if listed {
-		follow(w.cfg.App)
+	r.listed = w.cfg.App != ""
+	if r.listed {
+		r.follow(w.cfg.App)
 	} else {
-		start(hotset.HotDir(w.cfg.Root), "", 0)
+		r.watch(hotset.HotDir(w.cfg.Root), "", 0)
 	}
 
 	timer := time.NewTimer(time.Hour)
@@ -224,72 +195,136 @@ func (w *Watcher) Run(ctx context.Context) error {
 	beat := time.NewTicker(beatEvery)
 	defer beat.Stop()
 	w.beat.Store(w.now().UnixNano())
-	var down time.Time // when the connection was found down; zero while up
-	// checkConn notices a disconnection and a reconnect, and reports
-	// whether shards may expire now.
-	checkConn := func(now time.Time) bool {
-		if !w.connected() {
-			if down.IsZero() {
-				down = now
-				w.log.Warn("hotwatch: ZooKeeper connection lost; keeping the hot set", "max_stale", w.cfg.MaxStale)
-			}
-			return now.Sub(down) >= w.cfg.MaxStale
-		}
-		if !down.IsZero() {
-			w.log.Info("hotwatch: ZooKeeper connection back; TTLs run from now", "down", now.Sub(down).Round(time.Millisecond))
-			down = time.Time{}
-			for _, aw := range apps {
-				aw.state.restart(now)
-			}
-		}
-		return true
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev := <-events:
-			if ev.err != nil {
-				what := "the list of apps"
-				if ev.app != "" {
-					what = "app " + ev.app
-				}
-				return fmt.Errorf("hotwatch: watching %s: %w", what, ev.err)
-			}
-			if ev.app == "" && w.cfg.App == "" {
-				listed = true
-				w.applyList(ev, apps, follow)
-			} else if aw := apps[ev.app]; aw != nil && aw.gen == ev.gen {
-				aw.seen = true
-				w.m.events.Inc()
-				if aw.state.update(ev.nodes, ev.at, w.log, w.m) {
-					w.publish(ev.app, aw.state.merged(), ev.at)
-				}
+		case ev := <-r.events:
+			if err := r.handle(ev); err != nil {
+				return err
 			}
 		case <-timer.C:
 		case <-beat.C:
 		}
 		now := w.now()
-		frozen := now.Sub(time.Unix(0, w.beat.Load())) > freezeGap
-		if frozen {
-			// This process stood still, not ZooKeeper: the TTLs apply
-			// (what they cover went stale while it stood still), and the
-			// connection, lost to the freeze, is not an outage.
-			w.log.Warn("hotwatch: this process was frozen; expiring by TTL", "for", now.Sub(time.Unix(0, w.beat.Load())).Round(time.Millisecond))
-			down = time.Time{}
-		}
-		if frozen || checkConn(now) {
-			for app, aw := range apps {
-				if n := aw.state.expire(now); n > 0 {
-					w.m.expired.Add(float64(n))
-					w.publish(app, aw.state.merged(), now)
-				}
+		r.expire(now)
+		w.beat.Store(now.UnixNano())
+		w.markReady(r.listed, r.apps)
+		w.arm(timer, r.apps)
+	}
+}
+
+// run is the state of one call of Run, kept by Run's goroutine. The watch
+// goroutines use only w, ctx and events, which never change, and wg.
+type run struct {
+	w      *Watcher
+	ctx    context.Context // Run's: canceled when it returns, which ends every watch
+	wg     sync.WaitGroup  // the watch goroutines
+	events chan event      // the watches' reads and failures
+	apps   map[string]*appWatch
+	gen    uint64    // the last app watch's generation
+	listed bool      // the apps to follow are known: Config.App, or the list read once
+	down   time.Time // when the connection was found down; zero while up
+}
+
+// watch starts a goroutine that sends every read of dir to r.events as app's,
+// of watch generation gen, and the watch's error if it fails for good. The
+// returned function ends it.
+func (r *run) watch(dir, app string, gen uint64) context.CancelFunc {
+	wctx, wcancel := context.WithCancel(r.ctx)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		err := r.w.watch(wctx, dir, func(nodes map[string][]byte) {
+			ev := event{app: app, gen: gen, nodes: maps.Clone(nodes), at: r.w.now()}
+			select {
+			case r.events <- ev:
+			case <-wctx.Done():
+			}
+		})
+		if err != nil && wctx.Err() == nil {
+			select {
+			case r.events <- event{app: app, gen: gen, err: err}:
+			case <-wctx.Done():
 			}
 		}
-		w.beat.Store(now.UnixNano())
-		w.markReady(listed, apps)
-		w.arm(timer, apps)
+	}()
+	return wcancel
+}
+
+// follow starts watching app's shards, in a new generation.
+func (r *run) follow(app string) {
+	r.gen++
+	r.apps[app] = &appWatch{gen: r.gen, cancel: r.watch(hotset.AppDir(r.w.cfg.Root, app), app, r.gen)}
+}
+
+// handle applies one read of a watch: the list of apps, or an app's shards
+// (unless a later watch of the app replaced the one that read them). It
+// returns the error of a watch that failed for good.
+func (r *run) handle(ev event) error {
+	if ev.err != nil {
+		what := "the list of apps"
+		if ev.app != "" {
+			what = "app " + ev.app
+		}
+		return fmt.Errorf("hotwatch: watching %s: %w", what, ev.err)
 	}
+	if ev.app == "" && r.w.cfg.App == "" {
+		r.listed = true
+		r.w.applyList(ev, r.apps, r.follow)
+	} else if aw := r.apps[ev.app]; aw != nil && aw.gen == ev.gen {
+		aw.seen = true
+		r.w.m.events.Inc()
+		if aw.state.update(ev.nodes, ev.at, r.w.log, r.w.m) {
+			r.w.publish(ev.app, aw.state.merged(), ev.at)
+		}
+	}
+	return nil
+}
+
+// expire drops the shards whose TTL has passed at now, and publishes what
+// that changes, unless ZooKeeper has been away for less than MaxStale. After
+// a freeze of this process the TTLs apply at once.
+func (r *run) expire(now time.Time) {
+	w := r.w
+	frozen := now.Sub(time.Unix(0, w.beat.Load())) > freezeGap
+	if frozen {
+		// This process stood still, not ZooKeeper: the TTLs apply
+		// (what they cover went stale while it stood still), and the
+		// connection, lost to the freeze, is not an outage.
+		w.log.Warn("hotwatch: this process was frozen; expiring by TTL", "for", now.Sub(time.Unix(0, w.beat.Load())).Round(time.Millisecond))
+		r.down = time.Time{}
+	}
+	if !frozen && !r.checkConn(now) {
+		return
+	}
+	for app, aw := range r.apps {
+		if n := aw.state.expire(now); n > 0 {
+			w.m.expired.Add(float64(n))
+			w.publish(app, aw.state.merged(), now)
+		}
+	}
+}
+
+// checkConn notices a disconnection and a reconnect, and reports whether
+// shards may expire now.
+func (r *run) checkConn(now time.Time) bool {
+	w := r.w
+	if !w.connected() {
+		if r.down.IsZero() {
+			r.down = now
+			w.log.Warn("hotwatch: ZooKeeper connection lost; keeping the hot set", "max_stale", w.cfg.MaxStale)
+		}
+		return now.Sub(r.down) >= w.cfg.MaxStale
+	}
+	if !r.down.IsZero() {
+		w.log.Info("hotwatch: ZooKeeper connection back; TTLs run from now", "down", now.Sub(r.down).Round(time.Millisecond))
+		r.down = time.Time{}
+		for _, aw := range r.apps {
+			aw.state.restart(now)
+		}
+	}
+	return true
 }
 
 // applyList starts watching apps that appeared under <root>/hot and forgets
