@@ -166,27 +166,33 @@ func parseCombined(b []byte, g *combinedSpans) (int, string) {
 	return -1, ""
 }
 
+// reqStop[c] and reqStopQ[c] report whether byte c ends (or, for '\\',
+// interrupts) a request token: ' ', '"', '\\', and for reqStopQ also '?'.
+var reqStop, reqStopQ = func() (t, q [256]bool) {
+	for _, c := range []byte{' ', '"', '\\'} {
+		t[c], q[c] = true, true
+	}
+	q['?'] = true
+	return t, q
+}()
+
 // reqToken returns the end of the request token at b[i]: the first ' ' or
 // '"' (or '?', when stopQ) that is not escaped by a backslash, or the
 // backslash that ends b.
 func reqToken(b []byte, i int, stopQ bool) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '"':
-			return i
-		case '?':
-			if stopQ {
-				return i
-			}
-		case '\\':
-			if i+1 == len(b) {
-				return i
-			}
+	stop := &reqStop
+	if stopQ {
+		stop = &reqStopQ
+	}
+	for {
+		for i < len(b) && !stop[b[i]] {
 			i++
 		}
-		i++
+		if i >= len(b) || b[i] != '\\' || i+1 == len(b) {
+			return i
+		}
+		i += 2
 	}
-	return i
 }
 
 // quoted returns the end of the quoted field's text at b[i]: the first '"'

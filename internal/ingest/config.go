@@ -67,7 +67,7 @@ type whereClause struct {
 	slot    int
 	name    string
 	pattern string
-	re      *regexp.Regexp
+	m       matcher
 }
 
 // extractSpec matches re against a field; its groups feed the key.
@@ -687,7 +687,7 @@ func (c *compiler) compileWhere() {
 			continue
 		}
 		if slot >= 0 {
-			c.p.where = append(c.p.where, whereClause{slot: slot, name: n, pattern: pat, re: re})
+			c.p.where = append(c.p.where, whereClause{slot: slot, name: n, pattern: pat, m: newMatcher(re)})
 		}
 	}
 }

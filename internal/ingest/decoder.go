@@ -230,7 +230,7 @@ func (d *Decoder) finish() drop {
 		if v.k >= kObject {
 			return drop{r: ReasonWrongType, what: "where: the field is an object or array:", name: w.name}
 		}
-		if !w.re.Match(v.b) {
+		if !w.m.match(v.b) {
 			return drop{r: ReasonFiltered, what: "where: no match of the field", name: w.name}
 		}
 	}

@@ -118,7 +118,7 @@ func (d *Decoder) explainLine(sb *strings.Builder, b []byte) {
 	for _, w := range p.where {
 		v := d.vals[w.slot]
 		verdict := "does not match"
-		if v.k < kObject && w.re.Match(v.b) {
+		if v.k < kObject && w.m.match(v.b) {
 			verdict = "matches"
 		}
 		fmt.Fprintf(sb, "  where %s: %s %s %q\n", w.name, showVal(v), verdict, w.pattern)

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -82,9 +84,13 @@ func arrayIndex(s string) int {
 }
 
 func (n *jnode) member(name []byte) *jnode {
+	if len(name) == 0 {
+		return nil // no path has an empty member name
+	}
 	for i := range n.children {
-		if n.children[i].name == string(name) {
-			return n.children[i].node
+		// Most members are not wanted: reject on length and first byte.
+		if c := &n.children[i]; len(c.name) == len(name) && c.name[0] == name[0] && c.name == string(name) {
+			return c.node
 		}
 	}
 	return nil
@@ -122,18 +128,6 @@ type jscan struct {
 func (s *jscan) scan(b []byte, root *jnode) (valid, object bool) {
 	s.b = b
 	clear(s.spans)
-	if !utf8.Valid(b) {
-		s.err = 0
-		for i := 0; i < len(b); {
-			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n == 1 {
-				s.err = i
-				break
-			}
-			i += n
-		}
-		return false, false
-	}
 	i := skipWS(b, 0)
 	if i >= len(b) {
 		s.err = i
@@ -385,31 +379,58 @@ func (s *jscan) memberName(i int) (int, bool) {
 	return skipWS(b, i+1), true
 }
 
-// strPlain[c] reports whether byte c stands for itself in a JSON string.
-var strPlain = func() (t [256]bool) {
-	for c := 0x20; c < 0x100; c++ {
+// strSafe[c] reports whether byte c stands for itself in a JSON string and
+// needs no further check: printable ASCII other than '"' and '\\'.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
 
+// scanSafe returns the index of the first byte at or after b[j] that is not
+// strSafe. It tests eight bytes at a time (as package wire does): each term
+// sets the high bit of a byte that is >= 0x80, < 0x20, '"' or '\\'; a borrow
+// can only leave a byte whose own high bit is then set, so the lowest
+// flagged byte is a true match.
+func scanSafe(b []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for j+8 <= len(b) {
+		v := binary.LittleEndian.Uint64(b[j:])
+		if m := (v | (v - lo*0x20) | ((v ^ (lo * '"')) - lo) | ((v ^ (lo * '\\')) - lo)) & hi; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+		j += 8
+	}
+	for j < len(b) && strSafe[b[j]] {
+		j++
+	}
+	return j
+}
+
 // str scans the string at b[i] (a '"'), returning the index after its
-// closing quote and whether it holds escapes.
+// closing quote and whether it holds escapes. Bytes that are not valid
+// UTF-8 are a syntax error, as in package wire (encoding/json would replace
+// them, merging different keys).
 func (s *jscan) str(i int) (int, bool, bool) {
 	b := s.b
 	esc := false
 	for i++; ; {
-		for i < len(b) && strPlain[b[i]] {
-			i++
-		}
-		if i >= len(b) {
+		if i = scanSafe(b, i); i >= len(b) {
 			j, _ := s.fail(i)
 			return j, esc, false
 		}
-		switch b[i] {
-		case '"':
+		switch c := b[i]; {
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				j, _ := s.fail(i)
+				return j, esc, false
+			}
+			i += size
+		case c == '"':
 			return i + 1, esc, true
-		case '\\':
+		case c == '\\':
 			esc = true
 			if i+1 >= len(b) {
 				j, _ := s.fail(i)
