@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,8 +19,12 @@ import (
 // Config configures a Detector. A zero field means the default shown.
 type Config struct {
 	Brokers []string // Kafka bootstrap addresses; required unless Source is set
-	Topic   string   // "" means hotset.DefaultTopic
+	Topic   string   // "" means hotset.DefaultTopic; unused when Inputs are set
 	Group   string   // consumer group; "" means hotset.DefaultGroup
+	// Inputs, when set, are the topics the group reads instead of Topic,
+	// each with how its records decode. Every partition of every topic is
+	// counted as a partition of Topic is.
+	Inputs []Input
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
 	// MaxAge is how old an entry's event time may be, by this process's
@@ -113,6 +118,36 @@ type Config struct {
 	fenceAfter time.Duration // the gap between rounds that fences one (fenceGap); tests set it lower
 }
 
+// Input is one topic the detector reads.
+type Input struct {
+	Topic string
+	// Decoder returns a decoder of the topic's records; it is called once
+	// per partition read, and each decoder is used by one goroutine. Nil
+	// means access events (docs/wire.md), whose bad records are counted in
+	// hotspot_events_invalid_total.
+	Decoder func() Decoder
+}
+
+// Decoder turns one record's value into accesses, calling fn for each; the
+// Entry is valid during the call only. It counts what it rejects itself
+// and returns the first error, if any, for the debug log. *wire.Decoder is
+// one.
+type Decoder interface {
+	Decode(value []byte, fn func(*wire.Entry)) error
+}
+
+// topics returns the topics the detector reads.
+func (cfg Config) topics() []string {
+	if len(cfg.Inputs) == 0 {
+		return []string{cfg.Topic}
+	}
+	ts := make([]string, len(cfg.Inputs))
+	for i, in := range cfg.Inputs {
+		ts[i] = in.Topic
+	}
+	return ts
+}
+
 // Defaults not expressed inline.
 const (
 	DefaultMaxKeys     = 1 << 19
@@ -123,6 +158,11 @@ const (
 
 func (cfg Config) withDefaults() (Config, error) {
 	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
+	for i, in := range cfg.Inputs {
+		if in.Topic == "" || slices.ContainsFunc(cfg.Inputs[:i], func(o Input) bool { return o.Topic == in.Topic }) {
+			return cfg, fmt.Errorf("detector: input %d: topic %q empty or read twice", i, in.Topic)
+		}
+	}
 	cfg.Group = cmp.Or(cfg.Group, hotset.DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
 	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
@@ -178,7 +218,7 @@ func (cfg Config) withDefaults() (Config, error) {
 func (cfg Config) groupConfig() kafkaio.GroupConfig {
 	return kafkaio.GroupConfig{
 		Brokers:           cfg.Brokers,
-		Topic:             cfg.Topic,
+		Topics:            cfg.topics(),
 		Group:             cfg.Group,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,

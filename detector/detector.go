@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 // Detector is one member of the detector consumer group. See the package
@@ -146,19 +148,29 @@ func (d *Detector) Run(ctx context.Context) error {
 	return nil
 }
 
+// decoder returns a new decoder of topic's records.
+func (d *Detector) decoder(topic string) Decoder {
+	for _, in := range d.cfg.Inputs {
+		if in.Topic == topic && in.Decoder != nil {
+			return in.Decoder()
+		}
+	}
+	return &wire.Decoder{MaxKeyLen: d.cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
+}
+
 // startGeneration starts one worker per claimed partition and the flusher,
 // all on gen so that the group waits for them before rebalancing further.
 func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync.WaitGroup, fail func(error)) {
 	claims := gen.Claims()
 	d.m.partitions.Set(float64(len(claims)))
-	parts := make([]int, len(claims))
+	parts := make([]string, len(claims))
 	for i, c := range claims {
-		parts[i] = c.Partition()
+		parts[i] = c.Topic() + "/" + strconv.Itoa(c.Partition())
 	}
 	if len(claims) == 0 {
 		// More detectors than partitions, or the topic did not exist when
 		// the group formed: partitions are picked up at the next rebalance.
-		d.log.Warn("detector: no partition assigned", "topic", d.cfg.Topic)
+		d.log.Warn("detector: no partition assigned", "topics", d.cfg.topics())
 		return
 	}
 	d.log.Info("detector: partitions assigned", "partitions", parts)

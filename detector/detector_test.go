@@ -67,7 +67,7 @@ func TestRunCountsFlushesAndCommits(t *testing.T) {
 		if got := testutil.ToFloat64(d.m.partitions); got != 3 {
 			t.Errorf("partitions = %v, want 3", got)
 		}
-		if got := testutil.ToFloat64(d.m.lag.WithLabelValues("1")); got != 0 {
+		if got := testutil.ToFloat64(d.m.lag.WithLabelValues(fakeTopicName, "1")); got != 0 {
 			t.Errorf("lag of partition 1 = %v, want 0", got)
 		}
 		if err := stop(); err != nil {

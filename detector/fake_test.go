@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// fakeTopicName is the name of every fakeTopic.
+const fakeTopicName = "access"
+
 // fakeTopic is an in-memory partitioned log with committed offsets: a
 // stand-in for Kafka with the same replay semantics.
 type fakeTopic struct {
@@ -130,7 +133,7 @@ func (g *fakeGen) Start(fn func(ctx context.Context)) {
 	}()
 }
 
-func (g *fakeGen) Commit(_ context.Context, offsets map[int]int64) error {
+func (g *fakeGen) Commit(_ context.Context, offsets map[TopicPartition]int64) error {
 	g.topic.mu.Lock()
 	defer g.topic.mu.Unlock()
 	if g.topic.commitErr != nil {
@@ -138,9 +141,16 @@ func (g *fakeGen) Commit(_ context.Context, offsets map[int]int64) error {
 	}
 	var b strings.Builder
 	b.WriteString("commit")
-	for _, p := range slices.Sorted(maps.Keys(offsets)) {
-		fmt.Fprintf(&b, " %d=%d", p, offsets[p])
-		g.topic.committed[p] = offsets[p]
+	parts := make(map[int]int64, len(offsets))
+	for tp, o := range offsets {
+		if tp.Topic != fakeTopicName {
+			return fmt.Errorf("fakeGen: commit of topic %q", tp.Topic)
+		}
+		parts[tp.Partition] = o
+	}
+	for _, p := range slices.Sorted(maps.Keys(parts)) {
+		fmt.Fprintf(&b, " %d=%d", p, parts[p])
+		g.topic.committed[p] = parts[p]
 	}
 	g.topic.events = append(g.topic.events, b.String())
 	return nil
@@ -158,6 +168,7 @@ type fakeClaim struct {
 	off   int64
 }
 
+func (c *fakeClaim) Topic() string  { return fakeTopicName }
 func (c *fakeClaim) Partition() int { return c.part }
 func (c *fakeClaim) Close() error   { return nil }
 

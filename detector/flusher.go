@@ -25,14 +25,14 @@ type flusher struct {
 	nextID   uint64
 
 	merged     []Count
-	span       time.Duration  // event time the merged counts cover (see Flush)
-	end        int64          // newest event time of the merged counts, Unix ms; 0: none
-	spread     spread         // the merged counts' accesses per step of event time
-	index      map[appKey]int // merged index by key
-	offsets    map[int]int64  // partition -> next offset to read, as of the last round
-	taken      map[int]int64  // the same as of the last round the Sink took
-	committed  map[int]int64  // partition -> last offset committed
-	toCommit   map[int]int64
+	span       time.Duration            // event time the merged counts cover (see Flush)
+	end        int64                    // newest event time of the merged counts, Unix ms; 0: none
+	spread     spread                   // the merged counts' accesses per step of event time
+	index      map[appKey]int           // merged index by key
+	offsets    map[TopicPartition]int64 // partition -> next offset to read, as of the last round
+	taken      map[TopicPartition]int64 // the same as of the last round the Sink took
+	committed  map[TopicPartition]int64 // partition -> last offset committed
+	toCommit   map[TopicPartition]int64
 	lastCommit time.Time // when a commit was last taken
 }
 
@@ -47,10 +47,10 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		partials:  make(chan partial, workers),
 		early:     make(chan uint64, workers),
 		index:     make(map[appKey]int),
-		offsets:   make(map[int]int64),
-		taken:     make(map[int]int64),
-		committed: make(map[int]int64),
-		toCommit:  make(map[int]int64),
+		offsets:   make(map[TopicPartition]int64),
+		taken:     make(map[TopicPartition]int64),
+		committed: make(map[TopicPartition]int64),
+		toCommit:  make(map[TopicPartition]int64),
 		spread:    spread{step: max(d.cfg.Bucket.Milliseconds(), 1)},
 	}
 	f.publish()
@@ -224,7 +224,7 @@ func (f *flusher) collect(id uint64) {
 		p := <-f.partials
 		if p.round != id {
 			// A broken round protocol would lose or double counts: fail loudly.
-			panic(fmt.Sprintf("detector: partition %d answered round %d during round %d", p.partition, p.round, id))
+			panic(fmt.Sprintf("detector: partition %v answered round %d during round %d", p.partition, p.round, id))
 		}
 		keys += p.keys
 		newest = max(newest, p.newest)
@@ -352,7 +352,7 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 // round whose send failed, the rounds taken are behind what was committed).
 // A failed commit is retried with a later round's offsets; the counts were
 // handed on, so a replay after it can only over-count.
-func (f *flusher) commit(offsets map[int]int64, all bool) error {
+func (f *flusher) commit(offsets map[TopicPartition]int64, all bool) error {
 	clear(f.toCommit)
 	for p, o := range offsets {
 		if c, ok := f.committed[p]; !ok || c < o || all && c == o {

@@ -35,13 +35,18 @@ func (g kafkaGeneration) Claims() []Claim {
 
 func (g kafkaGeneration) Start(fn func(ctx context.Context)) { g.g.Start(fn) }
 
-func (g kafkaGeneration) Commit(ctx context.Context, offsets map[int]int64) error {
-	return g.g.Commit(ctx, offsets)
+func (g kafkaGeneration) Commit(ctx context.Context, offsets map[TopicPartition]int64) error {
+	tps := make(map[kafkaio.TopicPartition]int64, len(offsets))
+	for p, o := range offsets {
+		tps[kafkaio.TopicPartition(p)] = o
+	}
+	return g.g.Commit(ctx, tps)
 }
 
 type kafkaClaim struct{ r *kafkaio.Reader }
 
-func (c kafkaClaim) Partition() int { return c.r.Partition() }
+func (c kafkaClaim) Topic() string  { return c.r.TopicPartition().Topic }
+func (c kafkaClaim) Partition() int { return c.r.TopicPartition().Partition }
 func (c kafkaClaim) Close() error   { return c.r.Close() }
 
 func (c kafkaClaim) Fetch(ctx context.Context) (Record, error) {

@@ -50,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",
 			Help: "Partitions assigned to this detector."}),
 		lag: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "lag_records",
-			Help: "Records between the last one counted and the partition's high-water mark."}, []string{"partition"}),
+			Help: "Records between the last one counted and the partition's high-water mark."}, []string{"topic", "partition"}),
 		flushSecs: f.NewHistogram(prometheus.HistogramOpts{Namespace: "hotspot", Subsystem: "detector", Name: "flush_seconds",
 			Help:    "Time from the end of a flush round to the Sink accepting its counts.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),

@@ -29,7 +29,7 @@ type Sink interface {
 	Send(ctx context.Context, f Flush, counts []Count) error
 }
 
-// Source is membership in the consumer group on the access topic. The
+// Source is membership in the consumer group on the access topics. The
 // default Source is Kafka (internal/kafkaio); tests supply fakes.
 type Source interface {
 	// Next blocks until the group hands this member its next generation.
@@ -50,11 +50,19 @@ type Generation interface {
 	// the generation ends, and the group does not move on until fn returned.
 	Start(fn func(ctx context.Context))
 	// Commit stores, per partition, the offset of the next record to read.
-	Commit(ctx context.Context, offsets map[int]int64) error
+	Commit(ctx context.Context, offsets map[TopicPartition]int64) error
+}
+
+// TopicPartition names one partition of one of the topics the detector
+// reads.
+type TopicPartition struct {
+	Topic     string
+	Partition int
 }
 
 // Claim reads one partition. It is used by one goroutine.
 type Claim interface {
+	Topic() string
 	Partition() int
 	// Fetch returns the next record. When ctx ends first it returns an error
 	// and loses no record: the next Fetch returns it.

@@ -29,7 +29,7 @@ type round struct {
 // partial is one worker's answer to a round.
 type partial struct {
 	round     uint64
-	partition int
+	partition TopicPartition
 	counts    []Count // the worker's buffer: valid until it answers the next round
 	offset    int64   // next offset to read; -1 if no record was counted yet
 	keys      int     // keys in the worker's counter
@@ -45,8 +45,9 @@ type partial struct {
 type worker struct {
 	d      *Detector
 	claim  Claim
+	tp     TopicPartition
 	c      *counter
-	dec    wire.Decoder
+	dec    Decoder
 	add    func(*wire.Entry)
 	rounds *atomic.Pointer[round]
 	out    chan<- partial
@@ -79,18 +80,19 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w := &worker{
 		d:      d,
 		claim:  cl,
+		tp:     TopicPartition{cl.Topic(), cl.Partition()},
 		c:      newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/parts, cfg.MaxKeyBytes/parts),
 		rounds: rounds,
 		out:    out,
 		early:  early,
-		lag:    d.m.lag.WithLabelValues(strconv.Itoa(cl.Partition())),
+		lag:    d.m.lag.WithLabelValues(cl.Topic(), strconv.Itoa(cl.Partition())),
 		offset: -1,
 	}
 	step := max(cfg.Bucket.Milliseconds(), 1)
 	w.spread, w.sent = &spread{step: step}, &spread{step: step}
 	w.c.bucketHot = min(cfg.hotWeight(cfg.Bucket), math.MaxUint32) // a bucket's weight saturates there
 	w.c.windowHot = cfg.hotWeight(cfg.Window)
-	w.dec = wire.Decoder{MaxKeyLen: cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
+	w.dec = d.decoder(cl.Topic())
 	w.add = func(e *wire.Entry) {
 		w.entries++
 		ts := e.TS
@@ -116,8 +118,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 // generation to end (so that the group does not rebalance before every
 // goroutine of this generation is done).
 func (w *worker) run(gctx context.Context) {
-	part := w.claim.Partition()
-	defer w.d.m.lag.DeleteLabelValues(strconv.Itoa(part))
+	defer w.d.m.lag.DeleteLabelValues(w.tp.Topic, strconv.Itoa(w.tp.Partition))
 	defer w.claim.Close()
 	for {
 		r := w.rounds.Load()
@@ -140,7 +141,7 @@ func (w *worker) run(gctx context.Context) {
 		}
 		if r.ctx.Err() == nil {
 			w.d.m.fetchErrs.Inc()
-			w.d.log.Warn("detector: fetch failed; retrying", "partition", part, "err", err)
+			w.d.log.Warn("detector: fetch failed; retrying", "topic", w.tp.Topic, "partition", w.tp.Partition, "err", err)
 			// Short: after a broker restart, every 250 ms of waiting
 			// here delays detection.
 			t := time.NewTimer(250 * time.Millisecond)
@@ -180,7 +181,7 @@ func (w *worker) consume(rec Record) {
 	w.d.m.stale.Add(float64(w.stale))
 	if err != nil {
 		// Counted by reason in OnInvalid; the record (or line) is skipped.
-		w.d.log.Debug("detector: invalid record", "partition", w.claim.Partition(), "offset", rec.Offset, "err", err)
+		w.d.log.Debug("detector: invalid record", "topic", w.tp.Topic, "partition", w.tp.Partition, "offset", rec.Offset, "err", err)
 	}
 	w.offset = rec.Offset + 1
 	if rec.HighWaterMark > 0 {
@@ -212,7 +213,7 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// Entry times were clamped to the clock as they were counted.
-	w.out <- partial{round: id, partition: w.claim.Partition(), counts: w.buf, offset: w.offset, keys: w.c.len(),
+	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, keys: w.c.len(),
 		oldest: w.oldest, newest: w.newest, spread: w.spread}
 	w.oldest, w.newest = 0, 0
 	w.spread, w.sent = w.sent, w.spread

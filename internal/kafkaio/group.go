@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ const (
 // GroupConfig configures a Group. A zero field means the default shown.
 type GroupConfig struct {
 	Brokers []string // bootstrap addresses; required
-	Topic   string   // the topic to consume; required
+	Topics  []string // the topics to consume, at least one, each once
 	Group   string   // consumer group ID; required
 
 	SessionTimeout    time.Duration // 10s: a member silent this long is dropped from the group
@@ -56,7 +57,7 @@ type GroupConfig struct {
 	Security *Security // TLS and SASL; nil means plaintext, unauthenticated
 }
 
-// Group is one member of a Kafka consumer group on one topic. It wraps
+// Group is one member of a Kafka consumer group on its topics. It wraps
 // kafka-go's ConsumerGroup: Next returns each generation (one per
 // rebalance), whose partitions are read with a Reader each.
 type Group struct {
@@ -119,10 +120,15 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	switch {
 	case len(cfg.Brokers) == 0:
 		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no brokers")
-	case cfg.Topic == "":
+	case len(cfg.Topics) == 0:
 		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no topic")
 	case cfg.Group == "":
 		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no group")
+	}
+	for i, topic := range cfg.Topics {
+		if topic == "" || slices.Contains(cfg.Topics[:i], topic) {
+			return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: topic %q empty or given twice", topic)
+		}
 	}
 	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, DefaultSessionTimeout)
 	cfg.RebalanceTimeout = cmp.Or(cfg.RebalanceTimeout, 10*time.Second)
@@ -159,7 +165,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	gc := kafka.ConsumerGroupConfig{
 		ID:                cfg.Group,
 		Brokers:           cfg.Brokers,
-		Topics:            []string{cfg.Topic},
+		Topics:            cfg.Topics,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
@@ -180,7 +186,7 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	}
 	rc := kafka.ReaderConfig{
 		Brokers: cfg.Brokers,
-		Topic:   cfg.Topic,
+		Topic:   cfg.Topics[0], // each Reader sets its own
 		// MinBytes 1 by default: a fetch returns as soon as any record is
 		// there; with kafka-go's defaults the first fetch of a quiet
 		// partition waits for seconds.
@@ -260,10 +266,11 @@ func (g *Group) generation(gen *kafka.Generation) *Generation {
 		close(g.joined)
 		g.joined = nil
 	}
-	parts := gen.Assignments[g.cfg.Topic]
-	out := &Generation{gen: gen, client: g.client, transport: g.transport, stats: g.stats, topic: g.cfg.Topic, reader: g.reader, parts: make([]Assignment, 0, len(parts))}
-	for _, p := range parts {
-		out.parts = append(out.parts, Assignment{Partition: p.ID, Offset: p.Offset})
+	out := &Generation{gen: gen, client: g.client, transport: g.transport, stats: g.stats, reader: g.reader}
+	for _, topic := range g.cfg.Topics { // in the configured order
+		for _, p := range gen.Assignments[topic] {
+			out.parts = append(out.parts, Assignment{TopicPartition: TopicPartition{topic, p.ID}, Offset: p.Offset})
+		}
 	}
 	return out
 }
@@ -297,12 +304,18 @@ func resetOn(t *kafka.Transport, err error) {
 	}
 }
 
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int
+}
+
 // Assignment is one partition given to this member and the offset its
 // reading starts at: the group's committed offset, or kafka.FirstOffset /
 // kafka.LastOffset (negative) when none was committed.
 type Assignment struct {
-	Partition int
-	Offset    int64
+	TopicPartition
+	Offset int64
 }
 
 // Generation is one assignment of partitions to this member, from one
@@ -312,7 +325,6 @@ type Generation struct {
 	client    *kafka.Client
 	transport *kafka.Transport // client's
 	stats     *clientStats
-	topic     string
 	reader    kafka.ReaderConfig
 	parts     []Assignment
 }
@@ -338,31 +350,32 @@ func (g *Generation) Start(fn func(ctx context.Context)) { g.gen.Start(fn) }
 // Kafka 4.1 blocks through a rebalance, so a member committing when a
 // rebalance starts cannot end its generation in time and is evicted. Here
 // the commit is a request of its own, bounded by ctx.
-func (g *Generation) Commit(ctx context.Context, offsets map[int]int64) error {
+func (g *Generation) Commit(ctx context.Context, offsets map[TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	parts := make([]kafka.OffsetCommit, 0, len(offsets))
+	topics := make(map[string][]kafka.OffsetCommit)
 	for p, o := range offsets {
-		parts = append(parts, kafka.OffsetCommit{Partition: p, Offset: o})
+		topics[p.Topic] = append(topics[p.Topic], kafka.OffsetCommit{Partition: p.Partition, Offset: o})
 	}
 	g.stats.committed()
 	resp, err := g.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID: g.gen.GroupID, GenerationID: int(g.gen.ID), MemberID: g.gen.MemberID,
-		Topics: map[string][]kafka.OffsetCommit{g.topic: parts},
+		GroupID: g.gen.GroupID, GenerationID: int(g.gen.ID), MemberID: g.gen.MemberID, Topics: topics,
 	})
 	if err != nil {
 		resetOn(g.transport, err)
-		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, err)
+		return fmt.Errorf("kafkaio: commit offsets of group %s: %w", g.gen.GroupID, err)
 	}
 	var errs []error
-	for _, p := range resp.Topics[g.topic] {
-		if p.Error != nil {
-			errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, p.Error))
+	for topic, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				errs = append(errs, fmt.Errorf("%s partition %d: %w", topic, p.Partition, p.Error))
+			}
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("kafkaio: commit offsets of %s: %w", g.topic, errors.Join(errs...))
+		return fmt.Errorf("kafkaio: commit offsets of group %s: %w", g.gen.GroupID, errors.Join(errs...))
 	}
 	return nil
 }
@@ -370,11 +383,11 @@ func (g *Generation) Commit(ctx context.Context, offsets map[int]int64) error {
 // Reader opens a reader of one assigned partition, positioned at a.Offset.
 func (g *Generation) Reader(a Assignment) *Reader {
 	rc := g.reader
-	rc.Partition = a.Partition
-	r := kafka.NewReader(rc)  // cannot panic: rc was validated in build
+	rc.Topic, rc.Partition = a.Topic, a.Partition
+	r := kafka.NewReader(rc)  // cannot panic: rc was validated in build (and a.Topic is one of cfg.Topics)
 	_ = r.SetOffset(a.Offset) // fails only on a closed reader
 	g.stats.open(r)
-	return &Reader{r: r, partition: a.Partition, stats: g.stats}
+	return &Reader{r: r, tp: a.TopicPartition, stats: g.stats}
 }
 
 // Record is one Kafka record of the partition.
@@ -387,13 +400,13 @@ type Record struct {
 
 // Reader reads one partition in offset order. It is not safe for concurrent use.
 type Reader struct {
-	r         *kafka.Reader
-	partition int
-	stats     *clientStats
+	r     *kafka.Reader
+	tp    TopicPartition
+	stats *clientStats
 }
 
-// Partition is the partition number.
-func (r *Reader) Partition() int { return r.partition }
+// TopicPartition is the partition read.
+func (r *Reader) TopicPartition() TopicPartition { return r.tp }
 
 // Fetch returns the next record. When ctx ends first it returns ctx.Err()
 // and no record is lost: the next Fetch returns it.
@@ -403,7 +416,7 @@ func (r *Reader) Fetch(ctx context.Context) (Record, error) {
 		if ctx.Err() != nil {
 			return Record{}, ctx.Err()
 		}
-		return Record{}, fmt.Errorf("kafkaio: fetch partition %d: %w", r.partition, err)
+		return Record{}, fmt.Errorf("kafkaio: fetch %s partition %d: %w", r.tp.Topic, r.tp.Partition, err)
 	}
 	return Record{Value: m.Value, Offset: m.Offset, Time: m.Time, HighWaterMark: m.HighWaterMark}, nil
 }

@@ -1,6 +1,7 @@
 package kafkaio
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -57,24 +58,35 @@ func produce(t *testing.T, addr, topic string, partition int, values ...[]byte) 
 
 func testConfig(addr, topic, group string) GroupConfig {
 	return GroupConfig{
-		Brokers: []string{addr}, Topic: topic, Group: group,
+		Brokers: []string{addr}, Topics: []string{topic}, Group: group,
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: time.Second,
 		FromOldest: true,
 	}
 }
 
+// TestGroupReadsAndCommits: one group on two topics (2 partitions and 1)
+// reads every partition of both and commits them in one request.
 func TestGroupReadsAndCommits(t *testing.T) {
 	addr := stacktest.Kafka(t)
 	topic, group := stacktest.Name(t), stacktest.Name(t)
+	other := topic + ".other"
 	createTopic(t, addr, topic, 2)
-	for p := range 2 {
-		produce(t, addr, topic, p, []byte(fmt.Sprintf("p%d-0", p)), []byte(fmt.Sprintf("p%d-1", p)), []byte(fmt.Sprintf("p%d-2", p)))
+	createTopic(t, addr, other, 1)
+	value := func(a TopicPartition, i int) string {
+		return fmt.Sprintf("%s/%d-%d", a.Topic[len(topic):], a.Partition, i)
+	}
+	for _, tp := range []TopicPartition{{topic, 0}, {topic, 1}, {other, 0}} {
+		produce(t, addr, tp.Topic, tp.Partition, []byte(value(tp, 0)), []byte(value(tp, 1)), []byte(value(tp, 2)))
+	}
+	byTopicPartition := func(a, b Assignment) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), a.Partition-b.Partition)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(addr, topic, group)
+	cfg.Topics = append(cfg.Topics, other)
 	cfg.Registerer = reg
 	g, err := NewGroup(cfg)
 	if err != nil {
@@ -85,8 +97,9 @@ func TestGroupReadsAndCommits(t *testing.T) {
 		t.Fatalf("Next: %v", err)
 	}
 	as := gen.Assignments()
-	slices.SortFunc(as, func(a, b Assignment) int { return a.Partition - b.Partition })
-	if want := []Assignment{{0, kafka.FirstOffset}, {1, kafka.FirstOffset}}; !slices.Equal(as, want) {
+	slices.SortFunc(as, byTopicPartition)
+	if want := []Assignment{{TopicPartition{topic, 0}, kafka.FirstOffset}, {TopicPartition{topic, 1}, kafka.FirstOffset},
+		{TopicPartition{other, 0}, kafka.FirstOffset}}; !slices.Equal(as, want) {
 		t.Fatalf("assignments %v, want %v", as, want)
 	}
 	for _, a := range as {
@@ -94,27 +107,27 @@ func TestGroupReadsAndCommits(t *testing.T) {
 		for i := range 3 {
 			rec, err := r.Fetch(ctx)
 			if err != nil {
-				t.Fatalf("fetch %d/%d: %v", a.Partition, i, err)
+				t.Fatalf("fetch %v/%d: %v", a.TopicPartition, i, err)
 			}
-			if want := fmt.Sprintf("p%d-%d", a.Partition, i); string(rec.Value) != want || rec.Offset != int64(i) || rec.HighWaterMark != 3 {
+			if want := value(a.TopicPartition, i); string(rec.Value) != want || rec.Offset != int64(i) || rec.HighWaterMark != 3 {
 				t.Fatalf("record %q at %d (hwm %d), want %q at %d (hwm 3)", rec.Value, rec.Offset, rec.HighWaterMark, want, i)
 			}
 		}
 		r.Close()
 	}
-	if err := gen.Commit(t.Context(), map[int]int64{0: 3, 1: 2}); err != nil {
+	if err := gen.Commit(t.Context(), map[TopicPartition]int64{{topic, 0}: 3, {topic, 1}: 2, {other, 0}: 1}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	// The request counters: every record fetched (each is 4 bytes), at
-	// least one fetch per partition, the one commit.
+	// The request counters: every record fetched (6 of 4 bytes, 3 of 10),
+	// at least one fetch per partition, the one commit.
 	got := gatherKafka(t, reg)
 	for _, c := range []struct {
 		name     string
 		min, max float64
 	}{
-		{"hotspot_kafka_fetched_records_total", 6, 6},
-		{"hotspot_kafka_fetched_bytes_total", 24, 24},
-		{"hotspot_kafka_fetch_requests_total", 2, 1e9},
+		{"hotspot_kafka_fetched_records_total", 9, 9},
+		{"hotspot_kafka_fetched_bytes_total", 6*4 + 3*10, 6*4 + 3*10},
+		{"hotspot_kafka_fetch_requests_total", 3, 1e9},
 		{"hotspot_kafka_offset_commit_requests_total", 1, 1},
 	} {
 		if v := got[c.name]; v < c.min || v > c.max {
@@ -129,7 +142,9 @@ func TestGroupReadsAndCommits(t *testing.T) {
 	}
 
 	// The next member of the group starts at the committed offsets.
-	g2, err := NewGroup(testConfig(addr, topic, group))
+	cfg2 := testConfig(addr, topic, group)
+	cfg2.Topics = append(cfg2.Topics, other)
+	g2, err := NewGroup(cfg2)
 	if err != nil {
 		t.Fatalf("NewGroup: %v", err)
 	}
@@ -139,15 +154,17 @@ func TestGroupReadsAndCommits(t *testing.T) {
 		t.Fatalf("Next: %v", err)
 	}
 	as = gen2.Assignments()
-	slices.SortFunc(as, func(a, b Assignment) int { return a.Partition - b.Partition })
-	if want := []Assignment{{0, 3}, {1, 2}}; !slices.Equal(as, want) {
+	slices.SortFunc(as, byTopicPartition)
+	if want := []Assignment{{TopicPartition{topic, 0}, 3}, {TopicPartition{topic, 1}, 2}, {TopicPartition{other, 0}, 1}}; !slices.Equal(as, want) {
 		t.Fatalf("assignments after commit %v, want %v", as, want)
 	}
-	r := gen2.Reader(as[1])
-	defer r.Close()
-	rec, err := r.Fetch(ctx)
-	if err != nil || string(rec.Value) != "p1-2" {
-		t.Fatalf("first record after commit: %q, %v; want p1-2", rec.Value, err)
+	for _, a := range as[1:] {
+		r := gen2.Reader(a)
+		rec, err := r.Fetch(ctx)
+		r.Close()
+		if want := value(a.TopicPartition, int(a.Offset)); err != nil || string(rec.Value) != want {
+			t.Fatalf("first record of %v after commit: %q, %v; want %q", a.TopicPartition, rec.Value, err, want)
+		}
 	}
 }
 
@@ -183,8 +200,8 @@ func TestFetchCanceledLosesNoRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := &Generation{topic: topic, reader: g.reader}
-	r := gen.Reader(Assignment{Partition: 0, Offset: kafka.FirstOffset})
+	gen := &Generation{reader: g.reader}
+	r := gen.Reader(Assignment{TopicPartition: TopicPartition{topic, 0}, Offset: kafka.FirstOffset})
 	defer r.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	next, canceled := int64(0), 0
@@ -214,13 +231,15 @@ func TestFetchCanceledLosesNoRecord(t *testing.T) {
 }
 
 func TestCheckRejectsBadConfig(t *testing.T) {
-	good := GroupConfig{Brokers: []string{"x:1"}, Topic: "t", Group: "g"}
+	good := GroupConfig{Brokers: []string{"x:1"}, Topics: []string{"t", "u"}, Group: "g"}
 	tests := []struct {
 		name string
 		edit func(*GroupConfig)
 	}{
 		{"no brokers", func(c *GroupConfig) { c.Brokers = nil }},
-		{"no topic", func(c *GroupConfig) { c.Topic = "" }},
+		{"no topic", func(c *GroupConfig) { c.Topics = nil }},
+		{"empty topic", func(c *GroupConfig) { c.Topics = []string{"t", ""} }},
+		{"topic twice", func(c *GroupConfig) { c.Topics = []string{"t", "u", "t"} }},
 		{"no group", func(c *GroupConfig) { c.Group = "" }},
 		{"heartbeat not below session", func(c *GroupConfig) { c.SessionTimeout, c.HeartbeatInterval = time.Second, time.Second }},
 		{"negative max wait", func(c *GroupConfig) { c.MaxWait = -1 }},
