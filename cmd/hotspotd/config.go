@@ -1,22 +1,29 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/ingest"
 	"github.com/hotspot-dev/hotspot/rules"
 )
 
 type config struct {
 	brokers     []string
 	topic       string
+	input       string         // --input: the file of inputs, "" for none
+	inputs      *ingest.Config // its inputs, nil without it
+	checkInput  string         // --check-input: check this input file and exit
+	sample      string         // --sample: a line to explain with --check-input
 	group       string
 	zk          []string
 	zkRoot      string
@@ -82,7 +89,10 @@ type lists struct {
 // declareFlags declares hotspotd's flags on fs, to be parsed into c and l.
 func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.StringVar(&l.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
-	fs.StringVar(&c.topic, "topic", hotset.DefaultTopic, "access-event topic")
+	fs.StringVar(&c.topic, "topic", "", "access-event topic (default "+hotset.DefaultTopic+"; with --input, one of the file's topics or empty)")
+	fs.StringVar(&c.checkInput, "check-input", "", "check this input file, print what --sample's line becomes under each input (or --topic's), and exit")
+	fs.StringVar(&c.sample, "sample", "", "with --check-input: a record's line to explain")
+	fs.StringVar(&c.input, "input", "", "YAML file of inputs: the topics to read and how their records (access logs in other formats) become accesses (docs/ingest.md)")
 	fs.StringVar(&c.group, "group", hotset.DefaultGroup, "detector consumer group")
 	fs.StringVar(&l.zk, "zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
 	fs.StringVar(&c.zkRoot, "zk-root", hotset.DefaultRoot, "ZooKeeper root of everything Hotspot keeps")
@@ -126,6 +136,26 @@ func (c *config) convert(l lists) error {
 	if err := c.logLevel.UnmarshalText([]byte(l.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	return c.readInputs()
+}
+
+// readInputs reads --input, whose topics replace --topic.
+func (c *config) readInputs() error {
+	if c.input == "" {
+		if c.checkInput == "" { // which filters by the --topic given
+			c.topic = cmp.Or(c.topic, hotset.DefaultTopic)
+		}
+		return nil
+	}
+	ic, err := ingest.Load(c.input)
+	if err != nil {
+		return fmt.Errorf("--input: %w", err)
+	}
+	c.inputs = ic
+	if ts := c.topics(); c.topic != "" && !slices.Contains(ts, c.topic) {
+		return fmt.Errorf("--topic %q is not one of the --input file's topics (%s)", c.topic, strings.Join(ts, ", "))
+	}
+	c.topic = ic.Inputs[0].Topic
 	return nil
 }
 

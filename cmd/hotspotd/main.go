@@ -33,6 +33,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "hotspotd: %v\n", err)
 		os.Exit(2)
 	}
+	if cfg.checkInput != "" {
+		os.Exit(checkInput(os.Stdout, cfg.checkInput, cfg.topic, cfg.sample, cfg.sample != ""))
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	liblog.Route(log) // the libraries' own lines, at debug
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

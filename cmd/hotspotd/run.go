@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -198,7 +199,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 		return nil, err
 	}
 	return detector.New(detector.Config{
-		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group,
+		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group, Inputs: detectorInputs(cfg.inputs, 0, reg),
 		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
 		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin, CommitInterval: cfg.commitEvery,
 		// The broker's minimum: a dead detector's partitions wait this
@@ -209,26 +210,29 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	}, sink)
 }
 
-// ensureTopic makes sure the access topic exists: a group formed before its
-// topic exists gets no partitions until the next rebalance. Only a missing
-// broker is an error; otherwise the detector waits for the topic.
+// ensureTopic makes sure the access topics exist: a group formed before its
+// topic exists gets no partitions of it until the next rebalance. Only a
+// missing broker is an error; otherwise the detector waits for the topic.
 func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
-	n, err := kafkaio.EnsureTopicWith(ctx, cfg.sec.kafka, cfg.brokers, cfg.topic, cfg.partitions)
-	switch {
-	case errors.Is(err, kafkaio.ErrNoBroker):
-		return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
-	case err != nil:
-		log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", cfg.topic, "err", err)
-	default:
-		log.Info("access topic", "topic", cfg.topic, "partitions", n)
+	for _, topic := range cfg.topics() {
+		n, err := kafkaio.EnsureTopicWith(ctx, cfg.sec.kafka, cfg.brokers, topic, cfg.partitions)
+		switch {
+		case errors.Is(err, kafkaio.ErrNoBroker):
+			return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
+		case err != nil:
+			log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", topic, "err", err)
+		default:
+			log.Info("access topic", "topic", topic, "partitions", n)
+		}
 	}
 	return nil
 }
 
-// consumedTopic is the topic /v1/config names: only a detector consumes one.
+// consumedTopic is the topic /v1/config names: only a detector consumes
+// one; with --input, the file's topics, comma-separated.
 func (p *process) consumedTopic() string {
 	if p.cfg.detector {
-		return p.cfg.topic
+		return strings.Join(p.cfg.topics(), ",")
 	}
 	return ""
 }

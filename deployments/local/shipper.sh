@@ -21,8 +21,10 @@
 #     the local stack's 127.0.0.1:19092), keyless and so spread over the
 #     partitions, batching for 5 ms at most. Lines up to 64 KiB go whole; a
 #     longer one is cut to 64 KiB (nginx's own lines stay far below that).
-#     Each record's Kafka timestamp is the second rsyslog read the line
-#     (rsyslog keeps whole seconds), not the millisecond.
+#     omkafka stamps each record with the second rsyslog read the line
+#     (whole seconds), so the topic is created with
+#     message.timestamp.type=LogAppendTime: the broker's append time, in
+#     milliseconds, is the record's timestamp (docs/ingest.md, "Time").
 # It returns once nginx answers and a probe line went the whole way: it
 # requests /healthz?shipper-probe=<nanoseconds> and reads that line back from
 # the topic with kcat (20 s at most, HOTSPOT_SHIPPER_WAIT). That probe is the
@@ -95,7 +97,8 @@ install_debs() {
 # built once into $state/bin; it waits until every partition is served.
 mktopic_src() {
 	cat <<'EOF'
-// mktopic BROKERS TOPIC PARTITIONS: create TOPIC (replication factor 1) unless
+// mktopic BROKERS TOPIC PARTITIONS: create TOPIC (replication factor 1, the
+// broker's append time as record timestamps) unless
 // it exists, wait until every partition answers, print its partition count.
 // Built by deployments/local/shipper.sh.
 package main
@@ -169,7 +172,10 @@ func main() {
 	}
 	if n == 0 {
 		res, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-			Topic: topic, NumPartitions: want, ReplicationFactor: 1}}})
+			Topic: topic, NumPartitions: want, ReplicationFactor: 1,
+			// omkafka stamps records with whole seconds; the broker's
+			// append time has milliseconds (docs/ingest.md, "Time").
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "message.timestamp.type", ConfigValue: "LogAppendTime"}}}}})
 		if err == nil {
 			err = res.Errors[topic]
 		}
