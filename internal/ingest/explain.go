@@ -21,7 +21,10 @@ func (in *Input) Explain(line []byte) string {
 	var sb strings.Builder
 	topic, fmtName, idx := "", "hotspot", 0
 	if in != nil {
-		topic, fmtName, idx = in.Topic, in.Format, in.index
+		topic, idx = in.Topic, in.index
+		if in.Format != "" {
+			fmtName = in.Format
+		}
 	}
 	fmt.Fprintf(&sb, "input %d: topic %q, format %s\n", idx, topic, fmtName)
 	d := in.NewDecoder(0, nil)
@@ -141,7 +144,11 @@ func (d *Decoder) explainLine(sb *strings.Builder, b []byte) {
 }
 
 func writeDrop(sb *strings.Builder, dr drop) {
-	fmt.Fprintf(sb, "  dropped: %s: %s\n", dr.r, dr.detail())
+	fmt.Fprintf(sb, "  dropped: %s: %s", dr.r, dr.detail())
+	if dr.r == ReasonUnmatched && dr.off > 0 || dr.r == ReasonNotJSON {
+		fmt.Fprintf(sb, " (at byte %d)", dr.off)
+	}
+	sb.WriteString("\n")
 }
 
 func writeAccess(sb *strings.Builder, e *wire.Entry, noTime string) {

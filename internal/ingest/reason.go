@@ -99,7 +99,7 @@ var fromWire = func() (t [256]Reason) {
 // for format hotspot, a rejected record). Use errors.As to get it.
 type Error struct {
 	Reason Reason
-	Offset int    // byte offset in the record value of the first dropped line (hotspot: of the problem)
+	Offset int    // byte offset in the record value of the problem: where the line stops being valid (combined, json) or where it starts
 	Detail string // human-readable detail
 	// Skipped is the number of lines the call dropped as errors; this
 	// Error describes the first. Filtered lines are not errors and are not
