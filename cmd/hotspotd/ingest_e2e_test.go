@@ -244,3 +244,103 @@ func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
 	}
 	return out
 }
+
+// TestShipperNginx: nginx -> rsyslog -> Kafka -> hotspotd, all real
+// (deployments/local/shipper.sh: Debian's nginx writes its combined access
+// log, Debian's rsyslog ships each line with imfile and omkafka). A client
+// hammers /item/42 at 2.5x the threshold: hotspotd, given an input file for
+// the topic, lists item:42 from the access log and not item:7, read at a
+// tenth of the threshold, nor anything from /healthz, which the input's
+// extract pattern does not match.
+func TestShipperNginx(t *testing.T) {
+	c := newCluster(t, 2)
+	needTool(t, "nginx")
+	needTool(t, "rsyslogd")
+	port := freeAddr(t)[len("127.0.0.1:"):]
+	script, err := filepath.Abs("../../deployments/local/shipper.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOTSPOT_SHIPPER_DIR="+filepath.Join(c.dir, "shipper"))
+	shipper := func(args ...string) {
+		cmd := exec.Command(script, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("shipper.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() { shipper("down") })
+	shipper("up", "--topic", c.topic, "--brokers", c.brokers, "--port", port)
+
+	input := fmt.Sprintf(`inputs:
+  - topic: %s
+    format: combined
+    app: web
+    key: "item:{id}"
+    extract: {field: path, pattern: '^/item/(?P<id>[0-9]+)$'}
+    where: {status: '^2'}
+`, c.topic)
+	file := filepath.Join(c.dir, "inputs.yaml")
+	if err := os.WriteFile(file, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--input", file}
+	p := c.start("n1")
+
+	// Requests on keep-alive connections, paced: 2500/s of /item/42, 100/s
+	// of /item/7 and 50/s of /healthz, for 8 s at most.
+	base := "http://127.0.0.1:" + port
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}
+	get := func(path string) bool {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	type load struct {
+		path string
+		rate int
+	}
+	done := make(chan struct{})
+	sent := make(chan int, 16)
+	stop := time.Now().Add(8 * time.Second)
+	for _, l := range []load{{"/item/42", 2500}, {"/item/7", 100}, {"/healthz", 50}} {
+		workers := max(1, l.rate/250)
+		for range workers {
+			go func() {
+				n := 0
+				defer func() { sent <- n }()
+				every := time.Second * time.Duration(workers) / time.Duration(l.rate)
+				for next := time.Now(); next.Before(stop); next = next.Add(every) {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					time.Sleep(time.Until(next))
+					if get(l.path) {
+						n++
+					}
+				}
+			}()
+		}
+	}
+	start := time.Now()
+	waitFor(t, 8*time.Second, "item:42 listed from nginx's access log", func() bool {
+		return listedKeys(t, p.addr)["web/item:42"]
+	})
+	t.Logf("item:42 listed %v after the requests began", time.Since(start).Round(time.Millisecond))
+	for k := range listedKeys(t, p.addr) {
+		if k != "web/item:42" {
+			t.Errorf("%s is listed; only item:42 was read above the threshold", k)
+		}
+	}
+	close(done)
+	m := scrapeMetrics(t, p.addr)
+	if k := `hotspot_input_dropped_total{reason="unmatched",topic="` + c.topic + `"}`; m[k] < 1 {
+		t.Errorf("%s = %v: the /healthz lines were not counted as unmatched", k, m[k])
+	}
+}
