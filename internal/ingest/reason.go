@@ -30,9 +30,9 @@ const (
 	ReasonBadMagic                         // "bad_magic": hotspot only
 	ReasonUnknownVersion                   // "unknown_version": hotspot only
 	ReasonBadVarint                        // "bad_varint": hotspot only
-	ReasonBadUTF8                          // "bad_utf8": a key or app that is not valid UTF-8 (all formats)
+	ReasonBadUTF8                          // "bad_utf8": a key or app that is not valid UTF-8 (hotspot, combined, regex)
 
-	ReasonUnmatched    // "unmatched": a combined or regex line, or an extract field, that does not match
+	ReasonUnmatched    // "unmatched": a combined or regex line, or the field of an extract pattern, that does not match
 	ReasonFiltered     // "filtered": a where clause does not match (not an error: see Decoder.Decode)
 	ReasonBadTime      // "bad_time": the time field does not parse in the input's time format, or is <= 0
 	ReasonMissingField // "missing_field": json: a path that the key, extract or time needs is absent or null
