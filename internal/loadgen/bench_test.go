@@ -30,7 +30,7 @@ func BenchmarkZipf(b *testing.B) {
 // 200,000 events/s: one op is one 10 ms tick of 2,000 events; binary batches
 // are encoded every tenth tick, as at run time.
 func BenchmarkStep(b *testing.B) {
-	for _, form := range []Form{FormBinary, FormNDJSON, FormJSON} {
+	for _, form := range []Form{FormBinary, FormNDJSON, FormJSON, FormCombined, FormMappedJSON} {
 		for _, s := range []float64{0.8, 1.1} {
 			b.Run(fmt.Sprintf("%s/s=%v", form, s), func(b *testing.B) {
 				c := testConfig(b, Config{Form: form, Rate: 200_000, Skew: s,

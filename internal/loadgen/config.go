@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
@@ -27,30 +28,46 @@ const (
 	// FormNDJSON writes newline-separated JSON objects, Lines per record, as
 	// a log shipper does.
 	FormNDJSON
+	// FormCombined writes each access as an nginx/Apache combined log line
+	// (forms.go), one per record by default as a log shipper sends them, or
+	// Lines per record. hotspotd reads it only through an input file:
+	// InputFile gives the one that maps the lines back to (app, key).
+	FormCombined
+	// FormMappedJSON writes each access as a JSON object shaped like a
+	// service's own access log (forms.go), not hotspot's event format: one
+	// per record by default, or Lines per record. hotspotd reads it only
+	// through an input file: InputFile gives the one that maps it back.
+	FormMappedJSON
+
+	numForms
 )
 
-// String returns "binary", "json" or "ndjson".
+var formNames = [numForms]string{
+	FormBinary: "binary", FormJSON: "json", FormNDJSON: "ndjson",
+	FormCombined: "combined", FormMappedJSON: "mapped-json",
+}
+
+// String returns "binary", "json", "ndjson", "combined" or "mapped-json".
 func (f Form) String() string {
-	switch f {
-	case FormBinary:
-		return "binary"
-	case FormJSON:
-		return "json"
-	case FormNDJSON:
-		return "ndjson"
+	if f < numForms {
+		return formNames[f]
 	}
 	return "form(" + strconv.Itoa(int(f)) + ")"
 }
 
 // ParseForm parses a Form's String value.
 func ParseForm(s string) (Form, error) {
-	for _, f := range []Form{FormBinary, FormJSON, FormNDJSON} {
-		if s == f.String() {
-			return f, nil
+	for f, name := range formNames {
+		if s == name {
+			return Form(f), nil
 		}
 	}
-	return 0, fmt.Errorf("loadgen: unknown record form %q (want binary, json or ndjson)", s)
+	return 0, fmt.Errorf("loadgen: unknown record form %q (want %s)", s, strings.Join(formNames[:], ", "))
 }
+
+// lines reports whether f's records hold Config.Lines lines, one access
+// each.
+func (f Form) lines() bool { return f == FormNDJSON || f == FormCombined || f == FormMappedJSON }
 
 // NoBackground as Config.Rate turns the Zipf background off, leaving only the
 // planted keys.
@@ -92,9 +109,12 @@ type Config struct {
 	Flush    time.Duration // FormBinary: the interval summed into one batch; default 100ms; a multiple of Tick
 
 	// Records.
-	Form         Form // default FormBinary
-	Lines        int  // FormNDJSON: objects per record; default 100
-	BatchEntries int  // FormBinary: (key, count) entries per record at most; default 1000
+	Form Form // default FormBinary
+	// Lines is how many accesses (lines) a record of FormNDJSON,
+	// FormCombined or FormMappedJSON holds; default 100 for FormNDJSON and
+	// 1 for the other two (one line per record, as a log shipper sends).
+	Lines        int
+	BatchEntries int // FormBinary: (key, count) entries per record at most; default 1000
 	// EarlyCount, if > 0, sends a planted key whose count in the batch being
 	// filled reaches it at the end of the tick, at most once per Flush
 	// interval and only until the key is hot (early.go): an early send by
@@ -142,7 +162,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.Apps = cmp.Or(c.Apps, 1)
 	c.Tick = cmp.Or(c.Tick, 10*time.Millisecond)
 	c.Flush = cmp.Or(c.Flush, 100*time.Millisecond)
-	c.Lines = cmp.Or(c.Lines, 100)
+	if c.Lines == 0 {
+		c.Lines = 1
+		if c.Form == FormNDJSON {
+			c.Lines = 100
+		}
+	}
 	c.BatchEntries = cmp.Or(c.BatchEntries, 1000)
 	c.Threshold = cmp.Or(c.Threshold, 1000)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
@@ -166,7 +191,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("loadgen: Tick %v must be whole milliseconds dividing %v", c.Tick, SlotDuration)
 	case c.Flush <= 0 || c.Flush%c.Tick != 0:
 		return c, fmt.Errorf("loadgen: Flush %v must be a multiple of Tick %v", c.Flush, c.Tick)
-	case c.Form > FormNDJSON:
+	case c.Form >= numForms:
 		return c, fmt.Errorf("loadgen: unknown %v", c.Form)
 	case c.Lines < 1 || c.BatchEntries < 1:
 		return c, errors.New("loadgen: Lines and BatchEntries must be >= 1")
@@ -190,6 +215,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Rate == 0 && len(c.Flashes) == 0 {
 		return c, errors.New("loadgen: no background and no planted keys: nothing to send")
+	}
+	if err := c.checkCarried(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -4,9 +4,12 @@
 //
 // A workload is a Zipf-distributed background over many keys plus planted
 // keys (flash crowds that ramp up to a target rate, or keys at fixed rates),
-// written to Kafka in one of the three record forms the detector reads (one
-// JSON object per record, newline-separated JSON, or the SDK's binary batch).
-// Records are never keyed by cache key, so they spread over all partitions.
+// written to Kafka in one of the record forms the detector reads: its own
+// (one JSON object per record, newline-separated JSON, or the SDK's binary
+// batch), or an access log it reads through an input file (package ingest):
+// combined log lines or a service's JSON objects, whose input file
+// InputFile gives (forms.go). Records are never keyed by cache key, so they
+// spread over all partitions.
 //
 // Invariants:
 //   - Pacing is exact: by the end of tick i, the run has produced
@@ -18,6 +21,9 @@
 //   - The events are deterministic given the Config (including Seed): the
 //     same keys in the same ticks (only the order of entries inside a binary
 //     batch varies). Only Run reads the clock.
+//   - Every record of combined and mapped-json, decoded with InputFile's
+//     input file, yields exactly the generator's accesses: (app, key), count
+//     1, op read, and the time of its tick (TestInputFileDecodes).
 //
 // The Truth file format and the flash-crowd syntax are documented in
 // docs/loadgen.md.

@@ -45,7 +45,7 @@ func (g *generator) sendEarly(i int64) {
 			g.slab = wire.AppendBatch(g.slab, app, g.aggStart, kcs)
 			g.stats.Entries += int64(len(kcs))
 			g.stats.EarlyRecords++
-			g.emit(from, events)
+			g.emit(from, events, 0)
 		}
 		g.kcs = kcs[:0]
 	}

@@ -41,10 +41,14 @@ type generator struct {
 	slab     []byte // values of the current step's records
 	slabHint int
 	recs     []Record
-	open     int   // FormNDJSON: offset in slab of the record being filled
-	lines    int   // FormNDJSON: lines in it
-	events   int64 // FormNDJSON: events in it
+	open     int   // line forms: offset in slab of the record being filled
+	lines    int   // line forms: lines in it
+	events   int64 // line forms: events in it
+	tickTS   int64 // the current tick's start, Unix ms: the time of its accesses
 	ticks    int64 // ticks generated
+
+	clfSec int64  // FormCombined: the second that clf formats
+	clf    []byte // FormCombined: time_local of clfSec
 
 	stats Stats // totals of what was produced
 }
@@ -215,6 +219,7 @@ func (g *generator) step(i int64) []Record {
 	slot := int(i / g.perSlot)
 	g.truth.grow(slot + 1)
 	ts := g.startMs + i*g.tickMs
+	g.tickTS = ts
 	d0, d1 := time.Duration(i)*g.c.Tick, time.Duration(i+1)*g.c.Tick
 
 	if g.zipf != nil {
@@ -233,7 +238,7 @@ func (g *generator) step(i int64) []Record {
 			if g.agg != nil {
 				g.agg[a][uint32(r)]++
 			} else {
-				g.jsonEvent(g.apps[a], g.key(r), ts)
+				g.event(g.apps[a], g.key(r), ts)
 			}
 		}
 	}
@@ -249,11 +254,11 @@ func (g *generator) step(i int64) []Record {
 			continue
 		}
 		for range q {
-			g.jsonEvent(g.apps[p.app], p.f.Key, ts)
+			g.event(g.apps[p.app], p.f.Key, ts)
 		}
 	}
 	g.ticks = i + 1
-	if g.c.Form == FormNDJSON {
+	if g.c.Form.lines() {
 		g.closeLines()
 	}
 	if g.c.Form == FormBinary && g.ticks%g.perFlsh == 0 {
@@ -284,23 +289,25 @@ func (g *generator) end() []Record {
 	return g.recs
 }
 
-// emit makes slab[from:] a record carrying events.
-func (g *generator) emit(from int, events int64) {
+// emit makes slab[from:] a record carrying events, with the Kafka
+// timestamp timeMs (0: the writer's clock).
+func (g *generator) emit(from int, events, timeMs int64) {
 	v := g.slab[from:len(g.slab):len(g.slab)] // capped: appending to slab never writes into it
-	g.recs = append(g.recs, Record{Value: v, Events: events})
+	g.recs = append(g.recs, Record{Value: v, Events: events, TimeMs: timeMs})
 	g.stats.Records++
 	g.stats.Bytes += int64(len(v))
 	g.stats.Events += events
 }
 
-// jsonEvent writes one access as a JSON object, as its own record (FormJSON)
-// or as a line of the record being filled (FormNDJSON).
-func (g *generator) jsonEvent(app, key string, ts int64) {
+// event writes one access, as its own record (FormJSON) or as a line of the
+// record being filled (the line forms: FormNDJSON, FormCombined and
+// FormMappedJSON).
+func (g *generator) event(app, key string, ts int64) {
 	g.stats.Entries++
 	if g.c.Form == FormJSON {
 		from := len(g.slab)
 		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts})
-		g.emit(from, 1)
+		g.emit(from, 1, 0)
 		return
 	}
 	if g.lines > 0 {
@@ -308,7 +315,14 @@ func (g *generator) jsonEvent(app, key string, ts int64) {
 	} else {
 		g.open = len(g.slab)
 	}
-	g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts})
+	switch g.c.Form {
+	case FormCombined:
+		g.slab = g.appendCombined(g.slab, app, key, ts)
+	case FormMappedJSON:
+		g.slab = appendMappedJSON(g.slab, app, key, ts)
+	default:
+		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts})
+	}
 	g.lines++
 	g.events++
 	if g.lines == g.c.Lines {
@@ -316,13 +330,21 @@ func (g *generator) jsonEvent(app, key string, ts int64) {
 	}
 }
 
-// closeLines emits the FormNDJSON record being filled, if any. Each tick
-// ends with it, so no event waits for a later tick to be sent.
+// closeLines emits the record of a line form being filled, if any. Each
+// tick ends with it, so no event waits for a later tick to be sent, and
+// all lines of a record are of one tick. The records of FormCombined and
+// FormMappedJSON carry that tick's start as their Kafka timestamp, as a log
+// shipper stamps a line with the time it read it: combined's input reads
+// the access's time from it.
 func (g *generator) closeLines() {
 	if g.lines == 0 {
 		return
 	}
-	g.emit(g.open, g.events)
+	var timeMs int64
+	if g.c.Form == FormCombined || g.c.Form == FormMappedJSON {
+		timeMs = g.tickTS
+	}
+	g.emit(g.open, g.events, timeMs)
 	g.lines, g.events = 0, 0
 }
 
@@ -357,7 +379,7 @@ func (g *generator) flushBatches(next int64) {
 			from := len(g.slab)
 			g.slab = wire.AppendBatch(g.slab, app, g.aggStart, chunk)
 			g.stats.Entries += int64(len(chunk))
-			g.emit(from, events)
+			g.emit(from, events, 0)
 		}
 		g.kcs = all[:0]
 	}

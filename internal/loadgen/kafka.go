@@ -34,7 +34,7 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		return nil, err
 	}
 	chunk := 1
-	if c.Form == FormJSON {
+	if c.Form == FormJSON || c.Form.lines() && c.Lines == 1 {
 		// A record per event: keep runs of them on one partition so that
 		// kafka-go's per-partition batches fill up.
 		chunk = 32
@@ -84,6 +84,9 @@ func (s *kafkaSink) Write(ctx context.Context, recs []Record) error {
 		s.msgs = s.msgs[:0]
 		for _, r := range recs {
 			m := kafka.Message{Value: r.Value}
+			if r.TimeMs > 0 {
+				m.Time = time.UnixMilli(r.TimeMs)
+			}
 			if r.Events != 1 {
 				m.WriterData = r.Events // read back by completed; nil means 1
 			}

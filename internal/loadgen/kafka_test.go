@@ -13,10 +13,12 @@ import (
 
 // TestKafkaRoundTrip runs a short workload in each form against the real
 // Kafka, reads every partition back and checks that what arrived is what the
-// truth says was sent, key by key, and that every event arrived.
+// truth says was sent, key by key, and that every event arrived. The
+// mapped forms are decoded with their input files, and their records carry
+// the time of their accesses as Kafka timestamp.
 func TestKafkaRoundTrip(t *testing.T) {
 	addr := stacktest.Kafka(t)
-	for _, form := range []Form{FormBinary, FormJSON, FormNDJSON} {
+	for form := range numForms {
 		t.Run(form.String(), func(t *testing.T) {
 			t.Parallel()
 			topic := stacktest.Name(t)
@@ -46,18 +48,54 @@ func TestKafkaRoundTrip(t *testing.T) {
 			}
 			t.Logf("%s: ran %v, drained in %v", form, st.Elapsed, st.Drain)
 			t0 = time.Now()
-			values := readAll(ctx, t, addr, topic, 8)
+			recs := readAll(ctx, t, addr, topic, 8)
 			t.Logf("%s: read back in %v", form, time.Since(t0))
-			checkAgainstTruth(t, values, st)
+			if form == FormCombined || form == FormMappedJSON {
+				checkMappedRecords(t, form, recs, st)
+			} else {
+				values := make([][]byte, len(recs))
+				for i, r := range recs {
+					values[i] = r.Value
+				}
+				checkAgainstTruth(t, values, st)
+			}
 			t.Logf("%s: %d events in %d records (%d bytes), %d keys tracked", form, st.Events, st.Records, st.Bytes, len(st.Truth.Keys))
 		})
 	}
 }
 
-// readAll reads every record of every partition of topic, up to the end.
-func readAll(ctx context.Context, t *testing.T, addr, topic string, partitions int) [][]byte {
+// checkMappedRecords decodes the records of a mapped form, as read back
+// from Kafka, with the form's input file and compares them with the truth;
+// each record's Kafka timestamp must be the start of a tick of the run.
+func checkMappedRecords(t *testing.T, form Form, recs []Record, st Stats) {
 	t.Helper()
-	var values [][]byte
+	totals := make(map[AppKey]uint64)
+	var events int64
+	end := st.Truth.StartMs + int64(st.Truth.Slots)*st.Truth.SlotMs
+	for i, accs := range decodeInput(t, form, recs) {
+		if ts := recs[i].TimeMs; ts < st.Truth.StartMs || ts >= end || (ts-st.Truth.StartMs)%10 != 0 {
+			t.Fatalf("record %d: Kafka timestamp %d, want the start of a 10 ms tick in [%d, %d)", i, ts, st.Truth.StartMs, end)
+		}
+		for _, a := range accs {
+			totals[AppKey{a.App, a.Key}] += a.Count
+			events += int64(a.Count)
+		}
+	}
+	if events != st.Events || int64(len(recs)) != st.Records {
+		t.Errorf("decoded %d events in %d records; stats say %d, %d", events, len(recs), st.Events, st.Records)
+	}
+	for ak, want := range st.Truth.Totals() {
+		if got := totals[ak]; got != want {
+			t.Errorf("key %v: %d events decoded, truth says %d", ak, got, want)
+		}
+	}
+}
+
+// readAll reads every record of every partition of topic, up to the end:
+// its value and Kafka timestamp.
+func readAll(ctx context.Context, t *testing.T, addr, topic string, partitions int) []Record {
+	t.Helper()
+	var values []Record
 	for p := range partitions {
 		conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, p)
 		if err != nil {
@@ -82,7 +120,7 @@ func readAll(ctx context.Context, t *testing.T, addr, topic string, partitions i
 				r.Close()
 				t.Fatalf("read partition %d: %v", p, err)
 			}
-			values = append(values, m.Value)
+			values = append(values, Record{Value: m.Value, TimeMs: m.Time.UnixMilli()})
 			if m.Offset >= last-1 {
 				break
 			}

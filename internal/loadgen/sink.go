@@ -9,6 +9,11 @@ import (
 type Record struct {
 	Value  []byte // the record value; the generator never touches it again
 	Events int64  // accesses it carries: the sum of its entries' counts
+	// TimeMs is the record's Kafka timestamp, Unix ms: the time of its
+	// accesses for FormCombined and FormMappedJSON (whose input files may
+	// read it, as operators' do); 0 lets the writer stamp it when it sends
+	// it (the other forms carry their time in the value).
+	TimeMs int64
 }
 
 // Sink receives the generator's records. Run calls Write from one goroutine,
