@@ -48,6 +48,13 @@ workload's topic, or the detectors counted no record of it), when the
 generator could not keep its schedule, and when a key at 1.2 times the
 threshold or more was never reported (unless --allow-missed).
 
+--form combined and --form mapped-json send access logs that hotspotd reads
+only through an input file (see hotspot load --help): write it with
+--input-out FILE (with the same --form and --topic; nothing runs), start
+hotspotd with --input FILE, then run the bench; recall, precision and delay
+are then measured as for the other forms. The file does not depend on the
+run's app, so one hotspotd serves every run on that topic.
+
 With --rules FILE it installs a rule list for the run's app first (and with
 --rules-apps N for N-1 more apps without traffic), so that the throughput
 with rules can be compared with the same run without them. Leave the list's
@@ -56,7 +63,10 @@ grading (against hotspotd's threshold) does not apply.
 
 Examples:
   hotspot bench --rate 200000 --duration 30s
-  hotspot bench --form json --rate 100000 --skew 0.8 --duration 20s --json bench.json`
+  hotspot bench --form json --rate 100000 --skew 0.8 --duration 20s --json bench.json
+  hotspot bench --form combined --topic bench.nginx --input-out nginx.yaml
+  hotspotd --input nginx.yaml ... &
+  hotspot bench --form combined --topic bench.nginx --rate 50000 --duration 15s`
 
 func runBench(ctx context.Context, args []string) error {
 	return bench(ctx, args, os.Getenv, os.Stdout)
@@ -89,6 +99,10 @@ type benchResult struct {
 	LagFirstHalf  float64 `json:"lag_mean_first_half_records"`
 	LagSecondHalf float64 `json:"lag_mean_second_half_records"`
 	Invalid       float64 `json:"invalid_records"`
+	// Lines of an --input topic that yielded no access
+	// (hotspot_input_dropped_total, every topic of the hotspotds): with a
+	// form read through an input file, lines the file did not map.
+	Dropped float64 `json:"input_dropped_lines"`
 
 	// The whole pipeline over the same interval (workload plus settle):
 	// hotspotd as above, the broker and ZooKeeper from /proc; a process
@@ -166,6 +180,9 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if err != nil {
 		return err
 	}
+	if *o.w.inputOut != "" {
+		return writeInputFile(out, o.cfg, *o.w.inputOut)
+	}
 	if _, err := scrapeAll(ctx, o.hotspotds); err != nil {
 		return fmt.Errorf("%w: is hotspotd running? (--hotspotd)", err)
 	}
@@ -196,7 +213,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if err := writeBenchJSON(o.jsonPath, r); err != nil {
 		return err
 	}
-	if err := measuredSomething(r, o.cfg.Topic); err != nil {
+	if err := measuredSomething(r, o.cfg); err != nil {
 		return err
 	}
 	if err := fairRun(run.stats); err != nil {
@@ -368,6 +385,7 @@ func gradeBench(o benchOptions, run benchRun, seen observed) benchResult {
 		HotspotdCPU: delta("process_cpu_seconds_total"),
 		MaxRSSBytes: seen.maxRSS,
 		Invalid:     delta("hotspot_events_invalid_total"),
+		Dropped:     delta("hotspot_input_dropped_total"),
 		MustReport:  rep.MustReport, Found: rep.Found, Reported: rep.Reported, FalseHot: rep.FalseHot,
 		Precision: rep.Precision, Recall: rep.Recall,
 		DelayP50: ms(rep.P50), DelayP95: ms(rep.P95), DelayP99: ms(rep.P99), DelayMax: ms(rep.Max),
@@ -463,10 +481,14 @@ func writeBenchJSON(path string, r benchResult) error {
 
 // measuredSomething reports a run whose workload never reached the
 // detectors: they counted nothing while it ran, so every figure is empty.
-func measuredSomething(r benchResult, topic string) error {
+func measuredSomething(r benchResult, cfg loadgen.Config) error {
 	if r.Records > 0 && (r.DetRecords == 0 || r.DetEntries == 0) {
-		return fmt.Errorf("measured nothing: the workload sent %d records to topic %q, but the detectors counted %.0f records and %.0f entries meanwhile; does a hotspotd of --hotspotd consume that topic?",
-			r.Records, topic, r.DetRecords, r.DetEntries)
+		hint := ""
+		if needsInputFile(cfg.Form) {
+			hint = fmt.Sprintf(" Does it read %s records with their input file (--input-out FILE writes it; hotspotd --input FILE)?", cfg.Form)
+		}
+		return fmt.Errorf("measured nothing: the workload sent %d records to topic %q, but the detectors counted %.0f records and %.0f entries meanwhile; does a hotspotd of --hotspotd consume that topic?%s",
+			r.Records, cfg.Topic, r.DetRecords, r.DetEntries, hint)
 	}
 	return nil
 }
@@ -535,6 +557,9 @@ func printBench(out io.Writer, r benchResult) {
 		r.Form, r.Seconds, r.Events, r.Records, r.Entries, float64(r.Events)/r.Seconds)
 	fmt.Fprintf(out, "detectors     %.0f records, %.0f entries counted, %.0f invalid; %.0f entries/s wall\n",
 		r.DetRecords, r.DetEntries, r.Invalid, r.EntriesPerSecond)
+	if f, _ := loadgen.ParseForm(r.Form); r.Dropped > 0 || needsInputFile(f) {
+		fmt.Fprintf(out, "input file    %.0f lines dropped (hotspot_input_dropped_total)\n", r.Dropped)
+	}
 	fmt.Fprintf(out, "hotspotd CPU  %.2f s: %.0f entries and %.0f records per CPU-second\n",
 		r.HotspotdCPU, r.EntriesPerCPU, r.RecordsPerCPU)
 	fmt.Fprintf(out, "pipeline CPU  %.2f s over %.1f s: hotspotd %.2f, Kafka broker %s, ZooKeeper %s\n",

@@ -25,6 +25,13 @@ type hotspotd struct {
 // stops it with SIGTERM.
 func startHotspotd(t *testing.T, extra ...string) hotspotd {
 	t.Helper()
+	return startHotspotdOn(t, stacktest.Name(t), extra...)
+}
+
+// startHotspotdOn is startHotspotd with the topic, group and root named
+// name (so that an input file given in extra can name the topic).
+func startHotspotdOn(t *testing.T, name string, extra ...string) hotspotd {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs hotspotd against the stack; -short skips it")
 	}
@@ -34,7 +41,6 @@ func startHotspotd(t *testing.T, extra ...string) hotspotd {
 	if out, err := exec.Command("go", "build", "-o", bin, "../hotspotd").CombinedOutput(); err != nil {
 		t.Fatalf("go build hotspotd: %v\n%s", err, out)
 	}
-	name := stacktest.Name(t)
 	h := hotspotd{addr: freeAddr(t), topic: name, root: "/" + name}
 	logf, err := os.Create(filepath.Join(dir, "hotspotd.log"))
 	if err != nil {
@@ -169,5 +175,39 @@ func TestBenchMeasuredNothing(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "== hotspot bench report ==") {
 		t.Errorf("bench printed no report:\n%s", out.String())
+	}
+}
+
+// TestBenchMappedForms runs bench with each form that hotspotd reads
+// through an input file against a real hotspotd started with the file that
+// --input-out writes: every key that had to be reported is (bench fails
+// otherwise), none falsely, and the file dropped no line.
+func TestBenchMappedForms(t *testing.T) {
+	for _, form := range []string{"combined", "mapped-json"} {
+		t.Run(form, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("runs hotspotd against the stack; -short skips it")
+			}
+			brokers, zk := stacktest.Kafka(t), stacktest.ZK(t)
+			name := stacktest.Name(t)
+			path := filepath.Join(t.TempDir(), "input.yaml")
+			var out bytes.Buffer
+			if err := bench(t.Context(), []string{"--form", form, "--topic", name, "--input-out", path}, noEnv, &out); err != nil {
+				t.Fatalf("bench --input-out: %v\n%s", err, out.String())
+			}
+			h := startHotspotdOn(t, name, "--input", path)
+			out.Reset()
+			args := []string{"--brokers", brokers, "--zk", zk, "--zk-root", h.root, "--hotspotd", h.addr, "--topic", h.topic,
+				"--form", form, "--rate", "2000", "--keys", "1000", "--duration", "6s", "--settle", "2s", "--json", filepath.Join(t.TempDir(), "r.json")}
+			if err := bench(t.Context(), args, noEnv, &out); err != nil {
+				t.Fatalf("bench --form %s: %v\n%s", form, err, out.String())
+			}
+			t.Logf("bench --form %s:\n%s", form, out.String())
+			for _, want := range []string{form + " records", "input file    0 lines dropped", "accuracy      recall 1.000", "precision 1.000"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("bench report lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }

@@ -21,11 +21,27 @@ import (
 const loadHelp = `
 Produces a synthetic access workload to Kafka: Zipf-distributed background
 keys plus planted keys (flash crowds, or fixed rates for accuracy tests), as
-JSON records, newline-separated JSON or the SDK's binary batches. It creates
-the topic if it is missing, prints a progress line a second and a summary, and
-with --truth writes the ground truth (events sent per key per 100 ms) for
-hotspot bench to score against. Ctrl-C or SIGTERM stops it cleanly. It
-warns when the hotspotd at --hotspotd consumes another topic than --topic.
+JSON records, newline-separated JSON or the SDK's binary batches, or as access
+logs that hotspotd reads through an input file (combined log lines, or a
+service's JSON objects). It creates the topic if it is missing, prints a
+progress line a second and a summary, and with --truth writes the ground truth
+(events sent per key per 100 ms) for hotspot bench to score against. Ctrl-C or
+SIGTERM stops it cleanly. It warns when the hotspotd at --hotspotd consumes
+another topic than --topic.
+
+Record forms (--form):
+    binary       the SDK's binary batches (default)
+    json         one hotspot JSON event per record
+    ndjson       --lines (default 100) such events per record
+    combined     nginx/Apache combined log lines, one per record (or --lines):
+                 127.0.0.1 - APP [TIME] "GET /APP/KEY HTTP/1.1" 200 512 "-" "hotspot-load"
+    mapped-json  a service's JSON access log, one object per record (or --lines):
+                 {"ts_ms":..,"service":APP,"request":{"method":"GET","uri":"/item/KEY",..},..}
+hotspotd reads combined and mapped-json only through an input file that maps
+them back to (app, key): --input-out FILE writes it for --form and --topic
+(and produces nothing); start hotspotd with --input FILE before the workload.
+Keys and apps that a combined line cannot carry as they are (spaces, control
+characters, '"', '?', '\'; '/' in an app) are refused.
 
 Flash crowds (--flash, repeatable; several specs may share one value,
 separated by spaces):
@@ -39,6 +55,8 @@ Examples:
   hotspot load --duration 30s --flash 'item:hot@10s+2s=3000' --truth /tmp/truth.json
   hotspot load --rate 200000 --form binary --duration 20s
   hotspot load --rate 0 --planted 0.5,0.8,1.2,2,10 --duration 60s --truth t.json
+  hotspot load --form combined --topic access.nginx --input-out nginx.yaml   # then hotspotd --input nginx.yaml
+  hotspot load --form combined --topic access.nginx --duration 30s
 `
 
 // flashFlag collects --flash specs; they are parsed once --threshold is known.
@@ -76,6 +94,7 @@ type workload struct {
 	compression          *string
 	batchTimeout         *time.Duration
 	early                *uint64
+	inputOut             *string
 	kafka                *kafkaio.SecurityFlags
 	getenv               func(string) string // HOTSPOT_KAFKA_PASSWORD; nil means os.Getenv
 }
@@ -96,8 +115,9 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.plantedApp = fs.String("planted-app", "", "app of the --planted keys (default the first app)")
 	w.threshold = fs.Float64("threshold", 1000, "hot threshold the run is scored against, events/s: the truth keeps\nbackground keys expected at >= 0.3x it; RATEx in flash specs multiplies it")
 	w.duration = fs.Duration("duration", duration, "how long to run; 0 runs until interrupted")
-	w.formName = fs.String("form", "binary", "record form: binary (SDK batches), json (one object per record) or ndjson")
-	w.lines = fs.Int("lines", 100, "ndjson: objects per record")
+	w.formName = fs.String("form", "binary", "record `FORM`: binary (SDK batches), json (one object per record), ndjson,\ncombined (combined log lines) or mapped-json (a service's JSON access log); see above")
+	w.lines = fs.Int("lines", 0, "ndjson, combined, mapped-json: lines per record (0: 100 for ndjson, 1 for the others)")
+	w.inputOut = fs.String("input-out", "", "write the input file with which hotspotd (--input FILE) reads --form's records from --topic\nto `FILE` (- for stdout), and exit without producing")
 	w.entries = fs.Int("batch-entries", 1000, "binary: (key, count) entries per record at most")
 	w.flush = fs.Duration("flush", 100*time.Millisecond, "binary: interval summed into one batch, like the SDK's reporter")
 	w.tick = fs.Duration("tick", 10*time.Millisecond, "pacing tick; must divide 100ms")
@@ -189,6 +209,9 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if err != nil {
 		return err
 	}
+	if *w.inputOut != "" {
+		return writeInputFile(out, cfg, *w.inputOut)
+	}
 	if !*quiet {
 		var prev loadgen.Stats
 		cfg.Progress = func(s loadgen.Stats) {
@@ -210,6 +233,9 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if m := topicMismatch(ctx, envflag.SplitList(*hotspotds), cfg.Topic); m != "" {
 		fmt.Fprintf(out, "warning: no detector will count this workload: %s\n", m)
 	}
+	if needsInputFile(cfg.Form) {
+		fmt.Fprintf(out, "note: hotspotd reads %s records only with their input file (hotspotd --input FILE); --input-out FILE writes it\n", cfg.Form)
+	}
 
 	st, runErr := loadgen.Run(ctx, cfg)
 	if st.Truth == nil { // nothing ran
@@ -225,6 +251,30 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 			st.Truth.Start().UTC().Format(time.RFC3339Nano), *truthPath)
 	}
 	return runErr
+}
+
+// needsInputFile reports whether hotspotd reads form only through an input
+// file.
+func needsInputFile(f loadgen.Form) bool {
+	return f == loadgen.FormCombined || f == loadgen.FormMappedJSON
+}
+
+// writeInputFile writes the input file of cfg's form and topic to path ("-"
+// is out), for --input-out.
+func writeInputFile(out io.Writer, cfg loadgen.Config, path string) error {
+	b, err := loadgen.InputFile(cfg.Form, cfg.Topic)
+	if err != nil {
+		return usageError{err}
+	}
+	if path == "-" {
+		_, err := out.Write(b)
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "input file for %s records on topic %s written to %s: start hotspotd with --input %s\n", cfg.Form, cfg.Topic, path, path)
+	return nil
 }
 
 func printProgress(out io.Writer, prev, s loadgen.Stats) {

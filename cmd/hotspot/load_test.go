@@ -60,6 +60,37 @@ func TestLoadEnv(t *testing.T) {
 	}
 }
 
+// TestLoadInputOut checks --input-out: load and bench write the input file
+// of --form and --topic (to a file, or stdout with -) and produce nothing
+// (no broker answers here); a key that the form cannot carry is a usage
+// error.
+func TestLoadInputOut(t *testing.T) {
+	env := func(k string) string { return map[string]string{"HOTSPOT_BROKERS": "127.0.0.1:1"}[k] }
+	for _, form := range []loadgen.Form{loadgen.FormCombined, loadgen.FormMappedJSON, loadgen.FormBinary} {
+		want, err := loadgen.InputFile(form, "access.x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := load(t.Context(), []string{"--form", form.String(), "--topic", "access.x", "--input-out", "-"}, env, &out); err != nil || out.String() != string(want) {
+			t.Errorf("load --form %s --input-out -: %v, output %q; want %q", form, err, out.String(), want)
+		}
+		path := filepath.Join(t.TempDir(), "in.yaml")
+		out.Reset()
+		if err := bench(t.Context(), []string{"--form", form.String(), "--topic", "access.x", "--input-out", path}, env, &out); err != nil {
+			t.Fatalf("bench --input-out: %v\n%s", err, out.String())
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != string(want) || !strings.Contains(out.String(), "start hotspotd with --input "+path) {
+			t.Errorf("bench --form %s --input-out FILE: %v, file %q, output %q; want %q", form, err, b, out.String(), want)
+		}
+	}
+	var out bytes.Buffer
+	err := load(t.Context(), []string{"--form", "combined", "--flash", "shop/q?x@0s=5", "--input-out", "-"}, env, &out)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), `form combined cannot carry the key "q?x"`) {
+		t.Errorf("load --form combined with a key holding '?': %v, want a usage error", err)
+	}
+}
+
 // TestLoadKafka runs the command against the real Kafka and reads its truth.
 func TestLoadKafka(t *testing.T) {
 	addr := stacktest.Kafka(t)
