@@ -56,10 +56,10 @@ func checkDecode(t *testing.T, in *Input, maxKeyLen int, rec []byte) ([]access, 
 		got = append(got, copyEntry(e))
 	})
 	lines := nonBlankLines(rec)
-	errors := 0
+	bad := 0
 	for _, r := range reasons {
 		if r != ReasonFiltered {
-			errors++
+			bad++
 		}
 	}
 	switch {
@@ -67,17 +67,15 @@ func checkDecode(t *testing.T, in *Input, maxKeyLen int, rec []byte) ([]access, 
 		t.Fatalf("blank record: %d accesses, reasons %v; want one empty", len(got), reasons)
 	case lines > 0 && len(got)+len(reasons) != lines:
 		t.Fatalf("%d non-blank lines, but %d accesses + %d reasons %v", lines, len(got), len(reasons), reasons)
-	case (err == nil) != (errors == 0):
+	case (err == nil) != (bad == 0):
 		t.Fatalf("error %v with reasons %v", err, reasons)
 	}
 	var e *Error
-	if err != nil && (!errorsAs(err, &e) || e.Skipped != errors || e.Reason == ReasonFiltered) {
-		t.Fatalf("error %v (Skipped should be %d)", err, errors)
+	if err != nil && (!errors.As(err, &e) || e.Skipped != bad || e.Reason == ReasonFiltered) {
+		t.Fatalf("error %v (Skipped should be %d)", err, bad)
 	}
 	return got, reasons
 }
-
-func errorsAs(err error, e **Error) bool { return errors.As(err, e) }
 
 var combinedRef = regexp.MustCompile(combinedRE)
 

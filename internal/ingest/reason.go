@@ -107,6 +107,8 @@ type Error struct {
 	Skipped int
 }
 
+// Error returns e as text: "ingest: REASON at byte N: DETAIL", with the
+// number of bad lines when there were several.
 func (e *Error) Error() string {
 	s := "ingest: " + e.Reason.String() + " at byte " + strconv.Itoa(e.Offset) + ": " + e.Detail
 	if e.Skipped > 1 {
