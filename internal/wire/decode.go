@@ -17,9 +17,15 @@ type Decoder struct {
 	// *Error is valid only during the call.
 	OnInvalid func(*Error)
 
+	// OnEffect, if set, receives each entry of an effect batch (version 4:
+	// what the apps' caches did with hot keys' reads). Without it effect
+	// batches are validated and skipped: they carry no accesses.
+	OnEffect func(*EffectEntry)
+
 	entry   Entry
 	keyBuf  []byte // unescaped "key" string, at most MaxKeyLen+1 bytes
 	appBuf  []byte // unescaped "app" string, at most MaxKeyLen+1 bytes
+	srcBuf  []byte // unescaped "src" string, at most MaxKeyLen+1 bytes
 	nameBuf []byte // unescaped field name or "op" value, at most nameMax+1 bytes
 	defApp  [len(defaultApp)]byte
 	invalid Error

@@ -132,7 +132,7 @@ func TestDecodeReasons(t *testing.T) {
 		{"key checked before count", `{"count":0,"key":""}`, false, 0, wire.ReasonEmptyKey, 17},
 
 		// Binary batch: a5 01 | app | start | n | entries.
-		{"unknown version", "a5 03 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a5 05 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
 		{"version 0", "a5 00 00 00 00", true, 0, wire.ReasonUnknownVersion, 1},
 		{"no version", "a5", true, 0, wire.ReasonTruncated, 1},
 		{"app overruns", "a5 01 05 73686f70", true, 0, wire.ReasonTruncated, 2},

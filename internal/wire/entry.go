@@ -33,6 +33,31 @@ type Entry struct {
 	TS    int64  // Unix milliseconds; 0 means not given (use the record's timestamp)
 	Bytes uint64 // value bytes the Count accesses moved in total (one access: the value's size); 0 means not given
 	Op    Op     // OpRead for every version 1 batch entry
+	Src   []byte // who made the accesses (an app instance, a client address); empty when not given
+}
+
+// EffectCounts are what the apps' caches did with the reads of one hot key
+// over a period: reads answered from the L1 (in-process memory), reads that
+// went to the L2 (Redis), loads from the source behind it (a subset of
+// those whose L2 missed), and reads the per-instance rate limit refused.
+type EffectCounts struct {
+	L1Hits, L2Reads, SourceLoads, Limited uint64
+}
+
+// Effect is one key's entry of an effect batch being encoded.
+type Effect struct {
+	Key string
+	EffectCounts
+}
+
+// EffectEntry is one decoded effect report: what one instance (Src) of App
+// did with Key's reads over the Period milliseconds that ended at End (Unix
+// milliseconds; 0: not given, use the record's timestamp). App, Src and Key
+// alias the record and are valid only during the callback.
+type EffectEntry struct {
+	App, Src, Key []byte
+	End, Period   int64
+	EffectCounts
 }
 
 // KeyCount is one key's counts in a batch being encoded. The access batch
@@ -56,6 +81,7 @@ type Event struct {
 	TS    int64  // Unix milliseconds; <= 0 leaves the field out
 	Bytes uint64 // bytes the Count accesses moved in total; 0 leaves the field out
 	Op    Op     // OpRead leaves the field out
+	Src   string // "" leaves the field out
 }
 
 // DefaultApp is the app of an access event that names none.

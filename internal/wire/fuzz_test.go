@@ -174,6 +174,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(wire.AppendAccesses(nil, "", 0, nil))
 	f.Add([]byte{0xa5, 0x02, 0x00, 0x00, 0x01, 0x01, 'k', 0x01, 0x81, 0x00, 0x80, 0x00})
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 1}}}}}))
+	f.Add(wire.AppendAccessesFrom(nil, "shop", "pod-7", 1700000000000, []wire.Access{{"item:42", 3, 12288, wire.OpRead}}))
+	f.Add(wire.AppendEffects(nil, "shop", "pod-7", 1700000000000, 5000, []wire.Effect{{Key: "item:42", EffectCounts: wire.EffectCounts{L1Hits: 900, L2Reads: 90, SourceLoads: 1, Limited: 10}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, maxKey := range []int{0, 3} {
 			limit := maxKey
@@ -210,7 +212,7 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("binary batch %q: error %v after delivering %d entries", in, err, len(got))
 				}
 				if err == nil && maxKey == 0 {
-					checkBatchRoundTrip(t, in[1], got)
+					checkBatchRoundTrip(t, in, got)
 				}
 				continue
 			}
@@ -234,14 +236,21 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// checkBatchRoundTrip re-encodes the entries of an accepted access batch of
-// the given version and checks that they decode the same.
-func checkBatchRoundTrip(t *testing.T, version byte, got []rec) {
+// checkBatchRoundTrip re-encodes the entries of an accepted access batch in
+// and checks that they decode the same, with the same source.
+func checkBatchRoundTrip(t *testing.T, in []byte, got []rec) {
+	if in[1] == 4 {
+		checkEffectsRoundTrip(t, in, got)
+		return
+	}
 	if len(got) == 0 {
 		return
 	}
+	var src string
+	var d0 wire.Decoder
+	d0.Decode(in, func(e *wire.Entry) { src = string(e.Src) })
 	var b []byte
-	switch version {
+	switch version := in[1]; version {
 	case 1:
 		kc := make([]wire.KeyCount, len(got))
 		for i, e := range got {
@@ -251,19 +260,51 @@ func checkBatchRoundTrip(t *testing.T, version byte, got []rec) {
 			kc[i] = wire.KeyCount{Key: e.Key, Count: e.Count}
 		}
 		b = wire.AppendBatch(nil, got[0].App, got[0].TS, kc)
-	case 2:
+	case 2, 3:
 		as := make([]wire.Access, len(got))
 		for i, e := range got {
 			as[i] = wire.Access{Key: e.Key, Count: e.Count, Bytes: e.Bytes, Op: e.Op}
 		}
-		b = wire.AppendAccesses(nil, got[0].App, got[0].TS, as)
+		b = wire.AppendAccessesFrom(nil, got[0].App, src, got[0].TS, as)
+		if version == 2 && src != "" {
+			t.Fatalf("version 2 batch delivered source %q", src)
+		}
 	default:
 		t.Fatalf("access batch version %d accepted", version)
 	}
 	var d wire.Decoder
-	again, err := decodeAll(&d, b)
-	if err != nil || !reflect.DeepEqual(again, got) {
-		t.Fatalf("re-encoded batch decodes to %+v, %v; want %+v", again, err, got)
+	var again []rec
+	var srcAgain string
+	err := d.Decode(b, func(e *wire.Entry) { again, srcAgain = append(again, copyEntry(e)), string(e.Src) })
+	if err != nil || !reflect.DeepEqual(again, got) || srcAgain != src {
+		t.Fatalf("re-encoded batch decodes to %+v from %q, %v; want %+v from %q", again, srcAgain, err, got, src)
+	}
+}
+
+// checkEffectsRoundTrip checks an accepted effect batch: it delivers no
+// access, and its effects survive a re-encoding.
+func checkEffectsRoundTrip(t *testing.T, in []byte, got []rec) {
+	if len(got) != 0 {
+		t.Fatalf("effect batch %q delivered accesses %+v", in, got)
+	}
+	effects, err := decodeEffects(in)
+	if err != nil {
+		t.Fatalf("effect batch %q accepted, then refused with OnEffect: %v", in, err)
+	}
+	if len(effects) == 0 {
+		return
+	}
+	var es []wire.Effect
+	for _, e := range effects {
+		if e.Key == "" || e.L1Hits|e.L2Reads|e.SourceLoads|e.Limited == 0 {
+			return // valid on the wire, left out by the encoder
+		}
+		es = append(es, wire.Effect{Key: e.Key, EffectCounts: e.EffectCounts})
+	}
+	b := wire.AppendEffects(nil, effects[0].App, effects[0].Src, effects[0].End, effects[0].Period, es)
+	again, err := decodeEffects(b)
+	if err != nil || !reflect.DeepEqual(again, effects) {
+		t.Fatalf("re-encoded effects decode to %+v, %v; want %+v", again, err, effects)
 	}
 }
 

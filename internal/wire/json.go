@@ -53,8 +53,8 @@ type number struct {
 
 // objectFields is the last value seen of each field an access event knows.
 type objectFields struct {
-	key, app, op     strField
-	count, ts, bytes numField
+	key, app, op, src strField
+	count, ts, bytes  numField
 }
 
 // decodeObject decodes the JSON object at b[i] (b ends where the line ends)
@@ -126,6 +126,8 @@ func (d *Decoder) readField(b []byte, i, max int, f *objectFields) (int, fail) {
 		return d.strField(b, i, &f.key, &d.keyBuf, max)
 	case "app":
 		return d.strField(b, i, &f.app, &d.appBuf, max)
+	case "src":
+		return d.strField(b, i, &f.src, &d.srcBuf, max)
 	case "op":
 		i, fl = d.strField(b, i, &f.op, &d.nameBuf, nameMax)
 		if f.op.set && f.op.r == 0 {
@@ -151,7 +153,7 @@ func (d *Decoder) readField(b []byte, i, max int, f *objectFields) (int, fail) {
 
 // judgeFields checks the values of a syntactically valid object, whose
 // opening brace is at offset start, and fills d.entry from them. The
-// checks run in a fixed order (key, app, count, ts, bytes, op), so an
+// checks run in a fixed order (key, app, count, ts, bytes, op, src), so an
 // object with several bad fields always reports the same one.
 func (d *Decoder) judgeFields(f *objectFields, start, max int) fail {
 	e := &d.entry
@@ -172,6 +174,15 @@ func (d *Decoder) judgeFields(f *objectFields, start, max int) fail {
 			return fail{ReasonBadValue, f.op.off, `"op" is neither "read" nor "write"`}
 		}
 		e.Op = f.op.op
+	}
+	if src := &f.src; src.set {
+		switch {
+		case src.r != 0:
+			return fail{ReasonWrongType, src.off, `"src" is not a string`}
+		case src.n > max:
+			return fail{ReasonBadValue, src.off, `"src" longer than MaxKeyLen`}
+		}
+		e.Src = src.s
 	}
 	return fail{}
 }

@@ -32,6 +32,10 @@ func AppendJSON(dst []byte, e Event) []byte {
 	if e.Op == OpWrite {
 		dst = append(dst, `,"op":"write"`...)
 	}
+	if e.Src != "" {
+		dst = append(dst, `,"src":`...)
+		dst = appendJSONString(dst, e.Src)
+	}
 	return append(dst, '}')
 }
 
