@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,6 +323,10 @@ func FuzzDecodePartials(f *testing.F) {
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, Span: 400, End: 9, Seq: 3, Groups: []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{
 		{Key: "r", Count: 3, Bytes: 4096}, {Key: "w", Count: 5, Writes: 2, Bytes: 1 << 40, WriteBytes: 1 << 39}}}}}))
 	f.Add([]byte{0xa6, 0x03, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02})
+	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, End: 5, Seq: 1,
+		Groups:  []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 3}}}},
+		Sources: []wire.PartialSources{{App: "a", Key: "k", Top: []wire.SourceCount{{"pod-1", 2}, {"pod-2", 1}}, Distinct: []byte{1, 2, 3}}},
+		Effects: []wire.PartialEffect{{App: "a", Key: "k", EffectCounts: wire.EffectCounts{L1Hits: 7, Limited: 1}}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		type group struct {
 			app     string
@@ -357,12 +362,38 @@ func FuzzDecodePartials(f *testing.F) {
 		for _, g := range groups {
 			b.Groups = append(b.Groups, wire.PartialGroup{App: g.app, Entries: g.entries})
 		}
+		b.Sources, b.Effects = decodeExtras(t, in)
 		var again []partial
 		h2, err := wire.DecodePartials(wire.AppendPartials(nil, b), func(app, key []byte, c, w, by, wb uint64) {
 			again = append(again, partial{string(app), string(key), c, w, by, wb})
 		})
+		if s, e := decodeExtras(t, wire.AppendPartials(nil, b)); !reflect.DeepEqual(s, b.Sources) || !reflect.DeepEqual(e, b.Effects) {
+			t.Fatalf("re-encoded extras decode to %+v %+v, want %+v %+v", s, e, b.Sources, b.Effects)
+		}
 		if err != nil || !reflect.DeepEqual(h2, h) || !reflect.DeepEqual(again, flat) {
 			t.Fatalf("re-encoded partials decode to %+v %+v %v; want %+v %+v", h2, again, err, h, flat)
 		}
 	})
+}
+
+// decodeExtras returns the sources and effects of an accepted partial-count
+// batch, copied.
+func decodeExtras(t *testing.T, in []byte) ([]wire.PartialSources, []wire.PartialEffect) {
+	var ss []wire.PartialSources
+	var es []wire.PartialEffect
+	_, err := wire.DecodePartialsWith(in, func(_, _ []byte, _, _, _, _ uint64) {}, wire.PartialExtras{
+		Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
+			if len(key) == 0 || len(top) > wire.MaxTopSources || len(distinct) > wire.MaxSketchLen {
+				t.Fatalf("sources of %q: %d, sketch of %d bytes", key, len(top), len(distinct))
+			}
+			ss = append(ss, wire.PartialSources{App: string(app), Key: string(key), Top: slices.Clone(top), Distinct: bytes.Clone(distinct)})
+		},
+		Effect: func(app, key []byte, c wire.EffectCounts) {
+			es = append(es, wire.PartialEffect{App: string(app), Key: string(key), EffectCounts: c})
+		},
+	})
+	if err != nil {
+		t.Fatalf("DecodePartialsWith refused what DecodePartials took: %v", err)
+	}
+	return ss, es
 }

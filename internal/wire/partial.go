@@ -11,11 +11,20 @@ import (
 // neither format can be mistaken for the other.
 const partialMagic = 0xA6
 
-// partialVersion is the version of the partial-count batch that
-// AppendPartials writes. Version 1 had no Span, version 2 no End and Seq,
-// versions 1 to 3 carry counts only (all reads, no bytes), and versions 1
-// to 4 no Step and Weights; DecodePartials reads all five.
-const partialVersion = 5
+// partialVersion is the newest version of the partial-count batch, which
+// AppendPartials writes when the batch has sources or effects, and version
+// 5 otherwise (so that a shard not yet upgraded still takes the counts).
+// Version 1 had no Span, version 2 no End and Seq, versions 1 to 3 carry
+// counts only (all reads, no bytes), versions 1 to 4 no Step and Weights,
+// and versions 1 to 5 no sources and effects; DecodePartials reads all six.
+const partialVersion = 6
+
+// MaxTopSources is the most sources a partial-count batch carries for one
+// key; MaxSketchLen the longest sketch of its distinct sources.
+const (
+	MaxTopSources = 16
+	MaxSketchLen  = 1 << 16
+)
 
 // MaxWeights is the most Weights a partial-count batch carries.
 const MaxWeights = 1024
@@ -54,6 +63,43 @@ type PartialBatch struct {
 	Step    int64
 	Weights []uint64
 	Groups  []PartialGroup
+	// Sources and Effects (version 6) say, for some keys (those near the
+	// threshold), who made their accesses, and what the apps' caches did
+	// with their reads since the previous flush.
+	Sources []PartialSources
+	Effects []PartialEffect
+}
+
+// SourceCount is one source of a key's accesses and how many of them it
+// made.
+type SourceCount struct {
+	Src string
+	N   uint64
+}
+
+// PartialSources is what a detector saw of one key's sources over a flush:
+// the busiest (at most MaxTopSources, busiest first) and an opaque sketch of
+// all the distinct ones (a serialized HyperLogLog; at most MaxSketchLen
+// bytes, nil for none).
+type PartialSources struct {
+	App, Key string
+	Top      []SourceCount
+	Distinct []byte
+}
+
+// PartialEffect is what the apps' caches reported doing with one key's
+// reads since the detector's previous flush.
+type PartialEffect struct {
+	App, Key string
+	EffectCounts
+}
+
+// PartialExtras receives the sources and effects of a version 6 batch (see
+// DecodePartialsWith). A nil field skips them. The byte slices alias the
+// body; top is the decoder's and valid only during the call.
+type PartialExtras struct {
+	Sources func(app, key []byte, top []SourceCount, distinct []byte)
+	Effect  func(app, key []byte, c EffectCounts)
 }
 
 // PartialHeader is the header of a decoded partial-count batch.
@@ -92,7 +138,11 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 			groups++
 		}
 	}
-	dst = append(dst, partialMagic, partialVersion)
+	version := byte(5)
+	if len(b.Sources) > 0 || len(b.Effects) > 0 {
+		version = partialVersion
+	}
+	dst = append(dst, partialMagic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Source)))
 	dst = append(dst, b.Source...)
 	dst = binary.AppendUvarint(dst, uint64(max(b.At, 0)))
@@ -125,8 +175,79 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 			}
 		}
 	}
+	if version == partialVersion {
+		dst = appendPartialExtras(dst, b)
+	}
 	return dst
 }
+
+// appendPartialExtras writes version 6's sources and effects sections.
+// Entries with an empty or invalid key are left out, sources beyond
+// MaxTopSources, sources with an empty name or a count of 0, and sketches
+// longer than MaxSketchLen.
+func appendPartialExtras(dst []byte, b *PartialBatch) []byte {
+	n := 0
+	for i := range b.Sources {
+		if validPartialKey(b.Sources[i].Key) {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for i := range b.Sources {
+		s := &b.Sources[i]
+		if !validPartialKey(s.Key) {
+			continue
+		}
+		dst = appendString(dst, s.App)
+		dst = appendString(dst, s.Key)
+		top := 0
+		for _, sc := range s.Top[:min(len(s.Top), MaxTopSources)] {
+			if sc.Src != "" && sc.N > 0 && utf8.ValidString(sc.Src) {
+				top++
+			}
+		}
+		dst = binary.AppendUvarint(dst, uint64(top))
+		for _, sc := range s.Top[:min(len(s.Top), MaxTopSources)] {
+			if sc.Src != "" && sc.N > 0 && utf8.ValidString(sc.Src) {
+				dst = appendString(dst, sc.Src)
+				dst = binary.AppendUvarint(dst, sc.N)
+			}
+		}
+		if len(s.Distinct) > MaxSketchLen {
+			dst = binary.AppendUvarint(dst, 0)
+		} else {
+			dst = binary.AppendUvarint(dst, uint64(len(s.Distinct)))
+			dst = append(dst, s.Distinct...)
+		}
+	}
+	n = 0
+	for i := range b.Effects {
+		if validPartialKey(b.Effects[i].Key) {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for i := range b.Effects {
+		e := &b.Effects[i]
+		if !validPartialKey(e.Key) {
+			continue
+		}
+		dst = appendString(dst, e.App)
+		dst = appendString(dst, e.Key)
+		dst = binary.AppendUvarint(dst, e.L1Hits)
+		dst = binary.AppendUvarint(dst, e.L2Reads)
+		dst = binary.AppendUvarint(dst, e.SourceLoads)
+		dst = binary.AppendUvarint(dst, e.Limited)
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func validPartialKey(k string) bool { return len(k) > 0 && utf8.ValidString(k) }
 
 // appendPartialCounts writes a version 4 or 5 entry's counts: count<<1, its low
 // bit set when writes, bytes and write bytes follow. A read-only entry
@@ -143,7 +264,7 @@ func appendPartialCounts(dst []byte, e *KeyCount) []byte {
 	return binary.AppendUvarint(dst, min(e.WriteBytes, e.Bytes))
 }
 
-func validPartial(e KeyCount) bool { return e.Count > 0 && len(e.Key) > 0 && utf8.ValidString(e.Key) }
+func validPartial(e KeyCount) bool { return e.Count > 0 && validPartialKey(e.Key) }
 
 func countPartials(entries []KeyCount) int {
 	n := 0
@@ -164,8 +285,16 @@ func countPartials(entries []KeyCount) int {
 // without bytes (writes, bytes and writeBytes 0). Keys are 1 or more bytes;
 // lengths are bounded only by the body, so callers should limit its size
 // (http.MaxBytesReader). The same key may appear more than once: the
-// counts add up. err is nil or an *Error. Versions 1 to 5 are read.
+// counts add up. err is nil or an *Error. Versions 1 to 6 are read; the
+// sources and effects of version 6 are validated and skipped (see
+// DecodePartialsWith).
 func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64)) (PartialHeader, error) {
+	return DecodePartialsWith(body, fn, PartialExtras{})
+}
+
+// DecodePartialsWith is DecodePartials, and then hands a version 6 batch's
+// sources and effects to x, in order, once every count was delivered.
+func DecodePartialsWith(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64), x PartialExtras) (PartialHeader, error) {
 	src, h, version, groups, start, f := checkPartials(body)
 	if f.r != 0 {
 		return PartialHeader{}, f.err(1)
@@ -196,8 +325,53 @@ func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writ
 			fn(app, key, c, w, b, wb)
 		}
 	}
+	if version >= 6 {
+		deliverExtras(body, i, x)
+	}
 	h.Source = string(src)
 	return h, nil
+}
+
+// deliverExtras hands the checked sources and effects sections at body[i]
+// to x.
+func deliverExtras(b []byte, i int, x PartialExtras) {
+	str := func() []byte {
+		l, j := trustedUvarint(b, i)
+		i = j + int(l)
+		return b[j:i:i]
+	}
+	var top []SourceCount
+	n, i := trustedUvarint(b, i)
+	for ; n > 0; n-- {
+		app, key := str(), str()
+		var t uint64
+		t, i = trustedUvarint(b, i)
+		top = top[:0]
+		for ; t > 0; t-- {
+			src := str()
+			var c uint64
+			c, i = trustedUvarint(b, i)
+			if x.Sources != nil {
+				top = append(top, SourceCount{Src: string(src), N: c})
+			}
+		}
+		distinct := str()
+		if x.Sources != nil {
+			x.Sources(app, key, top, distinct)
+		}
+	}
+	n, i = trustedUvarint(b, i)
+	for ; n > 0; n-- {
+		app, key := str(), str()
+		var c EffectCounts
+		c.L1Hits, i = trustedUvarint(b, i)
+		c.L2Reads, i = trustedUvarint(b, i)
+		c.SourceLoads, i = trustedUvarint(b, i)
+		c.Limited, i = trustedUvarint(b, i)
+		if x.Effect != nil {
+			x.Effect(app, key, c)
+		}
+	}
 }
 
 // ReadPartialHeader reads only the header of a partial-count batch, so that a
@@ -241,10 +415,92 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups,
 			return
 		}
 	}
+	if version >= 6 {
+		if i, f = checkExtras(b, i); f.r != 0 {
+			return
+		}
+	}
 	if i != len(b) {
 		f = fail{ReasonTrailingData, i, "bytes after the last group"}
 	}
 	return
+}
+
+// checkExtras validates version 6's sources and effects sections at b[i]
+// and returns the index after them.
+func checkExtras(b []byte, i int) (int, fail) {
+	// str checks a string of at most max bytes (0: any) that must be
+	// valid UTF-8 (and not empty, when what names a key or a source).
+	str := func(what string, max int, nonEmpty bool) fail {
+		l, j, f := readLen(b, i, what)
+		switch {
+		case f.r != 0:
+			return f
+		case nonEmpty && l == 0:
+			return fail{ReasonEmptyKey, i, "empty " + what}
+		case max > 0 && l > max:
+			return fail{ReasonBadValue, i, what + " longer than " + itoa(uint64(max)) + " bytes"}
+		case what != "sketch" && !utf8.Valid(b[j:j+l]):
+			return fail{ReasonBadUTF8, i, what + " is not valid UTF-8"}
+		}
+		i = j + l
+		return fail{}
+	}
+	num := func() fail {
+		var f fail
+		_, i, f = readUvarint(b, i)
+		return f
+	}
+	n, j, f := readCount(b, i, 4, "sources entry")
+	if f.r != 0 {
+		return i, f
+	}
+	for i = j; n > 0; n-- {
+		if f = str("app", 0, false); f.r == 0 {
+			f = str("key", 0, true)
+		}
+		if f.r != 0 {
+			return i, f
+		}
+		var t int
+		if t, j, f = readCount(b, i, 2, "source"); f.r != 0 {
+			return i, f
+		}
+		if t > MaxTopSources {
+			return i, fail{ReasonBadValue, i, "more than " + itoa(MaxTopSources) + " sources"}
+		}
+		for i = j; t > 0; t-- {
+			if f = str("source", 0, true); f.r != 0 {
+				return i, f
+			}
+			var c uint64
+			if c, j, f = readUvarint(b, i); f.r != 0 {
+				return i, f
+			}
+			if c == 0 {
+				return i, fail{ReasonBadCount, i, "source count 0"}
+			}
+			i = j
+		}
+		if f = str("sketch", MaxSketchLen, false); f.r != 0 {
+			return i, f
+		}
+	}
+	if n, j, f = readCount(b, i, 7, "effect"); f.r != 0 {
+		return i, f
+	}
+	for i = j; n > 0; n-- {
+		if f = str("app", 0, false); f.r == 0 {
+			f = str("key", 0, true)
+		}
+		for k := 0; k < 4 && f.r == 0; k++ {
+			f = num()
+		}
+		if f.r != 0 {
+			return i, f
+		}
+	}
+	return i, fail{}
 }
 
 // checkPartialEntries validates n version 4 or 5 entries starting at b[i] and

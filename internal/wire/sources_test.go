@@ -123,3 +123,55 @@ func TestEffectBatch(t *testing.T) {
 		t.Errorf("truncated entry accepted")
 	}
 }
+
+// TestPartialsExtras: a batch with sources or effects is version 6 and
+// hands them to DecodePartialsWith after its counts; one without stays
+// version 5, which a shard that predates version 6 still takes.
+func TestPartialsExtras(t *testing.T) {
+	b := &wire.PartialBatch{Source: "d", At: 5, End: 5, Seq: 1,
+		Groups: []wire.PartialGroup{{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 30}}}}}
+	if v := wire.AppendPartials(nil, b)[1]; v != 5 {
+		t.Errorf("without sources or effects: version %d, want 5", v)
+	}
+	b.Sources = []wire.PartialSources{{App: "shop", Key: "item:42",
+		Top:      []wire.SourceCount{{"pod-1", 21}, {"", 3}, {"pod-2", 0}, {"pod-3", 6}},
+		Distinct: []byte("sketch")}}
+	b.Effects = []wire.PartialEffect{{App: "shop", Key: "item:42", EffectCounts: wire.EffectCounts{L1Hits: 900, L2Reads: 90, SourceLoads: 2, Limited: 10}}}
+	body := wire.AppendPartials(nil, b)
+	if body[1] != 6 {
+		t.Fatalf("with sources: version %d, want 6", body[1])
+	}
+	var order []string
+	_, err := wire.DecodePartialsWith(body, func(_, key []byte, n, _, _, _ uint64) { order = append(order, "count "+string(key)) },
+		wire.PartialExtras{
+			Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
+				want := []wire.SourceCount{{"pod-1", 21}, {"pod-3", 6}} // the empty and the 0 left out
+				if string(app) != "shop" || !reflect.DeepEqual(top, want) || string(distinct) != "sketch" {
+					t.Errorf("sources of %s/%s: %+v %q", app, key, top, distinct)
+				}
+				order = append(order, "sources "+string(key))
+			},
+			Effect: func(_, key []byte, c wire.EffectCounts) {
+				if c != b.Effects[0].EffectCounts {
+					t.Errorf("effect of %s: %+v", key, c)
+				}
+				order = append(order, "effect "+string(key))
+			},
+		})
+	if want := []string{"count item:42", "sources item:42", "effect item:42"}; err != nil || !reflect.DeepEqual(order, want) {
+		t.Errorf("delivered %v, %v; want %v", order, err, want)
+	}
+	if _, err := wire.DecodePartials(body, func(_, _ []byte, _, _, _, _ uint64) {}); err != nil {
+		t.Errorf("DecodePartials of version 6: %v", err)
+	}
+	b.Sources[0].Top = make([]wire.SourceCount, wire.MaxTopSources+5)
+	for i := range b.Sources[0].Top {
+		b.Sources[0].Top[i] = wire.SourceCount{Src: strings.Repeat("s", i+1), N: 1}
+	}
+	n := 0
+	wire.DecodePartialsWith(wire.AppendPartials(nil, b), func(_, _ []byte, _, _, _, _ uint64) {},
+		wire.PartialExtras{Sources: func(_, _ []byte, top []wire.SourceCount, _ []byte) { n = len(top) }})
+	if n != wire.MaxTopSources {
+		t.Errorf("%d sources written, want at most %d", n, wire.MaxTopSources)
+	}
+}
