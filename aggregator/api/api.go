@@ -38,6 +38,36 @@ type Count struct {
 	Bytes, WriteBytes uint64
 }
 
+// SourceCount is one source of a key's accesses (an app instance, a client)
+// and how many of them it made.
+type SourceCount struct {
+	Src string
+	N   uint64
+}
+
+// KeySources is what a detector saw of one key's sources in a flush round,
+// for a key near the threshold: the busiest (at most 16, busiest first) and
+// a serialized HyperLogLog of all the distinct ones (nil: none).
+type KeySources struct {
+	App, Key string
+	Top      []SourceCount
+	Distinct []byte
+}
+
+// Effect is what the apps' caches did with a key's reads: reads answered
+// from their L1, reads that went to Redis (L2), loads from the source
+// behind it, and reads their per-instance rate limit refused.
+type Effect struct {
+	L1Hits, L2Reads, SourceLoads, Limited uint64
+}
+
+// KeyEffect is the effect the apps reported for one key since the
+// detector's previous flush.
+type KeyEffect struct {
+	App, Key string
+	Effect
+}
+
 // KeyState is one key's state at the shard that owns it: the JSON of KeyPath
 // and of each entry of TopPath.
 type KeyState struct {
@@ -84,4 +114,8 @@ type Flush struct {
 	// round's counts carries the same Seq, so that an aggregator that
 	// applied them once but answered too late does not count them twice.
 	Seq uint64
+	// Sources and Effects go to each key's owner with its counts. They are
+	// reused after Send returns, as the counts are.
+	Sources []KeySources
+	Effects []KeyEffect
 }

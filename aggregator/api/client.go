@@ -174,8 +174,14 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	}
 	for _, k := range counts {
 		if k.N != 0 {
-			c.route(ring, k)
+			c.ownerOf(ring, k.App, k.Key).add(k)
 		}
+	}
+	for _, s := range f.Sources {
+		c.ownerOf(ring, s.App, s.Key).addSources(s)
+	}
+	for _, e := range f.Effects {
+		c.ownerOf(ring, e.App, e.Key).addEffect(e)
 	}
 	// Every live member hears from every Send, an empty batch if it owns
 	// none of the counts: aggregators take silence from all detectors for
@@ -209,11 +215,7 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 			o.reset()
 		}
 		for _, f := range failed {
-			for _, g := range f.o.batch.Groups {
-				for _, e := range g.Entries {
-					c.route(ring, Count{App: g.App, Key: e.Key, N: e.Count})
-				}
-			}
+			c.reroute(ring, &f.o.batch)
 			f.o.release()
 		}
 		c.m.rerouted.Inc()
@@ -224,10 +226,29 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	return nil
 }
 
-// route adds k to the batch of its owner: the first node of its ring order
-// that is not suspected down.
-func (c *Client) route(ring *router.Ring, k Count) {
-	c.key = append(append(append(c.key[:0], k.App...), 0), k.Key...)
+// reroute hands what a failed owner's batch held to each key's owner now.
+func (c *Client) reroute(ring *router.Ring, b *wire.PartialBatch) {
+	for _, g := range b.Groups {
+		for _, e := range g.Entries {
+			c.ownerOf(ring, g.App, e.Key).add(Count{App: g.App, Key: e.Key, N: e.Count, Writes: e.Writes, Bytes: e.Bytes, WriteBytes: e.WriteBytes})
+		}
+	}
+	for _, s := range b.Sources {
+		o := c.ownerOf(ring, s.App, s.Key)
+		o.used = true
+		o.batch.Sources = append(o.batch.Sources, s)
+	}
+	for _, e := range b.Effects {
+		o := c.ownerOf(ring, e.App, e.Key)
+		o.used = true
+		o.batch.Effects = append(o.batch.Effects, e)
+	}
+}
+
+// ownerOf returns the owner of (app, key): the first node of its ring
+// order that is not suspected down.
+func (c *Client) ownerOf(ring *router.Ring, app, k string) *owner {
+	c.key = append(append(append(c.key[:0], app...), 0), k...)
 	// The ring only hashes the key, so a string over the scratch bytes is
 	// safe and spares an allocation per count.
 	key := unsafe.String(unsafe.SliceData(c.key), len(c.key))
@@ -241,7 +262,7 @@ func (c *Client) route(ring *router.Ring, k Count) {
 			}
 		}
 	}
-	c.owner(n).add(k)
+	return c.owner(n)
 }
 
 type failure struct {
@@ -319,6 +340,7 @@ func (c *Client) owner(n router.Node) *owner {
 func (o *owner) reset() {
 	o.used = false
 	o.batch.Groups = o.batch.Groups[:0]
+	o.batch.Sources, o.batch.Effects = o.batch.Sources[:0], o.batch.Effects[:0]
 	clear(o.apps)
 }
 
@@ -330,6 +352,26 @@ func (o *owner) release() {
 		g.Entries, g.App = g.Entries[:0], ""
 	}
 	o.batch.Groups = o.batch.Groups[:0]
+	clear(o.batch.Sources)
+	clear(o.batch.Effects)
+	o.batch.Sources, o.batch.Effects = o.batch.Sources[:0], o.batch.Effects[:0]
+}
+
+// addSources adds s to o's batch. Its slices are the caller's, valid until
+// Send returns.
+func (o *owner) addSources(s KeySources) {
+	o.used = true
+	top := make([]wire.SourceCount, len(s.Top))
+	for i, t := range s.Top {
+		top[i] = wire.SourceCount{Src: t.Src, N: t.N}
+	}
+	o.batch.Sources = append(o.batch.Sources, wire.PartialSources{App: s.App, Key: s.Key, Top: top, Distinct: s.Distinct})
+}
+
+func (o *owner) addEffect(e KeyEffect) {
+	o.used = true
+	o.batch.Effects = append(o.batch.Effects, wire.PartialEffect{App: e.App, Key: e.Key,
+		EffectCounts: wire.EffectCounts{L1Hits: e.L1Hits, L2Reads: e.L2Reads, SourceLoads: e.SourceLoads, Limited: e.Limited}})
 }
 
 func (o *owner) add(k Count) {

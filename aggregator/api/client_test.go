@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -288,4 +290,72 @@ func BenchmarkSend(b *testing.B) {
 		}
 	}
 	b.ReportMetric(1000, "counts/op")
+}
+
+// TestSendRoutesSourcesAndEffects: a key's sources and effect go to the
+// shard that gets its counts, also when they are rerouted around a failed
+// owner, and a rerouted count keeps its writes and bytes.
+func TestSendRoutesSourcesAndEffects(t *testing.T) {
+	type seen struct {
+		mu   sync.Mutex
+		by   map[string][]string // key -> what this shard got of it
+		down bool
+	}
+	servers := map[string]*seen{}
+	members := map[string][]byte{}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		s := &seen{by: map[string][]string{}, down: id == "s3"}
+		servers[id] = s
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if s.down {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			_, err := wire.DecodePartialsWith(b, func(app, key []byte, n, writes, bytes, _ uint64) {
+				s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("count %d %d %d", n, writes, bytes))
+			}, wire.PartialExtras{
+				Sources: func(_, key []byte, top []wire.SourceCount, distinct []byte) {
+					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("sources %v %s", top, distinct))
+				},
+				Effect: func(_, key []byte, c wire.EffectCounts) {
+					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("effect %d", c.L1Hits))
+				},
+			})
+			if err != nil {
+				w.WriteHeader(400)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		members[id] = hotset.EncodeMember(hotset.Member{ID: id, Addr: strings.TrimPrefix(srv.URL, "http://")})
+	}
+	c := newClient(t)
+	c.SetMembers(members)
+	var in []api.Count
+	f := api.Flush{At: time.Now()}
+	for i := range 30 {
+		k := "k" + strconv.Itoa(i)
+		in = append(in, api.Count{App: "a", Key: k, N: 10, Writes: 2, Bytes: 100})
+		f.Sources = append(f.Sources, api.KeySources{App: "a", Key: k, Top: []api.SourceCount{{"pod-1", 7}}, Distinct: []byte("hll")})
+		f.Effects = append(f.Effects, api.KeyEffect{App: "a", Key: k, Effect: api.Effect{L1Hits: 5}})
+	}
+	if err := c.Send(t.Context(), f, in); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"count 10 2 100", "sources [{pod-1 7}] hll", "effect 5"}
+	for _, k := range in {
+		var got [][]string
+		for _, s := range servers {
+			if g := s.by[k.Key]; g != nil {
+				got = append(got, g)
+			}
+		}
+		if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Errorf("%s: shards got %v, want one shard with %v", k.Key, got, want)
+		}
+	}
 }
