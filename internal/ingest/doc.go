@@ -22,6 +22,8 @@
 //     1..maxKeyLen bytes, both valid UTF-8, and a count >= 1. Keys and apps
 //     are never truncated or repaired: such lines are dropped with a reason.
 //   - Decoding a combined or json line allocates nothing once the Decoder's
-//     scratch buffers have grown. Go's regexp allocates its submatch slice:
-//     one allocation per line for format regex and for an extract pattern.
+//     scratch buffers have grown, filtered lines included; a record with a
+//     line dropped for another reason costs the *Error Decode returns. Go's
+//     regexp allocates its submatch slice: one allocation per line for
+//     format regex and for an extract pattern.
 package ingest
