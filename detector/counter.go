@@ -74,6 +74,12 @@ type counter struct {
 	sk                  *sketch
 	skStart             int64 // bucket at which the sketch's current generation began
 
+	// Sources of keys near the threshold (sources.go): a key is tracked
+	// once its window reaches srcMark, half of windowShare.
+	srcMark  uint64
+	trackers []*srcTracker // by entry.src-1; nil: free
+	freeSrc  []uint32
+
 	kbuf []byte
 	q    accessQueue // accesses queued for drain
 	sink uint64      // keeps drain's cache-warming loads from being optimized away
@@ -98,6 +104,7 @@ type entry struct {
 	seq    uint32 // the bucket in which the key was last touched (low bits), and its asks (see seqBits)
 	slot   uint32 // the key's position in that bucket's touch list
 	ext    uint32 // 1 + index of the key's extras; 0: none (only reads without bytes so far)
+	src    uint32 // 1 + index of the key's source tracker; 0: none (not near the threshold)
 }
 
 // entry.seq holds the low bits of a bucket number (seqBits) and, in its top
@@ -134,7 +141,15 @@ type accessQueue struct {
 	ws   []uint64
 	hs   []uint64
 	xs   []queuedExtra // in queue order
-	cand []uint32      // entries that drain warms
+	// The sources of the accesses that have one, in queue order: each
+	// ends at its end in srcBytes.
+	srcs     []queuedSource
+	srcBytes []byte
+	cand     []uint32 // entries that drain warms
+}
+
+type queuedSource struct {
+	at, end uint32 // the access's position in the queue; the source's end in srcBytes
 }
 
 type queuedExtra struct {
@@ -272,6 +287,11 @@ func (c *counter) add(app, key []byte, n uint64) {
 
 // count queues the decoded entry e, whose app's filter weights are aw.
 func (c *counter) count(e *wire.Entry, aw appWeights) {
+	if len(e.Src) > 0 {
+		q := &c.q
+		q.srcBytes = append(q.srcBytes, e.Src...)
+		q.srcs = append(q.srcs, queuedSource{at: uint32(len(q.ends)), end: uint32(len(q.srcBytes))})
+	}
 	if e.Op == wire.OpRead && e.Bytes == 0 {
 		c.queue(e.App, e.Key, e.Count, satMul(e.Count, aw.access)) // the common case
 		return
@@ -363,7 +383,7 @@ func (c *counter) drain() {
 	}
 	c.sink = sink
 	start = 0
-	x := 0
+	x, s, srcStart := 0, 0, uint32(0)
 	for i, end := range q.ends {
 		idx, ok := c.addKey(q.keys[start:end], q.hs[i], q.ns[i], q.ws[i])
 		if x < len(q.xs) && q.xs[x].at == uint32(i) {
@@ -372,9 +392,17 @@ func (c *counter) drain() {
 			}
 			x++
 		}
+		if s < len(q.srcs) && q.srcs[s].at == uint32(i) {
+			if ok {
+				c.addSource(idx, q.srcBytes[srcStart:q.srcs[s].end], q.ns[i])
+			}
+			srcStart = q.srcs[s].end
+			s++
+		}
 		start = end
 	}
 	q.keys, q.ends, q.ns, q.ws, q.xs = q.keys[:0], q.ends[:0], q.ns[:0], q.ws[:0], q.xs[:0]
+	q.srcs, q.srcBytes = q.srcs[:0], q.srcBytes[:0]
 	c.bigQueued = false
 }
 
@@ -401,7 +429,7 @@ func (c *counter) takeEarly() bool {
 // partition's window crosses windowShare, to all of it, where that happens
 // at windowHot; the middle level serves the keys in between.
 func (c *counter) setShare(share uint64) {
-	c.windowShare = share
+	c.windowShare, c.srcMark = share, share/2
 	hot := max(c.windowHot, share)
 	mid := uint64(math.Sqrt(float64(share)) * math.Sqrt(float64(hot)))
 	c.askAt = [maxAsks + 1]uint64{share, min(max(mid, share), hot), hot, math.MaxUint64}
@@ -533,6 +561,7 @@ func (c *counter) remove(idx uint32) {
 		c.extras[e.ext-1] = extra{}
 		c.freeExt = append(c.freeExt, e.ext-1)
 	}
+	c.dropSource(e)
 	c.index.remove(e.hash, idx)
 	c.keyBytes -= len(e.key)
 	*e = entry{}

@@ -148,14 +148,15 @@ func (d *Detector) Run(ctx context.Context) error {
 	return nil
 }
 
-// decoder returns a new decoder of topic's records.
-func (d *Detector) decoder(topic string) Decoder {
+// decoder returns a new decoder of topic's records; the effect reports of
+// access events go to onEffect.
+func (d *Detector) decoder(topic string, onEffect func(*wire.EffectEntry)) Decoder {
 	for _, in := range d.cfg.Inputs {
 		if in.Topic == topic && in.Decoder != nil {
 			return in.Decoder()
 		}
 	}
-	return &wire.Decoder{MaxKeyLen: d.cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }}
+	return &wire.Decoder{MaxKeyLen: d.cfg.MaxKeyLen, OnInvalid: func(e *wire.Error) { d.m.invalidFor(e.Reason).Inc() }, OnEffect: onEffect}
 }
 
 // startGeneration starts one worker per claimed partition and the flusher,

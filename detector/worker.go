@@ -38,6 +38,11 @@ type partial struct {
 	// (the worker's: valid until it answers the next round).
 	oldest, newest int64
 	spread         *spread
+	// The sources of keys near the threshold, and the effects the apps
+	// reported, over the round (the worker's: valid until it answers the
+	// next round).
+	sources []KeySources
+	effects []KeyEffect
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -73,6 +78,11 @@ type worker struct {
 	// The round's accesses per step of event time, and the previous
 	// round's, which the flusher reads until the next answer.
 	spread, sent *spread
+	// The round's sources and effects, and the previous round's, which the
+	// flusher reads until the next answer. effectAt indexes effects by key.
+	sources, sentSources []KeySources
+	effects, sentEffects []KeyEffect
+	effectAt             map[appKey]int
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial, early chan<- uint64) *worker {
@@ -92,7 +102,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w.spread, w.sent = &spread{step: step}, &spread{step: step}
 	w.c.bucketHot = min(cfg.hotWeight(cfg.Bucket), math.MaxUint32) // a bucket's weight saturates there
 	w.c.windowHot = cfg.hotWeight(cfg.Window)
-	w.dec = d.decoder(cl.Topic())
+	w.dec = d.decoder(cl.Topic(), w.addEffect)
 	w.add = func(e *wire.Entry) {
 		w.entries++
 		ts := e.TS
@@ -213,9 +223,32 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// Entry times were clamped to the clock as they were counted.
+	w.sources = w.c.takeSources(w.sources[:0])
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, keys: w.c.len(),
-		oldest: w.oldest, newest: w.newest, spread: w.spread}
+		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects}
 	w.oldest, w.newest = 0, 0
 	w.spread, w.sent = w.sent, w.spread
 	w.spread.reset()
+	w.sources, w.sentSources = w.sentSources, w.sources
+	w.effects, w.sentEffects = w.sentEffects[:0], w.effects
+	clear(w.effectAt)
+}
+
+// addEffect sums an effect report into the round's effects.
+func (w *worker) addEffect(e *wire.EffectEntry) {
+	k := appKey{string(e.App), string(e.Key)}
+	i, ok := w.effectAt[k]
+	if !ok {
+		if w.effectAt == nil {
+			w.effectAt = make(map[appKey]int)
+		}
+		i = len(w.effects)
+		w.effectAt[k] = i
+		w.effects = append(w.effects, KeyEffect{App: k.app, Key: k.key})
+	}
+	x := &w.effects[i]
+	x.L1Hits = satAdd(x.L1Hits, e.L1Hits)
+	x.L2Reads = satAdd(x.L2Reads, e.L2Reads)
+	x.SourceLoads = satAdd(x.SourceLoads, e.SourceLoads)
+	x.Limited = satAdd(x.Limited, e.Limited)
 }

@@ -1,0 +1,90 @@
+package detector
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// TestSourcesAndEffects: a key at 3x the threshold, 70 % of it from one
+// source, reaches the Sink with its sources (busiest first, shares as sent)
+// and a sketch that counts them; a cold key's sources are not tracked; the
+// effect batches the apps wrote reach the Sink summed per key.
+func TestSourcesAndEffects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0)
+		_, stop := startFake(t, Config{}, src, sink)
+		share := map[string]int{"pod-a": 105, "pod-b": 15, "pod-c": 15, "pod-d": 15} // per 50 ms: 3000/s
+		for range 40 {
+			for s, n := range share {
+				topic.append(0, fmt.Appendf(nil, `{"app":"shop","key":"item:42","count":%d,"src":%q}`, n, s))
+			}
+			topic.append(0, []byte(`{"app":"shop","key":"cold","src":"pod-x"}`))
+			time.Sleep(50 * time.Millisecond)
+		}
+		eff := wire.EffectCounts{L1Hits: 500, L2Reads: 20, SourceLoads: 2, Limited: 5}
+		topic.append(0, wire.AppendEffects(nil, "shop", "pod-a", 1, 5000, []wire.Effect{{Key: "item:42", EffectCounts: eff}}))
+		topic.append(0, wire.AppendEffects(nil, "shop", "pod-b", 1, 5000, []wire.Effect{{Key: "item:42", EffectCounts: eff}}))
+		topic.append(0, []byte(`{"app":"shop","key":"item:42","count":150,"src":"pod-a"}`))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		bySrc := map[string]uint64{}
+		var total uint64
+		sk, _ := hyperloglog.NewSketch(sketchPrecision, true)
+		var effects wire.EffectCounts
+		sink.mu.Lock()
+		for _, f := range sink.flushes {
+			for _, s := range f.Sources {
+				if s.App != "shop" || s.Key != "item:42" {
+					t.Errorf("sources of %s/%s sent: only item:42 is near the threshold", s.App, s.Key)
+					continue
+				}
+				for i, sc := range s.Top {
+					if i > 0 && sc.N > s.Top[i-1].N {
+						t.Errorf("sources not busiest first: %+v", s.Top)
+					}
+					bySrc[sc.Src] += sc.N
+					total += sc.N
+				}
+				var o hyperloglog.Sketch
+				if err := o.UnmarshalBinary(s.Distinct); err != nil {
+					t.Fatalf("sketch: %v", err)
+				}
+				sk.Merge(&o)
+			}
+			for _, e := range f.Effects {
+				if e.App != "shop" || e.Key != "item:42" {
+					t.Errorf("effect of %s/%s", e.App, e.Key)
+				}
+				effects.L1Hits += e.L1Hits
+				effects.L2Reads += e.L2Reads
+				effects.SourceLoads += e.SourceLoads
+				effects.Limited += e.Limited
+			}
+		}
+		sink.mu.Unlock()
+		if total == 0 {
+			t.Fatal("no sources sent")
+		}
+		if a := float64(bySrc["pod-a"]) / float64(total); a < 0.68 || a > 0.72 {
+			t.Errorf("pod-a sent %.3f of the tracked accesses, want 0.70 (%v)", a, bySrc)
+		}
+		if n := sk.Estimate(); n != 4 {
+			t.Errorf("distinct sources %d, want 4", n)
+		}
+		if want := (wire.EffectCounts{L1Hits: 1000, L2Reads: 40, SourceLoads: 4, Limited: 10}); effects != want {
+			t.Errorf("effects %+v, want %+v", effects, want)
+		}
+	})
+}
