@@ -587,7 +587,7 @@ func newPrivateStack(t *testing.T) *privateStack {
 		"HOTSPOT_KAFKA_PORT="+s.kafkaPort, "HOTSPOT_KAFKA_CONTROLLER_PORT="+port(),
 		"HOTSPOT_ZK_PORT="+s.zkPort, "HOTSPOT_REDIS_PORT="+port(), "HOTSPOT_KAFKA_HEAP=256m")
 	s.kafka, s.zk = "127.0.0.1:"+s.kafkaPort, "127.0.0.1:"+s.zkPort
-	t.Cleanup(func() { s.do("stop", "kafka", "zookeeper") })
+	t.Cleanup(func() { s.do("stop", "kafka", "zookeeper", "redis") }) // redis: started by up
 	s.do("start", "zookeeper", "kafka")
 	s.waitKafka(90 * time.Second)
 	s.waitZK(30 * time.Second)
@@ -641,55 +641,101 @@ func clusterOn(t *testing.T, s *privateStack, partitions int) *cluster {
 	return c
 }
 
-// brokerRestartTarget is how soon after a restarted broker accepts writes a
-// key that turns hot then is listed by every view (issue 9; docs/detector.md,
-// "Broker restart"). The views are sampled every 200 ms, included.
-const brokerRestartTarget = 2 * time.Second
+// brokerRestartTarget is how soon after `stack.sh up` returns with the
+// restarted broker a key that turns hot then is listed by every view (issue
+// 22; docs/detector.md, "Broker restart"). The views are sampled every
+// 200 ms, included.
+const brokerRestartTarget = 2500 * time.Millisecond
 
-// TestFaultBrokerRestart: the (private) Kafka broker stops for 5 s under
-// load and comes back; the views agree again within the recovery bound, and
-// a key that turns hot after the broker is back is listed by every view
-// within brokerRestartTarget of the broker accepting writes.
+// TestFaultBrokerRestart: the (private) Kafka broker stops (SIGTERM) under
+// load, stays away for a while (5 s; HOTSPOT_BROKER_DOWN takes a list of
+// seconds, e.g. "0,5,12", one run each) and comes back with `stack.sh up`;
+// the views agree again within the recovery bound, and a key that turns hot
+// at 2x as soon as `stack.sh up` returns is listed by every view within
+// brokerRestartTarget.
 func TestFaultBrokerRestart(t *testing.T) {
+	downs := []time.Duration{5 * time.Second}
+	if v := os.Getenv("HOTSPOT_BROKER_DOWN"); v != "" {
+		downs = nil
+		for f := range strings.SplitSeq(v, ",") {
+			s, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				t.Fatalf("HOTSPOT_BROKER_DOWN=%q: %v", v, err)
+			}
+			downs = append(downs, time.Duration(s*float64(time.Second)))
+		}
+	}
+	for _, down := range downs {
+		t.Run(fmt.Sprintf("down %v", down), func(t *testing.T) { brokerRestart(t, down) })
+	}
+}
+
+func brokerRestart(t *testing.T, down time.Duration) {
 	s := newPrivateStack(t)
 	c := clusterOn(t, s, 8)
 	r := newFaultRun(t, c)
-	r.lossy, r.extra = true, "after:3x"
-	cfg := faultWorkload(c.brokers, c.topic, 60*time.Second, 14*time.Second)
+	r.lossy, r.extra = true, "after:2x"
+	cfg := faultWorkload(c.brokers, c.topic, 45*time.Second+down, 14*time.Second)
 	cfg.MaxInflight = 256 << 20
 	r.runLoad(cfg)
 	time.Sleep(12 * time.Second)
 	stopped := time.Now() // before the stop: the broker goes away during it
 	s.do("stop", "kafka")
-	time.Sleep(5 * time.Second)
-	s.do("start", "kafka")
-	s.waitKafka(60 * time.Second)
+	time.Sleep(down)
+	s.do("up") // returns once the broker answers metadata and finds a group coordinator
 	back := time.Now()
-	t.Logf("broker stopped at +%v, accepting writes again at +%v", stopped.Sub(r.start).Round(time.Millisecond), back.Sub(r.start).Round(time.Millisecond))
-	// A key that turns hot now, at 3x, in every view within the bound.
+	t.Logf("broker stopped at +%v, `stack.sh up` returned at +%v", stopped.Sub(r.start).Round(time.Millisecond), back.Sub(r.start).Round(time.Millisecond))
+	// A key that turns hot now, at 2x, in every view within the bound.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	prod := newProducer(t, c.brokers, c.topic, true)
-	go prod.run(ctx, t, map[string]float64{"after:3x": 3 * faultThreshold}, 0)
+	go prod.run(ctx, t, map[string]float64{"after:2x": 2 * faultThreshold}, 0)
 	seen := map[string]time.Duration{}
-	waitFor(t, recoveryBound, "after:3x in every view", func() bool {
+	waitFor(t, recoveryBound, "after:2x in every view", func() bool {
 		r.views.mu.Lock()
 		defer r.views.mu.Unlock()
 		for _, sm := range r.views.samples {
-			if _, ok := seen[sm.view]; !ok && sm.at.After(back) && slices.Contains(sm.keys, "after:3x") {
+			if _, ok := seen[sm.view]; !ok && sm.at.After(back) && slices.Contains(sm.keys, "after:2x") {
 				seen[sm.view] = sm.at.Sub(back)
 			}
 		}
 		return len(seen) == 3
 	})
-	t.Logf("after:3x, hot from the broker's return, listed by the views after %v", seen)
+	t.Logf("after:2x, hot from `stack.sh up`'s return, listed by the views after %v; the group formed again after %v",
+		seen, assignedAfter(t, c, back))
 	for _, view := range slices.Sorted(maps.Keys(seen)) {
 		if d := seen[view]; d > brokerRestartTarget {
-			t.Errorf("view %s listed after:3x %v after the broker accepted writes again, want within %v", view, d.Round(time.Millisecond), brokerRestartTarget)
+			t.Errorf("view %s listed after:2x %v after `stack.sh up` returned, want within %v", view, d.Round(time.Millisecond), brokerRestartTarget)
 		}
 	}
 	cancel()
 	r.finish([2]time.Time{stopped, back})
+}
+
+// assignedAfter returns, per hotspotd of c, how long after t its detector
+// was first assigned partitions (its log's "partitions assigned"): where a
+// slow return after a broker restart went, the group or what follows.
+func assignedAfter(tb testing.TB, c *cluster, t time.Time) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			ts, ok := strings.CutPrefix(line, "time=")
+			if !ok || !strings.Contains(line, `msg="detector: partitions assigned"`) {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, strings.Fields(ts)[0])
+			if err == nil && at.After(t) {
+				out[strings.TrimSuffix(filepath.Base(f), ".log")] = at.Sub(t).Round(time.Millisecond)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // TestFaultZooKeeper: the (private) ZooKeeper restarts quickly, then stays
