@@ -38,6 +38,10 @@ func BenchmarkDecodeCombined(b *testing.B) {
 		in := mustInput(b, `inputs: [{topic: a, format: combined}]`)
 		benchDecode(b, in, benchCombined, 1)
 	})
+	b.Run("preset+source", func(b *testing.B) {
+		in := mustInput(b, `inputs: [{topic: a, format: combined, source_field: remote_addr}]`)
+		benchDecode(b, in, benchCombined, 1)
+	})
 	b.Run("template+where+clf", func(b *testing.B) {
 		in := mustInput(b, `inputs: [{topic: a, format: combined, app: web, key: "{method}:{path}", where: {status: '^2'}, time: clf}]`)
 		benchDecode(b, in, benchCombined, 1)
@@ -64,6 +68,19 @@ inputs:
   - topic: svc.json
     format: json
     fields: {key: request.uri, app: service, time: ts_ms, bytes: size, op: method, count: n}
+    time: unix_ms
+`)
+	benchDecode(b, in, benchJSON, 1)
+}
+
+// BenchmarkDecodeJSONMappedSource is BenchmarkDecodeJSONMapped with a
+// seventh path, the source.
+func BenchmarkDecodeJSONMappedSource(b *testing.B) {
+	in := mustInput(b, `
+inputs:
+  - topic: svc.json
+    format: json
+    fields: {key: request.uri, app: service, time: ts_ms, bytes: size, op: method, count: n, source: trace}
     time: unix_ms
 `)
 	benchDecode(b, in, benchJSON, 1)

@@ -34,6 +34,7 @@ type plan struct {
 	key                          template
 	app                          string // the constant app, or the fallback of appSlot
 	appSlot, timeSlot            int    // -1: none
+	srcSlot                      int    // the source's field; -1: none
 	bytesSlot, opSlot, countSlot int    // -1: none
 	time                         timeFormat
 	opMethod                     bool // combined: the op is the request method's (any method but GET and HEAD writes)
@@ -110,7 +111,7 @@ func (c *compiler) compile(ri *rawInput) Input {
 		c.errorf("format", "unknown format %q (want hotspot, json, regex or combined)", in.Format)
 		return in
 	}
-	c.p = &plan{format: format(f), appSlot: -1, timeSlot: -1, bytesSlot: -1, opSlot: -1, countSlot: -1, app: wire.DefaultApp}
+	c.p = &plan{format: format(f), appSlot: -1, srcSlot: -1, timeSlot: -1, bytesSlot: -1, opSlot: -1, countSlot: -1, app: wire.DefaultApp}
 	if c.p.format == fmtHotspot {
 		c.checkHotspot()
 		in.p = c.p
@@ -147,11 +148,12 @@ func (c *compiler) checkHotspot() {
 		name string
 		set  bool
 	}{
-		{"app", ri.App != nil}, {"app_field", ri.AppField != nil}, {"key", ri.Key != nil}, {"extract", ri.Extract != nil},
-		{"where", ri.Where != nil}, {"fields", ri.Fields != nil}, {"time", ri.Time != nil}, {"pattern", ri.Pattern != nil},
+		{"app", ri.App != nil}, {"app_field", ri.AppField != nil}, {"source_field", ri.SrcField != nil}, {"key", ri.Key != nil},
+		{"extract", ri.Extract != nil}, {"where", ri.Where != nil}, {"fields", ri.Fields != nil}, {"time", ri.Time != nil},
+		{"pattern", ri.Pattern != nil},
 	} {
 		if s.set {
-			c.errorf(s.name, "not used by format hotspot (its records carry key, app, time, bytes, op and count themselves)")
+			c.errorf(s.name, "not used by format hotspot (its records carry key, app, source, time, bytes, op and count themselves)")
 		}
 	}
 }
@@ -308,7 +310,8 @@ func splitPath(s string) ([]string, error) {
 	return append(segs, string(seg)), nil
 }
 
-// mapped compiles app, app_field, time and the fields entries.
+// mapped compiles app, app_field, source_field, time and the fields
+// entries.
 func (c *compiler) mapped() {
 	ri, p := c.raw, c.p
 	if ri.App != nil {
@@ -337,6 +340,16 @@ func (c *compiler) mapped() {
 			p.appSlot = c.field("app_field", *ri.AppField)
 		}
 	}
+	if ri.SrcField != nil {
+		switch {
+		case *ri.SrcField == "":
+			c.errorf("source_field", "empty")
+		case f.Source != "":
+			c.errorf("source_field", "given along with fields.source (they are one setting: keep one)")
+		default:
+			p.srcSlot = c.field("source_field", *ri.SrcField)
+		}
+	}
 	if ri.Fields != nil {
 		for _, e := range [...]struct {
 			role string
@@ -345,6 +358,7 @@ func (c *compiler) mapped() {
 		}{
 			{"key", f.Key, nil}, {"app", f.App, &p.appSlot}, {"time", f.Time, &p.timeSlot},
 			{"bytes", f.Bytes, &p.bytesSlot}, {"op", f.Op, &p.opSlot}, {"count", f.Count, &p.countSlot},
+			{"source", f.Source, &p.srcSlot},
 		} {
 			if e.name == "" {
 				continue

@@ -34,6 +34,7 @@ type rawInput struct {
 	Format   *string           `yaml:"format"`
 	App      *string           `yaml:"app"`
 	AppField *string           `yaml:"app_field"`
+	SrcField *string           `yaml:"source_field"`
 	Key      *string           `yaml:"key"`
 	Extract  *rawExtract       `yaml:"extract"`
 	Where    map[string]string `yaml:"where"`
@@ -48,18 +49,20 @@ type rawExtract struct {
 }
 
 type rawFields struct {
-	Key   string `yaml:"key"`
-	App   string `yaml:"app"`
-	Time  string `yaml:"time"`
-	Bytes string `yaml:"bytes"`
-	Op    string `yaml:"op"`
-	Count string `yaml:"count"`
+	Key    string `yaml:"key"`
+	App    string `yaml:"app"`
+	Time   string `yaml:"time"`
+	Bytes  string `yaml:"bytes"`
+	Op     string `yaml:"op"`
+	Count  string `yaml:"count"`
+	Source string `yaml:"source"`
 }
 
 // each calls fn for every field name given, in a fixed order.
 func (f *rawFields) each(fn func(role, name string)) {
 	for _, p := range [...]struct{ role, name string }{
 		{"key", f.Key}, {"app", f.App}, {"time", f.Time}, {"bytes", f.Bytes}, {"op", f.Op}, {"count", f.Count},
+		{"source", f.Source},
 	} {
 		if p.name != "" {
 			fn(p.role, p.name)
@@ -151,9 +154,9 @@ func deref(n *yaml.Node) *yaml.Node {
 // settings are the keys an input (and its extract and fields mappings)
 // may have.
 var settings = map[string][]string{
-	"":        {"topic", "format", "app", "app_field", "key", "extract", "where", "fields", "time", "pattern"},
+	"":        {"topic", "format", "app", "app_field", "source_field", "key", "extract", "where", "fields", "time", "pattern"},
 	"extract": {"field", "pattern"},
-	"fields":  {"key", "app", "time", "bytes", "op", "count"},
+	"fields":  {"key", "app", "time", "bytes", "op", "count", "source"},
 }
 
 // decode checks the keys of the input at n (YAML decoding knows no strict

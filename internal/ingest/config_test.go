@@ -16,9 +16,10 @@ inputs:
     key: "item:{id}"
     extract: {field: path, pattern: '^/item/(?P<id>[0-9]+)$'}
     where: {status: '^2'}
+    source_field: remote_addr
   - topic: svc.json
     format: json
-    fields: {key: request.uri, app: service, time: ts_ms, bytes: size, op: method, count: n}
+    fields: {key: request.uri, app: service, time: ts_ms, bytes: size, op: method, count: n, source: client.ip}
     time: unix_ms
   - topic: regex.logs
     format: regex
@@ -129,6 +130,19 @@ func TestParseErrors(t *testing.T) {
 		{"long app", `inputs: [{topic: a, format: combined, app: "` + strings.Repeat("x", 1025) + `"}]`, []string{`app: longer than 1024 bytes`}},
 		{"app_field and fields.app", `inputs: [{topic: a, format: json, app_field: x, fields: {key: k, app: y}}]`, []string{`app_field: given along with fields.app`}},
 		{"app_field unknown group", `inputs: [{topic: a, format: combined, app_field: host}]`, []string{`app_field: host names no group`}},
+		{"source_field unknown group", `inputs: [{topic: a, format: combined, source_field: client}]`,
+			[]string{`input 0 (topic "a"): source_field: client names no group of format combined (it has remote_addr,`}},
+		{"source_field unknown regex group", `inputs: [{topic: a, format: regex, pattern: '(?P<u>x)', key: "{u}", source_field: ip}]`,
+			[]string{`source_field: ip names no group of the pattern (it has u)`}},
+		{"fields.source unknown regex group", `inputs: [{topic: a, format: regex, pattern: '(?P<u>x)', key: "{u}", fields: {source: ip}}]`,
+			[]string{`fields.source: ip names no group of the pattern (it has u)`}},
+		{"source_field bad path", `inputs: [{topic: a, format: json, fields: {key: k}, source_field: "c..ip"}]`,
+			[]string{`source_field: c..ip: path "c..ip": empty member name`}},
+		{"empty source_field", `inputs: [{topic: a, format: combined, source_field: ""}]`, []string{`source_field: empty`}},
+		{"source_field and fields.source", `inputs: [{topic: a, format: json, source_field: x, fields: {key: k, source: y}}]`,
+			[]string{`source_field: given along with fields.source`}},
+		{"source_field for hotspot", `inputs: [{topic: a, source_field: src}]`, []string{`source_field: not used by format hotspot`}},
+		{"source_field wrong type", "inputs:\n  - topic: a\n    format: combined\n    source_field: [remote_addr]", []string{`cannot unmarshal a list into a string`}},
 		{"fields group unknown", `inputs: [{topic: a, format: regex, pattern: '(?P<u>x)', key: "{u}", fields: {count: n}}]`,
 			[]string{`fields.count: n names no group of the pattern`}},
 		{"fields.key group unknown, said once", `inputs: [{topic: a, format: regex, pattern: '(?P<u>x)', fields: {key: v}}]`,

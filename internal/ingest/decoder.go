@@ -13,7 +13,7 @@ import (
 // goroutine its own (they may share the Input).
 type Decoder struct {
 	p         *plan
-	max       int // longest key and app, in bytes
+	max       int // longest key, app and source, in bytes
 	onInvalid func(Reason)
 	wd        wire.Decoder // format hotspot
 
@@ -54,7 +54,8 @@ func (dr drop) detail() string {
 
 // NewDecoder returns a decoder for the records of in. maxKeyLen is the
 // longest key and app accepted, in bytes (0 means wire.DefaultMaxKeyLen);
-// longer ones are dropped, never truncated. onInvalid, if not nil, is
+// longer ones are dropped, never truncated. A longer source is left out,
+// the access kept (format hotspot: as package wire decides). onInvalid, if not nil, is
 // called once for every dropped line (format hotspot: every rejected record
 // or line) with its reason, never with 0.
 func (in *Input) NewDecoder(maxKeyLen int, onInvalid func(Reason)) *Decoder {
@@ -80,8 +81,9 @@ func (in *Input) NewDecoder(maxKeyLen int, onInvalid func(Reason)) *Decoder {
 }
 
 // Decode calls fn once for each access in value, one Kafka record's value.
-// fn receives a pointer to an Entry owned by the Decoder: its App and Key
-// alias value or the Decoder's scratch and are valid only during the call.
+// fn receives a pointer to an Entry owned by the Decoder: its App, Key and
+// Src alias value or the Decoder's scratch and are valid only during the
+// call.
 // An Entry's TS of 0 means the line gives no time: use the record's Kafka
 // timestamp.
 //
@@ -218,7 +220,8 @@ func (d *Decoder) fields(b []byte) drop {
 // finish applies the where clauses, the extract pattern and the mapping to
 // the fields of a line, filling d.entry. Its checks run in a fixed order
 // (where, extract, key, app, count, time, bytes, op), so a line with
-// several problems always reports the same one.
+// several problems always reports the same one. The source drops no line:
+// one it cannot carry is left out (see source).
 func (d *Decoder) finish() drop {
 	p := d.p
 	e := &d.entry
@@ -270,7 +273,35 @@ func (d *Decoder) finish() drop {
 	case !utf8.Valid(e.App):
 		return drop{r: ReasonBadUTF8, what: "the app is not valid UTF-8"}
 	}
+	e.Src, _ = d.source()
 	return d.numbers()
+}
+
+// source returns the source the line gives, or nil when the input maps
+// none or the line gives none: its field is absent, null or empty (in
+// format combined also "-", the format's "none"). A source the wire
+// contract cannot carry (an object or array, longer than d.max, not valid
+// UTF-8) is left out too, and why says why ("" otherwise): the access
+// still counts, as it would without a source. Never dropping the line
+// keeps an input's counts the same whether it maps a source or not.
+func (d *Decoder) source() (src []byte, why string) {
+	p := d.p
+	if p.srcSlot < 0 {
+		return nil, ""
+	}
+	switch v := d.vals[p.srcSlot]; {
+	case v.k == kAbsent || len(v.b) == 0:
+	case p.format == fmtCombined && len(v.b) == 1 && v.b[0] == '-':
+	case v.k >= kObject:
+		return nil, "the field is an object or array"
+	case len(v.b) > d.max:
+		return nil, "longer than maxKeyLen"
+	case !utf8.Valid(v.b):
+		return nil, "not valid UTF-8"
+	default:
+		return v.b, ""
+	}
+	return nil, ""
 }
 
 // buildKey expands the key template into d.key, stopping once it is longer

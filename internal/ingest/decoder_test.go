@@ -257,3 +257,129 @@ func TestReasons(t *testing.T) {
 		t.Errorf("Reason(0) = %q", got)
 	}
 }
+
+func TestDecodeSourceCombined(t *testing.T) {
+	in := mustInput(t, `
+inputs:
+  - topic: web.access
+    format: combined
+    source_field: remote_addr
+`)
+	rd := func(key, src string, bytes uint64) access {
+		return access{App: "default", Key: key, Count: 1, Bytes: bytes, Src: src}
+	}
+	long := strings.Repeat("9", 31)
+	runDecodeCases(t, in, []decodeCase{
+		{name: "address", rec: combinedLine, want: []access{rd("/item/42", "127.0.0.1", 2326)}},
+		{name: "one per line", rec: cline("GET", "/a", "200", "1") + "\n" + strings.Replace(cline("GET", "/a", "200", "1"), "10.0.0.1", "10.0.0.2", 1),
+			want: []access{rd("/a", "10.0.0.1", 1), rd("/a", "10.0.0.2", 1)}},
+		{name: "dash is none", rec: strings.Replace(combinedLine, "127.0.0.1", "-", 1), want: []access{rd("/item/42", "", 2326)}},
+		{name: "IPv6", rec: strings.Replace(combinedLine, "127.0.0.1", "2001:db8::1", 1), want: []access{rd("/item/42", "2001:db8::1", 2326)}},
+		{name: "source of maxKeyLen", max: 31, rec: strings.Replace(combinedLine, "127.0.0.1", long, 1), want: []access{rd("/item/42", long, 2326)}},
+		{name: "too long: left out, access kept", max: 30, rec: strings.Replace(combinedLine, "127.0.0.1", long, 1), want: []access{rd("/item/42", "", 2326)}},
+		{name: "invalid UTF-8: left out, access kept", rec: strings.Replace(combinedLine, "127.0.0.1", "10.\xff", 1), want: []access{rd("/item/42", "", 2326)}},
+		{name: "the line's other problems still drop it", rec: cline("GET", "/\xff", "200", "1"), reasons: []Reason{ReasonBadUTF8}, errR: ReasonBadUTF8},
+	})
+	// Another group: remote_user, whose "-" means none.
+	in = mustInput(t, `inputs: [{topic: a, format: combined, source_field: remote_user, app: web}]`)
+	runDecodeCases(t, in, []decodeCase{
+		{name: "user", rec: combinedLine, want: []access{{App: "web", Key: "/item/42", Count: 1, Bytes: 2326, Src: "frank"}}},
+		{name: "no user", rec: cline("GET", "/a", "200", "1"), want: []access{{App: "web", Key: "/a", Count: 1, Bytes: 1}}},
+	})
+}
+
+func TestDecodeSourceJSON(t *testing.T) {
+	for _, yml := range []string{
+		`inputs: [{topic: a, format: json, app: s, fields: {key: k, source: client.id}}]`,
+		`inputs: [{topic: a, format: json, app: s, fields: {key: k}, source_field: client.id}]`,
+	} {
+		in := mustInput(t, yml)
+		a := func(src string) []access { return []access{{App: "s", Key: "x", Count: 1, Src: src}} }
+		runDecodeCases(t, in, []decodeCase{
+			{name: "string", rec: `{"k":"x","client":{"id":"inst-3"}}`, want: a("inst-3")},
+			{name: "escaped", rec: `{"k":"x","client":{"id":"inst\u002d\u00e9\"q"}}`, want: a(`inst-é"q`)},
+			{name: "number", rec: `{"k":"x","client":{"id":42}}`, want: a("42")},
+			{name: "boolean", rec: `{"k":"x","client":{"id":true}}`, want: a("true")},
+			{name: "absent", rec: `{"k":"x"}`, want: a("")},
+			{name: "null", rec: `{"k":"x","client":{"id":null}}`, want: a("")},
+			{name: "empty string", rec: `{"k":"x","client":{"id":""}}`, want: a("")},
+			{name: "object: left out", rec: `{"k":"x","client":{"id":{"a":1}}}`, want: a("")},
+			{name: "array: left out", rec: `{"k":"x","client":{"id":[1]}}`, want: a("")},
+			{name: "of maxKeyLen", max: 6, rec: `{"k":"x","client":{"id":"inst-3"}}`, want: a("inst-3")},
+			{name: "too long: left out", max: 5, rec: `{"k":"x","client":{"id":"inst-3"}}`, want: a("")},
+			{name: "escaped, of maxKeyLen once unescaped", max: 6, rec: `{"k":"x","client":{"id":"inst\u002d3"}}`, want: a("inst-3")},
+			{name: "several lines", rec: `{"k":"x","client":{"id":"a"}}` + "\n" + `{"k":"x"}` + "\n" + `{"k":"x","client":{"id":"b"}}`,
+				want: []access{a("a")[0], a("")[0], a("b")[0]}},
+			{name: "bad line dropped as before", rec: `{"client":{"id":"a"}}`, reasons: []Reason{ReasonMissingField}, errR: ReasonMissingField},
+		})
+	}
+	// The source's name stands for its path in the key template, as the
+	// other fields' names do.
+	in := mustInput(t, `inputs: [{topic: a, format: json, key: "{k}@{source}", fields: {key: k, source: c.ip}}]`)
+	runDecodeCases(t, in, []decodeCase{
+		{name: "template", rec: `{"k":"x","c":{"ip":"10.0.0.1"}}`, want: []access{{App: "default", Key: "x@10.0.0.1", Count: 1, Src: "10.0.0.1"}}},
+	})
+}
+
+func TestDecodeSourceRegex(t *testing.T) {
+	for _, yml := range []string{
+		`inputs: [{topic: a, format: regex, pattern: '^(?:(?P<ip>\S+) )?(?P<uri>/\S*)$', key: "{uri}", source_field: ip}]`,
+		`inputs: [{topic: a, format: regex, pattern: '^(?:(?P<ip>\S+) )?(?P<uri>/\S*)$', key: "{uri}", fields: {source: ip}}]`,
+	} {
+		in := mustInput(t, yml)
+		runDecodeCases(t, in, []decodeCase{
+			{name: "group", rec: "10.0.0.7 /a", want: []access{{App: "default", Key: "/a", Count: 1, Src: "10.0.0.7"}}},
+			{name: "group not taking part", rec: "/a", want: []access{{App: "default", Key: "/a", Count: 1}}},
+			{name: "dash is a source here", rec: "- /a", want: []access{{App: "default", Key: "/a", Count: 1, Src: "-"}}},
+		})
+	}
+}
+
+func TestDecodeSourceHotspot(t *testing.T) {
+	in := mustInput(t, "inputs: [{topic: hotspot.access}]")
+	batch := wire.AppendAccessesFrom(nil, "shop", "inst-1", 1700000000000, []wire.Access{{Key: "a", Count: 2}, {Key: "b", Count: 1, Op: wire.OpWrite}})
+	runDecodeCases(t, in, []decodeCase{
+		{name: "json", rec: `{"key":"k","src":"inst-0"}`, want: []access{{App: "default", Key: "k", Count: 1, Src: "inst-0"}}},
+		{name: "batch version 3", rec: string(batch), want: []access{
+			{App: "shop", Key: "a", Count: 2, TS: 1700000000000, Src: "inst-1"},
+			{App: "shop", Key: "b", Count: 1, TS: 1700000000000, Op: wire.OpWrite, Src: "inst-1"}}},
+		{name: "wire's rule: too long drops", max: 3, rec: `{"key":"k","src":"inst-0"}`, reasons: []Reason{ReasonBadValue}, errR: ReasonBadValue},
+	})
+}
+
+// TestDecodeAllocs: decoding a combined or json line that maps a source
+// allocates nothing once the Decoder's buffers have grown, escaped strings
+// included.
+func TestDecodeAllocs(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	for _, tc := range []struct {
+		name, yml, rec string
+	}{
+		{"combined", `inputs: [{topic: a, format: combined, source_field: remote_addr}]`, benchCombined},
+		{"combined template+where+clf", `inputs: [{topic: a, format: combined, app: web, key: "{method}:{path}", where: {status: '^2'}, time: clf, source_field: remote_addr}]`,
+			benchCombined + "\n" + benchCombined},
+		{"json", `inputs: [{topic: a, format: json, fields: {key: request.uri, app: service, time: ts_ms, bytes: size, op: method, count: n, source: trace}, time: unix_ms}]`,
+			benchJSON},
+		{"json escaped", `inputs: [{topic: a, format: json, fields: {key: k, source: s}}]`, `{"k":"caf\u00e9","s":"inst\u002d1\n"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := mustInput(t, tc.yml)
+			d := in.NewDecoder(0, func(r Reason) { t.Fatalf("dropped: %v", r) })
+			v := []byte(tc.rec)
+			var srcs int
+			fn := func(e *wire.Entry) {
+				if len(e.Src) > 0 {
+					srcs++
+				}
+			}
+			if err := d.Decode(v, fn); err != nil || srcs == 0 {
+				t.Fatalf("Decode: %v, %d sources", err, srcs)
+			}
+			if n := testing.AllocsPerRun(200, func() { _ = d.Decode(v, fn) }); n != 0 {
+				t.Errorf("%v allocations per record, want 0", n)
+			}
+		})
+	}
+}

@@ -5,7 +5,8 @@
 // bytes, op and count), regex (lines matched by an RE2 pattern with named
 // groups) or combined (nginx's and Apache's combined access log). A key
 // template builds each access's key from the fields of a line; where clauses
-// filter lines and an extract pattern pulls parts out of a field. The file's
+// filter lines and an extract pattern pulls parts out of a field; a field
+// may give the access's source (who made it: Entry.Src). The file's
 // contract is docs/ingest.md.
 //
 // Parse validates a file whole and compiles it; each Input gives a Decoder
@@ -21,6 +22,10 @@
 //   - Every access has a key of 1..maxKeyLen bytes and an app of
 //     1..maxKeyLen bytes, both valid UTF-8, and a count >= 1. Keys and apps
 //     are never truncated or repaired: such lines are dropped with a reason.
+//   - A source never drops a line (formats but hotspot): an access's Src is
+//     empty (no source) or 1..maxKeyLen bytes of valid UTF-8, never
+//     truncated or repaired; a source that is not is left out and the
+//     access kept.
 //   - Decoding a combined or json line allocates nothing once the Decoder's
 //     scratch buffers have grown, filtered lines included; a record with a
 //     line dropped for another reason costs the *Error Decode returns. Go's

@@ -13,10 +13,11 @@ import (
 
 // Explain says, as human-readable text, how the input reads and what line
 // becomes: the fields the line provides, each where clause and the extract
-// pattern at work, then the access (key, app, op, bytes, time, count) or
-// why the line is dropped (the reason, the metric label, and a detail). It
-// is for `hotspotd --check-input FILE --sample LINE`. A line holding '\n'
-// is explained line by line; the key and app limit is wire.DefaultMaxKeyLen.
+// pattern at work, then the access (key, app, source if any, op, bytes,
+// count, time) or why the line is dropped (the reason, the metric label,
+// and a detail), and a source left out and why. It is for `hotspotd
+// --check-input FILE --sample LINE`. A line holding '\n' is explained line
+// by line; the key, app and source limit is wire.DefaultMaxKeyLen.
 func (in *Input) Explain(line []byte) string {
 	var sb strings.Builder
 	topic, fmtName, idx := "", "hotspot", 0
@@ -85,6 +86,9 @@ func (p *plan) describe(sb *strings.Builder) {
 	} else {
 		fmt.Fprintf(sb, "  app %q\n", p.app)
 	}
+	if p.srcSlot >= 0 {
+		fmt.Fprintf(sb, "  source from %s, else none\n", p.names[p.srcSlot])
+	}
 	switch {
 	case p.opMethod:
 		sb.WriteString("  op from method (GET and HEAD read, other methods write)\n")
@@ -140,6 +144,9 @@ func (d *Decoder) explainLine(sb *strings.Builder, b []byte) {
 		writeDrop(sb, dr)
 		return
 	}
+	if _, why := d.source(); why != "" {
+		fmt.Fprintf(sb, "  source left out (the access is kept): %s: %s\n", p.names[p.srcSlot], why)
+	}
 	writeAccess(sb, &d.entry, "none in the line: the Kafka record's timestamp")
 }
 
@@ -152,7 +159,11 @@ func writeDrop(sb *strings.Builder, dr drop) {
 }
 
 func writeAccess(sb *strings.Builder, e *wire.Entry, noTime string) {
-	fmt.Fprintf(sb, "  access: key %q, app %q, op %s, bytes %d, count %d, time ", e.Key, e.App, e.Op, e.Bytes, e.Count)
+	fmt.Fprintf(sb, "  access: key %q, app %q, ", e.Key, e.App)
+	if len(e.Src) > 0 {
+		fmt.Fprintf(sb, "source %q, ", e.Src)
+	}
+	fmt.Fprintf(sb, "op %s, bytes %d, count %d, time ", e.Op, e.Bytes, e.Count)
 	if e.TS == 0 {
 		sb.WriteString(noTime + "\n")
 		return

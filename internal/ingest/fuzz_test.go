@@ -28,8 +28,8 @@ func nonBlankLines(rec []byte) int {
 
 // checkDecode decodes rec with in and checks the package's invariants:
 // every non-blank line is one access or one onInvalid call (a record of
-// none is one call, empty); every access is well formed; the error agrees
-// with the calls. It returns the accesses and reasons.
+// none is one call, empty); every access is well formed, its source too;
+// the error agrees with the calls. It returns the accesses and reasons.
 func checkDecode(t *testing.T, in *Input, maxKeyLen int, rec []byte) ([]access, []Reason) {
 	t.Helper()
 	var got []access
@@ -50,6 +50,8 @@ func checkDecode(t *testing.T, in *Input, maxKeyLen int, rec []byte) ([]access, 
 			t.Fatalf("bad key %q", e.Key)
 		case len(e.App) == 0 || len(e.App) > max || !utf8.Valid(e.App):
 			t.Fatalf("bad app %q", e.App)
+		case len(e.Src) > max || !utf8.Valid(e.Src):
+			t.Fatalf("bad source %q", e.Src)
 		case e.Count == 0 || e.TS < 0:
 			t.Fatalf("bad entry %+v", e)
 		}
@@ -79,6 +81,20 @@ func checkDecode(t *testing.T, in *Input, maxKeyLen int, rec []byte) ([]access, 
 
 var combinedRef = regexp.MustCompile(combinedRE)
 
+// mappedCombined is FuzzCombined's mapped input; the fuzz target also
+// decodes with it less its source_field.
+const mappedCombined = `
+inputs:
+  - topic: a
+    format: combined
+    app_field: remote_user
+    source_field: remote_addr
+    key: "{method}:{id}{query}"
+    extract: {field: path, pattern: '^/(?:item/)?(?P<id>[^/]*)$'}
+    where: {status: '^[23]'}
+    time: clf
+`
+
 func FuzzCombined(f *testing.F) {
 	for _, s := range []string{
 		combinedLine, benchCombined,
@@ -94,16 +110,11 @@ func FuzzCombined(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	preset := mustInput(f, `inputs: [{topic: a, format: combined}]`)
-	mapped := mustInput(f, `
-inputs:
-  - topic: a
-    format: combined
-    app_field: remote_user
-    key: "{method}:{id}{query}"
-    extract: {field: path, pattern: '^/(?:item/)?(?P<id>[^/]*)$'}
-    where: {status: '^[23]'}
-    time: clf
-`)
+	mapped := mustInput(f, mappedCombined)
+	noSrc := mustInput(f, strings.Replace(mappedCombined, "    source_field: remote_addr\n", "", 1))
+	if noSrc.p.srcSlot >= 0 || mapped.p.srcSlot < 0 {
+		f.Fatal("mappedCombined: source_field not found")
+	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		// The hand-written parser is the RE2 definition, groups included.
 		var g combinedSpans
@@ -116,7 +127,21 @@ inputs:
 			t.Fatalf("groups\n got %v\nwant %v", g[:], want[2:])
 		}
 		checkDecode(t, preset, 0, rec)
-		checkDecode(t, mapped, 16, rec)
+		gotSrc, _ := checkDecode(t, mapped, 16, rec)
+		// A source never drops a line: an input that maps one keeps the
+		// lines of the same input without it, and changes nothing else.
+		gotNo, _ := checkDecode(t, noSrc, 16, rec)
+		if len(gotSrc) != len(gotNo) {
+			t.Fatalf("%d accesses with a source, %d without", len(gotSrc), len(gotNo))
+		}
+		for i := range gotNo {
+			if a := gotSrc[i]; a.Src != "" && (len(a.Src) > 16 || a.Src == "-") {
+				t.Fatalf("source %q kept", a.Src)
+			}
+			if gotSrc[i].Src = ""; gotSrc[i] != gotNo[i] {
+				t.Fatalf("access %d: %+v with a source, %+v without", i, gotSrc[i], gotNo[i])
+			}
+		}
 	})
 }
 
@@ -238,7 +263,8 @@ func renderVal(v val) string {
 
 func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{
-		benchJSON, `{"k":"a","t":"2023-11-14T22:13:20Z","n":"3","b":"-","o":"PUT"}`,
+		benchJSON, `{"k":"a","t":"2023-11-14T22:13:20Z","n":"3","b":"-","o":"PUT","s":"inst-1","c":{"s":"10.0.0.1"}}`,
+		`{"k":"a","s":{"x":1},"c":{"s":"\u00e9\u00e9\u00e9\u00e9\u00e9"}}`,
 		`{"k":""}` + "\n\n" + `{"k":"x","t":"1999"}`, `{"k":{"x":1}}`, "{\"k\":\"\xff\"}", " \r\n",
 	} {
 		f.Add([]byte(s))
@@ -248,11 +274,11 @@ inputs:
   - topic: a
     format: json
     key: "{k}/{request.uri}"
-    fields: {key: k, app: app, time: t, bytes: b, op: o, count: n}
+    fields: {key: k, app: app, time: t, bytes: b, op: o, count: n, source: s}
     time: rfc3339
     where: {status: '^2'}
 `)
-	loose := mustInput(f, `inputs: [{topic: a, format: json, fields: {key: k, count: n, bytes: b, op: o}}]`)
+	loose := mustInput(f, `inputs: [{topic: a, format: json, fields: {key: k, count: n, bytes: b, op: o}, source_field: c.s}]`)
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		checkDecode(t, in, 0, rec)
 		checkDecode(t, loose, 8, rec)
@@ -270,7 +296,7 @@ inputs:
     pattern: '^(?P<ip>\S+) (?P<verb>\S+) (?P<uri>\S*)(?: (?P<n>\d+))?'
     key: "{uri}"
     app_field: ip
-    fields: {op: verb, count: n, bytes: n}
+    fields: {op: verb, count: n, bytes: n, source: uri}
 `)
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		checkDecode(t, in, 12, rec)

@@ -14,10 +14,11 @@ type access struct {
 	TS       int64
 	Bytes    uint64
 	Op       wire.Op
+	Src      string
 }
 
 func copyEntry(e *wire.Entry) access {
-	return access{App: string(e.App), Key: string(e.Key), Count: e.Count, TS: e.TS, Bytes: e.Bytes, Op: e.Op}
+	return access{App: string(e.App), Key: string(e.Key), Count: e.Count, TS: e.TS, Bytes: e.Bytes, Op: e.Op, Src: string(e.Src)}
 }
 
 // mustInput parses a file of one input and returns it.
