@@ -85,6 +85,54 @@ func needSecureStack(t *testing.T) *secureStack {
 	return s
 }
 
+// https returns a client of the secured hotspotd's HTTPS API.
+func (s *secureStack) https() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: s.tlsConf}, Timeout: 5 * time.Second}
+}
+
+// secureRun is how a test starts hotspotd processes on the secured stack.
+type secureRun struct {
+	s                            *secureStack
+	bin, dir, topic, group, root string
+	tokenFile                    string
+}
+
+// start runs one hotspotd on the secured stack; the test's cleanup stops it.
+func (r secureRun) start(t *testing.T, id string) *proc {
+	t.Helper()
+	s := r.s
+	addr := freeAddr(t)
+	logf, _ := os.Create(filepath.Join(r.dir, id+".log"))
+	// The environment carries the Kafka, ZooKeeper and cluster
+	// credentials (HOTSPOT_KAFKA_*, HOTSPOT_ZK_DIGEST, ...).
+	cmd := exec.Command(r.bin, "--brokers", s.kafka, "--zk", s.zk, "--topic", r.topic, "--group", r.group,
+		"--zk-root", r.root, "--http-addr", addr, "--id", id, "--from-oldest=true", "--threshold", "500",
+		"--admin-token-file", r.tokenFile, "--tls-cert", s.serverCert, "--tls-key", s.serverKey, "--tls-ca", s.ca)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, addr: addr, id: id, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("log of %s:\n%s", id, b)
+		}
+	})
+	https := s.https()
+	waitFor(t, 60*time.Second, id+" ready over HTTPS", func() bool {
+		resp, err := https.Get("https://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
 // TestSecureStack: on the secured stack the whole pipeline works (SDK
 // reports through SASL_SSL, hotspotd detects, signs its internal calls over
 // HTTPS, publishes under ACLs, the SDK reads the hot set as an app identity
@@ -108,38 +156,9 @@ func TestSecureStack(t *testing.T) {
 	tokenFile := filepath.Join(dir, "admin.token")
 	os.WriteFile(tokenFile, []byte("secure-admin-token\n"), 0o600)
 
-	https := &http.Client{Transport: &http.Transport{TLSClientConfig: s.tlsConf}, Timeout: 5 * time.Second}
-	start := func(id string) *proc {
-		addr := freeAddr(t)
-		logf, _ := os.Create(filepath.Join(dir, id+".log"))
-		// The environment carries the Kafka, ZooKeeper and cluster
-		// credentials (HOTSPOT_KAFKA_*, HOTSPOT_ZK_DIGEST, ...).
-		cmd := exec.Command(bin, "--brokers", s.kafka, "--zk", s.zk, "--topic", topic, "--group", name,
-			"--zk-root", root, "--http-addr", addr, "--id", id, "--from-oldest=true", "--threshold", "500",
-			"--admin-token-file", tokenFile, "--tls-cert", s.serverCert, "--tls-key", s.serverKey, "--tls-ca", s.ca)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{cmd: cmd, addr: addr, id: id, done: make(chan error, 1)}
-		go func() { p.done <- cmd.Wait(); logf.Close() }()
-		t.Cleanup(func() {
-			p.stop(t)
-			if t.Failed() {
-				b, _ := os.ReadFile(logf.Name())
-				t.Logf("log of %s:\n%s", id, b)
-			}
-		})
-		waitFor(t, 60*time.Second, id+" ready over HTTPS", func() bool {
-			resp, err := https.Get("https://" + addr + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		return p
-	}
+	https := s.https()
+	run := secureRun{s: s, bin: bin, dir: dir, topic: topic, group: name, root: root, tokenFile: tokenFile}
+	start := func(id string) *proc { return run.start(t, id) }
 	p1 := start("s1")
 	start("s2")
 
