@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // consumedTopic asks the hotspotd at addr (/v1/config) which access topic
-// its detector consumes. It returns "" when the process runs no detector or
-// is too old to say.
+// its detector consumes: with --input, the input file's topics,
+// comma-separated. It returns "" when the process runs no detector or is
+// too old to say.
 func consumedTopic(ctx context.Context, addr string) (string, error) {
 	body, err := httpGet(ctx, "http://"+addr+"/v1/config")
 	if err != nil {
@@ -35,7 +37,7 @@ func topicMismatch(ctx context.Context, addrs []string, topic string) string {
 		switch {
 		case err != nil || t == "":
 			continue
-		case t == topic:
+		case slices.Contains(strings.Split(t, ","), topic):
 			return ""
 		}
 		others = append(others, fmt.Sprintf("hotspotd at %s consumes topic %q", a, t))
