@@ -175,13 +175,19 @@ func (a *Aggregator) collect(ctx context.Context) error {
 // busiest first, as of the last sweep (at most one Bucket old). n is capped
 // at TopK.
 func (a *Aggregator) Top(app string, n int) []KeyState {
-	return a.t.top(app, n)
+	return a.t.top(app, n, time.Now())
 }
 
 // Key returns the current state of (app, key) at this shard, and false when
 // the shard does not track it (no recent counts, or another shard owns it).
 func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 	return a.t.key(app, key, time.Now())
+}
+
+// Effects returns the effect of every key of app ("": of every app) that
+// the shard has effect reports of over the effect window, per second.
+func (a *Aggregator) Effects(app string) []api.KeyEffectRates {
+	return a.t.effects(app, time.Now())
 }
 
 // wake asks the loop to publish now.

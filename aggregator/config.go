@@ -38,6 +38,10 @@ type Config struct {
 	// app demotes the coldest hot key, or is refused when that key is
 	// hotter. 0 means MaxKeysPerNode.
 	MaxHotPerApp int
+	// MaxNearKeys bounds the keys for which the shard keeps sources and
+	// effect (keys near their threshold, or hot): a hot key may take the
+	// place of one that is not; 0 means 10_000.
+	MaxNearKeys int
 
 	MaxKeysPerNode  int           // hot keys published per app node, the busiest first; 0 means 10_000
 	PublishInterval time.Duration // minimum gap between writes of the hot set; 0 means 100ms
@@ -86,6 +90,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxKeysPerNode = cmp.Or(c.MaxKeysPerNode, 10_000)
 	c.MaxApps = cmp.Or(c.MaxApps, 1000)
 	c.MaxHotPerApp = cmp.Or(c.MaxHotPerApp, c.MaxKeysPerNode)
+	c.MaxNearKeys = cmp.Or(c.MaxNearKeys, 10_000)
 	c.PublishInterval = cmp.Or(c.PublishInterval, 100*time.Millisecond)
 	c.TTL = cmp.Or(c.TTL, 10*time.Second)
 	c.RateRefresh = cmp.Or(c.RateRefresh, 500*time.Millisecond)
@@ -111,8 +116,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("aggregator: Window %v must be a positive multiple of Bucket %v", c.Window, c.Bucket)
 	case c.Window/c.Bucket > 10_000:
 		return c, fmt.Errorf("aggregator: Window %v / Bucket %v exceeds 10000 buckets", c.Window, c.Bucket)
-	case c.TopK < 0 || c.MaxKeys < 0 || c.MaxKeysPerNode < 0 || c.MaxApps < 0 || c.MaxHotPerApp < 0:
-		return c, errors.New("aggregator: TopK, MaxKeys, MaxKeysPerNode, MaxApps and MaxHotPerApp must be >= 0")
+	case c.TopK < 0 || c.MaxKeys < 0 || c.MaxKeysPerNode < 0 || c.MaxApps < 0 || c.MaxHotPerApp < 0 || c.MaxNearKeys < 0:
+		return c, errors.New("aggregator: TopK, MaxKeys, MaxKeysPerNode, MaxApps, MaxHotPerApp and MaxNearKeys must be >= 0")
 	case c.PublishInterval < 0:
 		return c, fmt.Errorf("aggregator: PublishInterval %v must be >= 0", c.PublishInterval)
 	case c.RateRefresh < 0:

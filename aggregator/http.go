@@ -21,6 +21,7 @@ func (a *Aggregator) Handler() http.Handler {
 	mux.HandleFunc("POST "+api.PartialsPath, a.servePartials)
 	mux.HandleFunc("GET "+api.TopPath, a.serveTop)
 	mux.HandleFunc("GET "+api.KeyPath, a.serveKey)
+	mux.HandleFunc("GET "+api.EffectsPath, a.serveEffects)
 	return mux
 }
 
@@ -71,10 +72,14 @@ func (a *Aggregator) TakePartials(body []byte) error {
 }
 
 // apply counts every entry of a partials body received at now; on a bad
-// body it counts nothing (wire.DecodePartials validates the whole body before
-// the first callback), so the detector can retry without double counting. A
-// batch whose (source, sequence) was applied already is acknowledged and
-// not counted again: its first delivery succeeded but was answered too late.
+// body it counts nothing (wire.DecodePartialsWith validates the whole body
+// before the first callback), so the detector can retry without double
+// counting. A batch whose (source, sequence) was applied already is
+// acknowledged and not counted again: its first delivery succeeded but was
+// answered too late. A version 6 body's sources and effects are taken after
+// its counts, so that a key that the counts brought near its threshold
+// keeps the sources of the same round (near.go); the sketches of distinct
+// sources are merged after the table lock is released.
 func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	h, err := wire.ReadPartialHeader(body)
 	if err != nil {
@@ -103,6 +108,7 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		sp.setWeights(h)
 	}
 	n, hot := 0, false
+	var sketches []pendingSketch // merged once the table lock is released
 	t.mu.Lock()
 	src := t.source(h.Source)
 	src.heard = now
@@ -113,11 +119,18 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 		return 0, nil
 	}
 	t.setReach(now)
-	_, err = wire.DecodePartials(body, func(app, key []byte, count, writes, bytes, writeBytes uint64) {
+	_, err = wire.DecodePartialsWith(body, func(app, key []byte, count, writes, bytes, writeBytes uint64) {
 		n++
 		if t.add(app, key, tally{count, writes, bytes, writeBytes}, now, sp) {
 			hot = true
 		}
+	}, wire.PartialExtras{
+		Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
+			if p, ok := t.keySources(app, key, top, distinct, now); ok {
+				sketches = append(sketches, p)
+			}
+		},
+		Effect: func(app, key []byte, c wire.EffectCounts) { t.effect(app, key, c, now) },
 	})
 	if err == nil {
 		src.remember(h.Seq)
@@ -135,6 +148,9 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	t.mu.Unlock()
 	if err != nil {
 		return 0, fmt.Errorf("aggregator: partials: %w", err)
+	}
+	for _, p := range sketches {
+		p.merge(a.m)
 	}
 	if hot {
 		a.wake()
@@ -179,6 +195,12 @@ func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusOK, st)
+}
+
+// serveEffects answers EffectsPath: the effect of app's keys, of every
+// app's without app.
+func (a *Aggregator) serveEffects(w http.ResponseWriter, r *http.Request) {
+	httpjson.Write(w, http.StatusOK, api.Effects{Shard: a.cfg.ID, Keys: a.Effects(r.URL.Query().Get("app"))})
 }
 
 func appParam(s string) string {

@@ -18,6 +18,11 @@ type metrics struct {
 	evicted    *prometheus.CounterVec   // keys forgotten, by reason
 	collected  prometheus.Counter       // dead shards' nodes deleted
 	swept      prometheus.Gauge         // Unix time of the last sweep
+	nearKeys   prometheus.Gauge         // keys with sources and effect state
+	// sketchesRejected counts distinct-source sketches that could not be
+	// merged (not a sketch, or another precision).
+	sketchesRejected prometheus.Counter
+	effect           *prometheus.CounterVec // the apps' reads of hot keys, by app and outcome
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -55,6 +60,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		swept: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "last_sweep_timestamp_seconds",
 			Help: "Unix time at which the shard's loop last swept its windows and published what was due; it advances every bucket while the shard is alive."}),
+		nearKeys: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "near_keys", Help: "Keys near their threshold or hot for which the shard keeps sources and effect (at most MaxNearKeys)."}),
+		sketchesRejected: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "sketches_rejected_total", Help: "Sketches of a key's distinct sources that could not be merged: not a HyperLogLog, or not of precision 12."}),
+		effect: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "effect",
+			Name: "reads_total",
+			Help: "Reads of hot keys the apps reported, by app and outcome: l1_hit (answered from the L1), l2_read (went to Redis), source_load (loaded from the source), limited (refused by the rate limit). Each shard counts the keys it owns: sum over shards."},
+			[]string{"app", "outcome"}),
 	}
 	for _, op := range []string{"publish", "remove", "load", "collect"} {
 		m.zkErrors.WithLabelValues(op) // exported at 0 from the start, so rates and alerts see the first one

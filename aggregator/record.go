@@ -25,12 +25,20 @@ func (t *table) decide(e *entry, kind string, now time.Time) {
 	})
 }
 
-// takeDecided returns the decisions made since the last call.
-func (t *table) takeDecided() []decision.Decision {
+// takeDecided returns the decisions made since the last call at now. A
+// promotion carries the key's busiest sources as they are now: a sweep
+// after it at most, so that those of the round that made the key hot,
+// merged after its counts, are in.
+func (t *table) takeDecided(now time.Time) []decision.Decision {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ds := t.decided
 	t.decided = nil
+	for i := range ds {
+		if ds[i].Kind == decision.Promoted {
+			ds[i].Sources = t.promotedSources(ds[i].App, ds[i].Key, now)
+		}
+	}
 	return ds
 }
 
@@ -40,7 +48,7 @@ func (a *Aggregator) record() {
 	if a.cfg.Recorder == nil {
 		return
 	}
-	if ds := a.t.takeDecided(); len(ds) > 0 {
+	if ds := a.t.takeDecided(time.Now()); len(ds) > 0 {
 		a.cfg.Recorder.Record(ds)
 	}
 }

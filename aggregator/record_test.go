@@ -67,7 +67,7 @@ func TestRecorderGetsEveryDecision(t *testing.T) {
 func TestNoRecorderKeepsNoDecisions(t *testing.T) {
 	a := mustNew(t, Config{}, &fakePub{})
 	a.Add("shop", "k", 3000)
-	if ds := a.t.takeDecided(); len(ds) != 0 {
+	if ds := a.t.takeDecided(time.Now()); len(ds) != 0 {
 		t.Errorf("decisions kept without a Recorder: %+v", ds)
 	}
 }

@@ -214,7 +214,7 @@ func TestLiveRuleChange(t *testing.T) {
 		t.Errorf("never key: %+v tracked %v, want counted at 3000/s, cold, rule 2", st, ok)
 	}
 	tb.sweep(now.Add(-time.Nanosecond))
-	if top := tb.top("app", 1); len(top) != 1 || top[0].Key != "s" {
+	if top := tb.top("app", 1, now); len(top) != 1 || top[0].Key != "s" {
 		t.Errorf("top = %+v, want the never key s first", top)
 	}
 	// Back to the defaults (rules deleted): s turns hot again at once, a
@@ -410,7 +410,7 @@ func TestDecisionsCarryRule(t *testing.T) {
 	tb.addT("app", "k", tally{n: 1000}, t0)
 	tb.sweep(t0.Add(c.Bucket - 1))
 	got := map[string]int{}
-	for _, d := range tb.takeDecided() {
+	for _, d := range tb.takeDecided(t0) {
 		got[d.Key] = d.Rule
 	}
 	if want := map[string]int{"k:x": 0, "k": -1}; !maps.Equal(got, want) {

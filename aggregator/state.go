@@ -49,6 +49,8 @@ type entry struct {
 	// the same way, until the evaluated window has caught up.
 	seed     float64
 	holdFrom time.Time
+
+	near *near // sources and effect, for a key near its threshold; nil otherwise (near.go)
 }
 
 // appState is everything the table knows about one app.
@@ -84,6 +86,7 @@ type params struct {
 	maxKeys  int
 	maxApps  int
 	maxHot   int
+	maxNear  int
 	topK     int
 	record   bool            // keep decisions for Config.Recorder
 	def      rules.Effective // the default rule, from Config
@@ -107,6 +110,7 @@ func newParams(c Config) params {
 		maxKeys:  c.MaxKeys,
 		maxApps:  c.MaxApps,
 		maxHot:   c.MaxHotPerApp,
+		maxNear:  c.MaxNearKeys,
 		topK:     c.TopK,
 		record:   c.Recorder != nil,
 		def:      rules.Default(c.Threshold, c.Window, c.Hold, c.LowMark/c.Threshold),
@@ -137,6 +141,10 @@ type table struct {
 	// the evalEnd at which they were last checked (see promoteAll).
 	fresh   []*entry
 	checked int64
+	// nears lists the keys with sources and effect state (entry.near), at
+	// most maxNear; effApps the apps' effect totals, at most maxApps.
+	nears   []*entry
+	effApps map[string]*effectCounters
 
 	defSet   *rules.Set          // the default rule only
 	defRules *ruleSet            // defSet resolved: the rules of an app without SetRules
@@ -169,7 +177,7 @@ func (t *table) heard(now time.Time) {
 
 func newTable(p params, m *metrics) *table {
 	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source),
-		sets: make(map[string]*ruleSet)}
+		sets: make(map[string]*ruleSet), effApps: make(map[string]*effectCounters)}
 	t.evalEnd, t.checked = noEval, noEval
 	t.defSet, _ = rules.Compile(nil, p.def) // a nil list cannot fail
 	t.defRules = t.newRuleSet(nil)
@@ -291,6 +299,9 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
 	if n == 0 {
+		if e.near != nil {
+			e.near.src.count(c.n, now.UnixNano(), tau(e))
+		}
 		return false
 	}
 	switch {
@@ -305,7 +316,9 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		e.fresh = true
 		t.fresh = append(t.fresh, e)
 	}
-	return t.check(e, b, now)
+	hot := t.check(e, b, now)
+	t.nearCount(e, c.n, now)
+	return hot
 }
 
 // check runs the rule's promotion on e at now (bucket b) over the
@@ -433,6 +446,9 @@ func heatOf(e *entry) float64 { return float64(e.win.sum) / e.r.hotSum }
 
 // remove forgets e. A hot key is never removed.
 func (t *table) remove(e *entry) {
+	if e.near != nil {
+		t.dropNear(e)
+	}
 	last := t.entries[len(t.entries)-1]
 	t.entries[e.idx] = last
 	last.idx = e.idx
@@ -503,6 +519,9 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 			// the top-K cut decides
 		case e.hot:
 			t.hold(e, now)
+		}
+		if e.near != nil && !t.isNear(e, keepFraction) {
+			t.dropNear(e)
 		}
 		// Idle: nothing in the evaluated window or after it (what is
 		// older will not be read again).
@@ -603,15 +622,22 @@ func (t *table) state(e *entry, now time.Time) KeyState {
 		Rule: e.r.eff.Index, Kind: e.r.kind}
 }
 
-// top returns up to n of app's busiest keys at the last sweep.
-func (t *table) top(app string, n int) []KeyState {
+// top returns up to n of app's busiest keys at the last sweep, with their
+// sources and effect at now.
+func (t *table) top(app string, n int, now time.Time) []KeyState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	as := t.apps[app]
 	if as == nil || n <= 0 {
 		return []KeyState{}
 	}
-	return slices.Clone(as.top[:min(n, len(as.top))])
+	out := slices.Clone(as.top[:min(n, len(as.top))])
+	for i := range out {
+		if e := as.keys[out[i].Key]; e != nil {
+			t.extras(&out[i], e, now)
+		}
+	}
+	return out
 }
 
 // key returns (app, key)'s current state.
@@ -628,7 +654,9 @@ func (t *table) key(app, key string, now time.Time) (KeyState, bool) {
 	}
 	e.win.advance(t.bucket(now))
 	t.setReach(now)
-	return t.state(e, now), true
+	ks := t.state(e, now)
+	t.extras(&ks, e, now)
+	return ks, true
 }
 
 // restore makes the keys of a node this shard published before hot again,

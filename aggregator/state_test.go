@@ -206,7 +206,7 @@ func TestTopK(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, s := range tb.top(tt.app, tt.n) {
+		for _, s := range tb.top(tt.app, tt.n, t0) {
 			got = append(got, fmt.Sprintf("%s:%v:%v", s.Key, s.Rate, s.Hot))
 		}
 		if !slices.Equal(got, tt.want) {
@@ -226,7 +226,7 @@ func TestTopKHeapMatchesSort(t *testing.T) {
 	tb.sweep(t0)
 	slices.SortFunc(all, func(x, y float64) int { return int(y - x) })
 	var got []float64
-	for _, s := range tb.top("app", 7) {
+	for _, s := range tb.top("app", 7, t0) {
 		got = append(got, s.Rate)
 	}
 	if !slices.Equal(got, all[:7]) {

@@ -25,6 +25,11 @@ const (
 	// 404 when the shard does not track it (another shard owns it, or it
 	// had no recent counts).
 	KeyPath = Prefix + "key"
+	// EffectsPath answers GET [?app=APP] with an Effects: every key of app
+	// (of every app without it) for which the shard holds effect reports
+	// over the effect window, with their rates. One query per shard gives
+	// the effect of a whole hot set.
+	EffectsPath = Prefix + "effects"
 )
 
 // Count is one key's accesses since the detector's previous flush: what Send
@@ -70,6 +75,10 @@ type KeyEffect struct {
 
 // KeyState is one key's state at the shard that owns it: the JSON of KeyPath
 // and of each entry of TopPath.
+//
+// Sources, DistinctSources, Effect and ServedL1 are kept only for keys near
+// their rule's threshold or hot (docs/aggregator.md, "Sources" and
+// "Effect"), and are left out otherwise.
 type KeyState struct {
 	App   string    `json:"app"`
 	Key   string    `json:"key"`
@@ -78,6 +87,61 @@ type KeyState struct {
 	Since time.Time `json:"since,omitzero"` // when it turned hot; zero when cold
 	Rule  int       `json:"rule"`           // the app's rule that decides for the key; -1: the default
 	Kind  string    `json:"kind,omitempty"` // "count", "bytes" or "write": what the rule counts
+
+	// Sources are the key's busiest sources (at most MaxSources), busiest
+	// first, each with its share of the key's accesses over about the
+	// rule's window.
+	Sources []SourceShare `json:"sources,omitempty"`
+	// DistinctSources estimates how many distinct sources sent the key
+	// over one to two of the rule's windows (a HyperLogLog).
+	DistinctSources uint64 `json:"distinct_sources,omitempty"`
+	// Effect is what the apps' caches did with the key's reads, per
+	// second cluster-wide over the effect window (10 s); nil when nothing
+	// was reported.
+	Effect *EffectRates `json:"effect,omitempty"`
+	// ServedL1 is Effect's ServedL1; nil when nothing was reported.
+	ServedL1 *float64 `json:"served_l1,omitempty"`
+}
+
+// MaxSources is how many of a key's sources the answers list.
+const MaxSources = 8
+
+// SourceShare is one of a key's sources and its share of the key's
+// accesses, a fraction from 0 to 1.
+type SourceShare struct {
+	Source string  `json:"source"`
+	Share  float64 `json:"share"`
+}
+
+// EffectRates is an Effect per second.
+type EffectRates struct {
+	L1Hits      float64 `json:"l1_hits"`      // reads answered from the apps' L1
+	L2Reads     float64 `json:"l2_reads"`     // reads that reached Redis
+	SourceLoads float64 `json:"source_loads"` // loads from the source behind it
+	Limited     float64 `json:"limited"`      // reads the per-instance rate limit refused
+}
+
+// ServedL1 is the fraction of the reads answered from the L1: L1Hits /
+// (L1Hits + L2Reads + Limited), and false when there were none.
+func (r EffectRates) ServedL1() (float64, bool) {
+	reads := r.L1Hits + r.L2Reads + r.Limited
+	if reads <= 0 {
+		return 0, false
+	}
+	return r.L1Hits / reads, true
+}
+
+// KeyEffectRates is one key's entry of Effects.
+type KeyEffectRates struct {
+	App    string      `json:"app"`
+	Key    string      `json:"key"`
+	Effect EffectRates `json:"effect"`
+}
+
+// Effects is the JSON answer of EffectsPath.
+type Effects struct {
+	Shard string           `json:"shard"` // the answering shard's id
+	Keys  []KeyEffectRates `json:"keys"`
 }
 
 // Top is the JSON answer of TopPath.

@@ -1,11 +1,11 @@
 // Package api is the aggregator shards' contract with the rest of Hotspot:
 // the paths of their internal HTTP API, the JSON of their answers (KeyState,
-// Top) and one typed Client that every caller uses.
+// Top, Effects) and one typed Client that every caller uses.
 //
 // Client.Send is the detectors' Sink: it routes each flush's partial counts
 // to the shards that own them and POSTs one wire partial-count batch per
-// shard, in parallel, over persistent connections. Client.Top and Client.Key
-// ask every shard, for hotspotd's public API. The ring follows the
+// shard, in parallel, over persistent connections. Client.Top, Client.Key
+// and Client.Effects ask every shard, for hotspotd's public API. The ring follows the
 // aggregators' membership in ZooKeeper (Follow, package hotset's layout).
 //
 // The owner of (app, key) is the node the router ring maps the ring key

@@ -94,6 +94,31 @@ func (c *Client) Key(ctx context.Context, app, key string) (KeyState, bool, erro
 	return st, found, err
 }
 
+// Effects asks every member for the effect it holds of app's keys (of
+// every app when app is "") and returns them, in no particular order. Each
+// key has one owner, so the members' lists are disjoint. The error names
+// the members that did not answer; the keys of those that did are returned
+// with it.
+func (c *Client) Effects(ctx context.Context, app string) ([]KeyEffectRates, error) {
+	q := url.Values{}
+	if app != "" {
+		q.Set("app", app)
+	}
+	var keys []KeyEffectRates
+	var mu sync.Mutex // guards keys
+	err := c.fanOut(ctx, EffectsPath, q, func(body []byte) error {
+		var e Effects
+		if err := json.Unmarshal(body, &e); err != nil {
+			return err
+		}
+		mu.Lock()
+		keys = append(keys, e.Keys...)
+		mu.Unlock()
+		return nil
+	})
+	return keys, err
+}
+
 // fanOut GETs path?q from every member in parallel and hands each 200
 // answer to decode. A 404 to KeyPath is an answer, not a failure.
 func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode func([]byte) error) error {

@@ -29,4 +29,15 @@ type Decision struct {
 	At   time.Time // when the shard decided it, on its clock
 	Rate float64   // the rule's quantity per second (accesses or bytes) over its window at the decision
 	Rule int       // index of the app's rule that decided it; DefaultRule for the default
+	// Sources are a promoted key's busiest sources (at most 8, busiest
+	// first) as the shard saw them at the promotion; nil for a demotion,
+	// or when none were reported (a key without sourced accesses).
+	Sources []SourceShare
+}
+
+// SourceShare is one source of a key's accesses (an app instance, a
+// client) and its share of them, a fraction from 0 to 1.
+type SourceShare struct {
+	Source string  `json:"source"`
+	Share  float64 `json:"share"`
 }

@@ -1,0 +1,104 @@
+package aggregator
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/wire"
+)
+
+// The effect window: the apps report their effect every few seconds (each
+// instance its own period, about 5 s), so a key's effect is summed over a
+// window of effectBuckets one-second buckets, its newest the second being
+// filled.
+const (
+	effectBuckets = 10
+	effectBucket  = time.Second
+)
+
+// Outcomes of hotspot_effect_reads_total, in the order of effectCounters.
+var effectOutcomes = [4]string{"l1_hit", "l2_read", "source_load", "limited"}
+
+// effectCounters are one app's effect totals.
+type effectCounters [4]prometheus.Counter
+
+// effectRing sums one key's effect reports, cluster-wide, per second of
+// receipt over the effect window.
+type effectRing struct {
+	b    [effectBuckets]api.Effect
+	last int64 // the newest bucket, in seconds since the epoch
+}
+
+// advance slides the ring so that sec is its newest bucket.
+func (r *effectRing) advance(sec int64) {
+	d := sec - r.last
+	if d <= 0 {
+		return
+	}
+	if d >= effectBuckets {
+		r.b = [effectBuckets]api.Effect{}
+	} else {
+		for i := r.last + 1; i <= sec; i++ {
+			r.b[i%effectBuckets] = api.Effect{}
+		}
+	}
+	r.last = sec
+}
+
+// add counts a report received at now. Counts saturate.
+func (r *effectRing) add(c wire.EffectCounts, now time.Time) {
+	sec := now.Truncate(effectBucket).Unix()
+	r.advance(sec)
+	if sec <= r.last-effectBuckets {
+		return // a clock that went back by a window
+	}
+	b := &r.b[sec%effectBuckets]
+	b.L1Hits = satAdd(b.L1Hits, c.L1Hits)
+	b.L2Reads = satAdd(b.L2Reads, c.L2Reads)
+	b.SourceLoads = satAdd(b.SourceLoads, c.SourceLoads)
+	b.Limited = satAdd(b.Limited, c.Limited)
+}
+
+// rates returns the effect per second over the window at now: what was
+// reported over its buckets (9 to 10 s of reports) divided by its length,
+// and false when nothing was.
+func (r *effectRing) rates(now time.Time) (api.EffectRates, bool) {
+	r.advance(now.Truncate(effectBucket).Unix())
+	var s [4]float64
+	for _, b := range r.b {
+		s[0] += float64(b.L1Hits)
+		s[1] += float64(b.L2Reads)
+		s[2] += float64(b.SourceLoads)
+		s[3] += float64(b.Limited)
+	}
+	if s == [4]float64{} {
+		return api.EffectRates{}, false
+	}
+	w := (effectBuckets * effectBucket).Seconds()
+	return api.EffectRates{L1Hits: s[0] / w, L2Reads: s[1] / w, SourceLoads: s[2] / w, Limited: s[3] / w}, true
+}
+
+// countEffect adds a report to its app's totals
+// (hotspot_effect_reads_total{app, outcome}): one series per app and
+// outcome, never per key, for at most MaxApps apps (a report of one more is
+// left out of the totals). The caller holds t.mu.
+func (t *table) countEffect(app []byte, c wire.EffectCounts) {
+	ec := t.effApps[string(app)]
+	if ec == nil {
+		if len(t.effApps) >= t.p.maxApps {
+			return
+		}
+		ec = new(effectCounters)
+		for i, o := range effectOutcomes {
+			ec[i] = t.m.effect.WithLabelValues(string(app), o)
+		}
+		t.effApps[string(app)] = ec
+	}
+	for i, n := range [4]uint64{c.L1Hits, c.L2Reads, c.SourceLoads, c.Limited} {
+		if n > 0 {
+			ec[i].Add(float64(n))
+		}
+	}
+}
