@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/url"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	p3 := c.start("h3")
 	var after history.Result
 	getJSON(t, "http://"+p3.addr+q, &after)
-	if len(after.Events) != 2 || after.Events[0] != before.Events[0] || after.Events[1] != before.Events[1] {
+	if len(after.Events) != 2 || !reflect.DeepEqual(after.Events, before.Events) {
 		t.Errorf("history after restarting every hotspotd = %+v, want %+v", after, before)
 	}
 	// The filters apply to the stored history as well.

@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -220,6 +221,12 @@ func (s *Store) write(ctx context.Context, ds []decision.Decision) ([]decision.D
 			"kind", d.Kind,
 			"rate", strconv.FormatFloat(d.Rate, 'f', -1, 64),
 			"rule", d.Rule,
+		}
+		if len(d.Sources) > 0 {
+			// An optional field of version 1: readers that predate it
+			// ignore it, and entries without it read as before.
+			b, _ := json.Marshal(d.Sources) // strings and finite floats
+			values = append(values, "sources", string(b))
 		}
 		adds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: s.Stream(d.App), MaxLen: s.cfg.MaxLen, Approx: true, Values: values})
 		// The key's index: a query for one key reads only its events.

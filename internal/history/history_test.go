@@ -2,7 +2,9 @@ package history_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -94,8 +96,48 @@ func TestWriteAndQuery(t *testing.T) {
 	}
 	res, _ := s.Query(ctx, history.Query{App: "shop", Limit: 1})
 	want := history.Event{At: ms(base, 9000).UTC(), Key: "k4", Kind: "demoted", Rate: 1009, Rule: -1}
-	if len(res.Events) != 1 || res.Events[0] != want {
+	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) {
 		t.Errorf("newest event = %+v, want %+v", res.Events, want)
+	}
+}
+
+// TestSourcesKept: a promotion's sources are stored with it and read back,
+// busiest first; an entry written before sources existed (no sources
+// field) still reads, without them.
+func TestSourcesKept(t *testing.T) {
+	s, rdb := newStore(t, history.Config{})
+	ctx := context.Background()
+	at := time.Now().Truncate(time.Millisecond).Add(-time.Second)
+	src := []decision.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "10.0.0.7:41234", Share: 0.2}}
+	// An old hotspotd's entry, as it wrote them.
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.Stream("shop"), Values: []any{
+		"v", "1", "at", at.Add(-time.Second).UnixMilli(), "key", "old", "kind", "promoted", "rate", "1500", "rule", -1,
+	}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []decision.Decision{
+		{App: "shop", Key: "k", Kind: decision.Promoted, At: at, Rate: 3000, Rule: -1, Sources: src},
+		{App: "shop", Key: "k", Kind: decision.Demoted, At: at.Add(time.Millisecond), Rate: 10, Rule: -1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Query(ctx, history.Query{App: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []history.Event{
+		{At: at.Add(time.Millisecond).UTC(), Key: "k", Kind: "demoted", Rate: 10, Rule: -1},
+		{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 3000, Rule: -1, Sources: src},
+		{At: at.Add(-time.Second).UTC(), Key: "old", Kind: "promoted", Rate: 1500, Rule: -1},
+	}
+	if !reflect.DeepEqual(res.Events, want) {
+		t.Errorf("events = %+v, want %+v", res.Events, want)
+	}
+	// The key's index has them too; the JSON names them as docs/history.md says.
+	res, _ = s.Query(ctx, history.Query{App: "shop", Key: "k", Limit: 1, Since: at, Until: at})
+	b, _ := json.Marshal(res)
+	if !strings.Contains(string(b), `"sources":[{"source":"web-1","share":0.7},{"source":"10.0.0.7:41234","share":0.2}]`) {
+		t.Errorf("query of the key = %s, want its sources", b)
 	}
 }
 
@@ -276,7 +318,7 @@ func TestRunWritesRecordedEvents(t *testing.T) {
 	for {
 		res, err := s.Query(context.Background(), history.Query{App: "a"})
 		if err == nil && len(res.Events) == 1 {
-			if want := (history.Event{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 1200, Rule: -1}); res.Events[0] != want {
+			if want := (history.Event{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 1200, Rule: -1}); !reflect.DeepEqual(res.Events[0], want) {
 				t.Errorf("event = %+v, want %+v", res.Events[0], want)
 			}
 			break

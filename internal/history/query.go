@@ -2,12 +2,15 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/hotset/decision"
 )
 
 // MaxLimit is the largest Limit of a Query.
@@ -32,6 +35,9 @@ type Event struct {
 	Kind string    `json:"kind"` // "promoted" or "demoted"
 	Rate float64   `json:"rate"` // accesses per second over the window at the decision
 	Rule int       `json:"rule"` // -1: the default rule
+	// Sources are a promotion's busiest sources at the decision, busiest
+	// first; absent for demotions and for events stored without them.
+	Sources []decision.SourceShare `json:"sources,omitempty"`
 }
 
 // Result is the answer to a Query: events newest first.
@@ -126,7 +132,8 @@ func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
 	}
 }
 
-// decode reads one stream entry (encoding version 1, docs/history.md).
+// decode reads one stream entry (encoding version 1, docs/history.md; its
+// sources field is optional).
 func decode(m redis.XMessage) (Event, error) {
 	str := func(f string) string { s, _ := m.Values[f].(string); return s }
 	if v := str("v"); v != "1" {
@@ -152,5 +159,11 @@ func decode(m redis.XMessage) (Event, error) {
 	if !ok || key == "" {
 		return Event{}, errors.New("no key")
 	}
-	return Event{At: time.UnixMilli(at).UTC(), Key: key, Kind: kind, Rate: rate, Rule: rule}, nil
+	ev := Event{At: time.UnixMilli(at).UTC(), Key: key, Kind: kind, Rate: rate, Rule: rule}
+	if s := str("sources"); s != "" {
+		if err := json.Unmarshal([]byte(s), &ev.Sources); err != nil {
+			return Event{}, fmt.Errorf("sources: %w", err)
+		}
+	}
+	return ev, nil
 }

@@ -47,6 +47,10 @@ type Event struct {
 	Rate  float64   `json:"rate"` // accesses per second over the window at the decision
 	Rule  int       `json:"rule"` // -1: the default rule
 	Shard string    `json:"shard"`
+	// Sources are a promotion's busiest sources at the decision (at most
+	// 8, busiest first, each with its share of the key's rate); absent
+	// for demotions and when none were reported.
+	Sources []decision.SourceShare `json:"sources,omitempty"`
 }
 
 // Sign returns the SignatureHeader value of body under secret.
@@ -197,7 +201,7 @@ func (d *Dispatcher) Record(ds []decision.Decision) {
 			continue
 		}
 		body, err := json.Marshal(Event{V: 1, App: dec.App, Key: dec.Key, Kind: dec.Kind, At: dec.At.UTC(),
-			Rate: dec.Rate, Rule: dec.Rule, Shard: d.cfg.Shard})
+			Rate: dec.Rate, Rule: dec.Rule, Shard: d.cfg.Shard, Sources: dec.Sources})
 		if err != nil { // cannot happen for these types; never lose it silently
 			d.m.undelivered.WithLabelValues("failed").Add(float64(len(senders)))
 			continue

@@ -258,12 +258,16 @@ func TestDeliverySigned(t *testing.T) {
 	waitFor(t, 10*time.Second, "both subscriptions followed", func() bool { return metric(t, reg, "hotspot_webhook_subscriptions", "") == 2 })
 
 	dec := newDecision("shop", "item:42", decision.Promoted)
+	dec.Sources = []decision.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "web-2", Share: 0.25}}
 	d.Record([]decision.Decision{dec, newDecision("other", "x", decision.Promoted)})
 	got := signed.next(t, 5*time.Second)
 	want := webhook.Event{V: 1, App: "shop", Key: "item:42", Kind: "promoted", At: dec.At.UTC(), Rate: 1234.5, Rule: -1, Shard: "n1"}
 	if !got.ev.At.Equal(want.At) || got.ev.V != 1 || got.ev.App != want.App || got.ev.Key != want.Key || got.ev.Kind != want.Kind ||
 		got.ev.Rate != want.Rate || got.ev.Rule != want.Rule || got.ev.Shard != want.Shard {
 		t.Errorf("event = %+v, want %+v", got.ev, want)
+	}
+	if !strings.Contains(string(got.body), `"sources":[{"source":"web-1","share":0.7},{"source":"web-2","share":0.25}]`) {
+		t.Errorf("promotion body %s lacks its sources", got.body)
 	}
 	if !webhook.Verify("k3y", got.body, got.sig) || webhook.Verify("wrong", got.body, got.sig) || !strings.HasPrefix(got.sig, "sha256=") {
 		t.Errorf("signature %q does not verify with the secret (or verifies with another)", got.sig)
@@ -286,8 +290,8 @@ func TestDeliverySigned(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the removal followed", func() bool { return metric(t, reg, "hotspot_webhook_subscriptions", "") == 1 })
 	d.Record([]decision.Decision{newDecision("shop", "item:42", decision.Demoted)})
-	if got := signed.next(t, 5*time.Second); got.ev.Kind != "demoted" {
-		t.Errorf("second event = %+v, want the demotion", got.ev)
+	if got := signed.next(t, 5*time.Second); got.ev.Kind != "demoted" || strings.Contains(string(got.body), `"sources"`) {
+		t.Errorf("second event = %s, want the demotion without sources", got.body)
 	}
 	time.Sleep(100 * time.Millisecond)
 	if n := len(plain.requests()); n != 1 {
