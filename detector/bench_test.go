@@ -100,7 +100,16 @@ func BenchmarkCounterZipf(b *testing.B) {
 // BenchmarkDecodeAndCount measures a worker's per-record path: decoding the
 // SDK's binary batch (100 entries) and counting every entry, no app having
 // rules.
-func BenchmarkDecodeAndCount(b *testing.B) { benchDecodeAndCount(b, nil) }
+func BenchmarkDecodeAndCount(b *testing.B) { benchDecodeAndCount(b, nil, 1) }
+
+// BenchmarkDecodeAndCountV2 is BenchmarkDecodeAndCount on version 2
+// batches (op and bytes per entry), which the SDK wrote before sources.
+func BenchmarkDecodeAndCountV2(b *testing.B) { benchDecodeAndCount(b, nil, 2) }
+
+// BenchmarkDecodeAndCountSources is BenchmarkDecodeAndCountV2 with sources:
+// version 3 batches, each from one of 4 instances, so that the keys near
+// the threshold have their sources tracked.
+func BenchmarkDecodeAndCountSources(b *testing.B) { benchDecodeAndCount(b, nil, 3) }
 
 // BenchmarkDecodeAndCountRules is BenchmarkDecodeAndCount with rules for
 // the batches' app and nine others: each entry's app is looked up.
@@ -109,19 +118,29 @@ func BenchmarkDecodeAndCountRules(b *testing.B) {
 	for i := range 9 {
 		t.apps["app-"+strconv.Itoa(i)] = appWeights{access: 2 * unit}
 	}
-	benchDecodeAndCount(b, t)
+	benchDecodeAndCount(b, t, 1)
 }
 
-func benchDecodeAndCount(b *testing.B, t *weightTable) {
+// benchDecodeAndCount runs the batches of the given version (1 to 3).
+func benchDecodeAndCount(b *testing.B, t *weightTable, version int) {
 	const distinct = 100_000
 	seq := zipfKeys(100*1000, distinct)
 	recs := make([][]byte, 1000)
 	for i := range recs {
 		es := make([]wire.KeyCount, 100)
+		as := make([]wire.Access, 100)
 		for j := range es {
 			es[j] = wire.KeyCount{Key: "item:" + strconv.Itoa(seq[i*100+j]), Count: 1}
+			as[j] = wire.Access{Key: es[j].Key, Count: 1}
 		}
-		recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
+		switch version {
+		case 1:
+			recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
+		case 2:
+			recs[i] = wire.AppendAccesses(nil, "shop", 1_700_000_000_000, as)
+		case 3:
+			recs[i] = wire.AppendAccessesFrom(nil, "shop", "inst-"+strconv.Itoa(i%4), 1_700_000_000_000, as)
+		}
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)
 	c.cutoff = 13 * unit
@@ -132,6 +151,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 	wg.reset(t)
 	add := func(e *wire.Entry) { c.count(e, wg.of(e.App)) } // as the worker does
 	var buf []Count
+	var srcs []KeySources
 	now := int64(0)
 	step := func(i int) {
 		if i&31 == 0 { // 3200 entries per simulated ms
@@ -139,6 +159,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable) {
 			c.advance(now)
 			if now%int64(100*time.Millisecond) == 0 {
 				buf = c.flush(buf[:0], false)
+				srcs = c.takeSources(srcs[:0])
 			}
 		}
 		if err := dec.Decode(recs[i%len(recs)], add); err != nil {

@@ -141,15 +141,21 @@ type accessQueue struct {
 	ws   []uint64
 	hs   []uint64
 	xs   []queuedExtra // in queue order
-	// The sources of the accesses that have one, in queue order: each
-	// ends at its end in srcBytes.
-	srcs     []queuedSource
-	srcBytes []byte
-	cand     []uint32 // entries that drain warms
+	// The sources of the accesses that have one, in queue order, each
+	// pointing into refs: the distinct sources (consecutive accesses of
+	// one record share theirs), copied and hashed once.
+	srcs []queuedSource
+	refs []srcRef
+	cand []uint32 // entries that drain warms
 }
 
 type queuedSource struct {
-	at, end uint32 // the access's position in the queue; the source's end in srcBytes
+	at, ref uint32 // the access's position in the queue; its source in refs
+}
+
+type srcRef struct {
+	b []byte // a copy
+	h uint64 // xxhash of b
 }
 
 type queuedExtra struct {
@@ -288,9 +294,7 @@ func (c *counter) add(app, key []byte, n uint64) {
 // count queues the decoded entry e, whose app's filter weights are aw.
 func (c *counter) count(e *wire.Entry, aw appWeights) {
 	if len(e.Src) > 0 {
-		q := &c.q
-		q.srcBytes = append(q.srcBytes, e.Src...)
-		q.srcs = append(q.srcs, queuedSource{at: uint32(len(q.ends)), end: uint32(len(q.srcBytes))})
+		c.queueSource(e.Src)
 	}
 	if e.Op == wire.OpRead && e.Bytes == 0 {
 		c.queue(e.App, e.Key, e.Count, satMul(e.Count, aw.access)) // the common case
@@ -383,7 +387,7 @@ func (c *counter) drain() {
 	}
 	c.sink = sink
 	start = 0
-	x, s, srcStart := 0, 0, uint32(0)
+	x, s := 0, 0
 	for i, end := range q.ends {
 		idx, ok := c.addKey(q.keys[start:end], q.hs[i], q.ns[i], q.ws[i])
 		if x < len(q.xs) && q.xs[x].at == uint32(i) {
@@ -394,15 +398,14 @@ func (c *counter) drain() {
 		}
 		if s < len(q.srcs) && q.srcs[s].at == uint32(i) {
 			if ok {
-				c.addSource(idx, q.srcBytes[srcStart:q.srcs[s].end], q.ns[i])
+				c.addSource(idx, &q.refs[q.srcs[s].ref], q.ns[i])
 			}
-			srcStart = q.srcs[s].end
 			s++
 		}
 		start = end
 	}
 	q.keys, q.ends, q.ns, q.ws, q.xs = q.keys[:0], q.ends[:0], q.ns[:0], q.ws[:0], q.xs[:0]
-	q.srcs, q.srcBytes = q.srcs[:0], q.srcBytes[:0]
+	q.srcs, q.refs = q.srcs[:0], q.refs[:0] // the copies' buffers are reused
 	c.bigQueued = false
 }
 

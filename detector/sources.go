@@ -1,9 +1,11 @@
 package detector
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/hotspot-dev/hotspot/aggregator/api"
 )
@@ -28,52 +30,69 @@ const (
 	sketchPrecision = 12
 )
 
-// srcTracker counts one key's sources over a round.
+// srcTracker counts one key's sources over a round: the hashes it scans
+// apart from the names and counts, so that a lookup reads two cache lines.
+// Sources are told apart by their 64-bit hashes alone: two that collide
+// (about one pair in 2^64) would share a count.
 type srcTracker struct {
+	hs   [topSources]uint64 // xxhash of each source in the list
+	ns   [topSources]uint64
+	srcs [topSources]string
+	n    int    // sources in the list
 	idx  uint32 // the key's entry
-	top  [topSources]srcSlot
-	n    int // slots in use
 	seen bool
 	hll  *hyperloglog.Sketch
 }
 
-type srcSlot struct {
-	src string
-	n   uint64
-}
-
-// add counts n accesses from src: Space-Saving, so that a source that is
-// not in the list takes the place of the least busy one, with its count
-// plus that one's (an overestimate by at most the smallest count).
-func (t *srcTracker) add(src []byte, n uint64) {
+// add counts n accesses from source r: Space-Saving, so that a source that
+// is not in the list takes the place of the least busy one, with its count
+// plus that one's (an overestimate by at most the smallest count). The
+// sketch gets each source when it enters the list: one already in it was
+// counted there this round.
+func (t *srcTracker) add(r *srcRef, n uint64) {
 	t.seen = true
-	t.hll.Insert(src)
-	for i := range t.top[:t.n] {
-		if t.top[i].src == string(src) {
-			t.top[i].n = satAdd(t.top[i].n, n)
+	for i, h := range t.hs[:t.n] {
+		if h == r.h {
+			t.ns[i] = satAdd(t.ns[i], n)
 			return
 		}
 	}
+	t.hll.InsertHash(r.h)
 	if t.n < topSources {
-		t.top[t.n] = srcSlot{string(src), n}
+		t.hs[t.n], t.ns[t.n], t.srcs[t.n] = r.h, n, string(r.b)
 		t.n++
 		return
 	}
 	m := 0
 	for i := 1; i < topSources; i++ {
-		if t.top[i].n < t.top[m].n {
+		if t.ns[i] < t.ns[m] {
 			m = i
 		}
 	}
-	t.top[m] = srcSlot{string(src), satAdd(t.top[m].n, n)}
+	t.hs[m], t.ns[m], t.srcs[m] = r.h, satAdd(t.ns[m], n), string(r.b)
+}
+
+// queueSource queues the source of the access about to be queued; the
+// accesses of one record share one copy and hash.
+func (c *counter) queueSource(src []byte) {
+	q := &c.q
+	if k := len(q.refs); k == 0 || !bytes.Equal(q.refs[k-1].b, src) {
+		var b []byte
+		if k < cap(q.refs) {
+			b = q.refs[:k+1][k].b[:0] // reuse the copy's buffer
+		}
+		b = append(b, src...)
+		q.refs = append(q.refs, srcRef{b: b, h: xxhash.Sum64(b)})
+	}
+	q.srcs = append(q.srcs, queuedSource{at: uint32(len(q.ends)), ref: uint32(len(q.refs) - 1)})
 }
 
 // take returns the round's sources of key app/key, busiest first, and
 // starts the next round.
 func (t *srcTracker) take(app, key string) KeySources {
 	ks := KeySources{App: app, Key: key, Top: make([]api.SourceCount, t.n)}
-	for i, s := range t.top[:t.n] {
-		ks.Top[i] = api.SourceCount{Src: s.src, N: s.n}
+	for i := range t.n {
+		ks.Top[i] = api.SourceCount{Src: t.srcs[i], N: t.ns[i]}
 	}
 	slices.SortFunc(ks.Top, func(a, b api.SourceCount) int {
 		if a.N != b.N {
@@ -85,14 +104,14 @@ func (t *srcTracker) take(app, key string) KeySources {
 		return 0
 	})
 	ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
-	t.top, t.n, t.seen = [topSources]srcSlot{}, 0, false
+	t.srcs, t.n, t.seen = [topSources]string{}, 0, false
 	t.hll.Reset()
 	return ks
 }
 
-// addSource counts n accesses of entry idx from src, when the key is near
-// the threshold.
-func (c *counter) addSource(idx uint32, src []byte, n uint64) {
+// addSource counts n accesses of entry idx from source r, when the key is
+// near the threshold.
+func (c *counter) addSource(idx uint32, r *srcRef, n uint64) {
 	e := &c.entries[idx]
 	if e.src == 0 {
 		if e.window < c.srcMark || len(c.trackers)-len(c.freeSrc) >= maxTrackers {
@@ -109,7 +128,7 @@ func (c *counter) addSource(idx uint32, src []byte, n uint64) {
 			e.src = uint32(len(c.trackers))
 		}
 	}
-	c.trackers[e.src-1].add(src, n)
+	c.trackers[e.src-1].add(r, n)
 }
 
 // dropSource frees entry e's tracker, if it has one.
