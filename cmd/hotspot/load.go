@@ -43,13 +43,24 @@ them back to (app, key): --input-out FILE writes it for --form and --topic
 Keys and apps that a combined line cannot carry as they are (spaces, control
 characters, '"', '?', '\'; '/' in an app) are refused.
 
+Sources (--sources N): the accesses come from N app instances, each access
+from one drawn uniformly (or Zipf-distributed with --source-skew S, inst-0
+the busiest), and say so: binary writes a version 3 batch per instance,
+json and ndjson add "src":"inst-I", combined and mapped-json name the
+client 10.x.y.z (instance I is the address I+1), which their input file
+(--input-out) maps with --sources. A flash may give one instance a fixed
+share of its key (~SOURCE:SHARE below). The truth keeps the planted keys'
+events per source, to compare with hotspotd's sources of a hot key.
+
 Flash crowds (--flash, repeatable; several specs may share one value,
 separated by spaces):
-    [APP/]KEY@START[+RAMP][..END]=RATE[x]
+    [APP/]KEY@START[+RAMP][..END]=RATE[x][~SOURCE:SHARE]
   e.g. item:hot@10s+2s=3000 (ramps from 0 at 10s to 3000/s at 12s, then holds),
-       shop/cart:7@0s..30s=1.2x (1.2 x --threshold from the start to 30s).
+       shop/cart:7@0s..30s=1.2x (1.2 x --threshold from the start to 30s),
+       item:42@0s=2x~inst-0:0.7 (with --sources: inst-0 sends 70 % of it).
   START, RAMP and END are offsets from the start; RATE is events/s, or a
-  multiple of --threshold with a trailing x. See docs/loadgen.md.
+  multiple of --threshold with a trailing x; SHARE is a fraction or N%.
+  See docs/loadgen.md.
 
 Examples:
   hotspot load --duration 30s --flash 'item:hot@10s+2s=3000' --truth /tmp/truth.json
@@ -57,6 +68,7 @@ Examples:
   hotspot load --rate 0 --planted 0.5,0.8,1.2,2,10 --duration 60s --truth t.json
   hotspot load --form combined --topic access.nginx --input-out nginx.yaml   # then hotspotd --input nginx.yaml
   hotspot load --form combined --topic access.nginx --duration 30s
+  hotspot load --sources 20 --flash 'item:42@0s=2x~inst-0:0.7' --truth t.json
 `
 
 // flashFlag collects --flash specs; they are parsed once --threshold is known.
@@ -94,6 +106,8 @@ type workload struct {
 	compression          *string
 	batchTimeout         *time.Duration
 	early                *uint64
+	sources              *int
+	sourceSkew           *float64
 	inputOut             *string
 	kafka                *kafkaio.SecurityFlags
 	getenv               func(string) string // HOTSPOT_KAFKA_PASSWORD; nil means os.Getenv
@@ -124,6 +138,8 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.seed = fs.Uint64("seed", 0, "random seed (0 picks one; it is recorded in the truth)")
 	w.compression = fs.String("compression", "none", "Kafka compression: none, gzip, snappy, lz4 or zstd")
 	w.early = fs.Uint64("early", 0, "binary: send a planted key at once when its count in the batch being filled reaches `N`,\nas an early send by the SDK's reporter would (0: off)")
+	w.sources = fs.Int("sources", 0, "app instances the accesses come from, inst-0..inst-`N`-1 (combined, mapped-json: client\naddresses 10.x.y.z); 0: no source")
+	w.sourceSkew = fs.Float64("source-skew", 0, "Zipf exponent `S` > 0 over the --sources instances (inst-0 the busiest); 0: uniform")
 	w.batchTimeout = fs.Duration("batch-timeout", 5*time.Millisecond, "Kafka writer: how long a partition's batch waits for more records")
 	w.kafka = kafkaio.AddSecurityFlags(fs)
 	return w
@@ -139,6 +155,7 @@ func (w *workload) config() (loadgen.Config, error) {
 		Brokers: envflag.SplitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
 		Rate: *w.rate, Keys: *w.keys, Skew: *w.skew, KeyPrefix: *w.prefix, Apps: *w.apps, App: *w.app,
 		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush, BatchTimeout: *w.batchTimeout, EarlyCount: *w.early,
+		Sources: *w.sources, SourceSkew: *w.sourceSkew,
 		Form: form, Lines: *w.lines, BatchEntries: *w.entries,
 		Threshold: *w.threshold, Seed: *w.seed,
 		// Kafka write failures: the first is logged, all are counted.
@@ -228,13 +245,21 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if cfg.Duration > 0 {
 		run = "for " + cfg.Duration.String()
 	}
-	fmt.Fprintf(out, "hotspot load: %s records to %s (%d partitions) at %s, %s\n",
-		form, cfg.Topic, n, strings.Join(cfg.Brokers, ","), run)
+	from := ""
+	if cfg.Sources > 0 {
+		from = fmt.Sprintf(" from %d sources", cfg.Sources)
+	}
+	fmt.Fprintf(out, "hotspot load: %s records%s to %s (%d partitions) at %s, %s\n",
+		form, from, cfg.Topic, n, strings.Join(cfg.Brokers, ","), run)
 	if m := topicMismatch(ctx, envflag.SplitList(*hotspotds), cfg.Topic); m != "" {
 		fmt.Fprintf(out, "warning: no detector will count this workload: %s\n", m)
 	}
 	if needsInputFile(cfg.Form) {
-		fmt.Fprintf(out, "note: hotspotd reads %s records only with their input file (hotspotd --input FILE); --input-out FILE writes it\n", cfg.Form)
+		with := ""
+		if cfg.Sources > 0 {
+			with = " (with --sources, to map the source)"
+		}
+		fmt.Fprintf(out, "note: hotspotd reads %s records only with their input file (hotspotd --input FILE); --input-out FILE writes it%s\n", cfg.Form, with)
 	}
 
 	st, runErr := loadgen.Run(ctx, cfg)
@@ -259,10 +284,10 @@ func needsInputFile(f loadgen.Form) bool {
 	return f == loadgen.FormCombined || f == loadgen.FormMappedJSON
 }
 
-// writeInputFile writes the input file of cfg's form and topic to path ("-"
-// is out), for --input-out.
+// writeInputFile writes the input file of cfg's form and topic (and
+// sources) to path ("-" is out), for --input-out.
 func writeInputFile(out io.Writer, cfg loadgen.Config, path string) error {
-	b, err := loadgen.InputFile(cfg.Form, cfg.Topic)
+	b, err := cfg.InputFile()
 	if err != nil {
 		return usageError{err}
 	}

@@ -91,18 +91,56 @@ func TestLoadInputOut(t *testing.T) {
 	}
 }
 
+// TestLoadSources checks --sources and --source-skew: the input file of a
+// mapped form maps the source, and bad settings are usage errors.
+func TestLoadSources(t *testing.T) {
+	env := func(k string) string { return map[string]string{"HOTSPOT_BROKERS": "127.0.0.1:1"}[k] }
+	for _, form := range []loadgen.Form{loadgen.FormCombined, loadgen.FormMappedJSON} {
+		want, err := loadgen.Config{Form: form, Topic: "access.x", Sources: 3}.InputFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = load(t.Context(), []string{"--form", form.String(), "--topic", "access.x", "--sources", "3", "--input-out", "-"}, env, &out)
+		if err != nil || out.String() != string(want) || !strings.Contains(out.String(), "source") {
+			t.Errorf("load --form %s --sources 3 --input-out -: %v, output %q; want %q", form, err, out.String(), want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sources", "-1"}, "Sources -1 must be in 0..65536"},
+		{[]string{"--source-skew", "1.1"}, "SourceSkew needs Sources > 0"},
+		{[]string{"--sources", "3", "--flash", "item@0s=5~inst-3:0.5"}, `no source "inst-3" among the 3`},
+		{[]string{"--flash", "item@0s=5~inst-0:0.5"}, "a top source needs Sources > 0"},
+		{[]string{"--sources", "3", "--flash", "item@0s=5~inst-0:2"}, "SHARE must be in (0, 1]"},
+	} {
+		var out bytes.Buffer
+		err := load(t.Context(), append(tc.args, "--input-out", "-"), env, &out)
+		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("load %q: %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	if err := load(t.Context(), []string{"--help"}, env, &out); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(out.String(), "--sources N") || !strings.Contains(out.String(), "~SOURCE:SHARE") {
+		t.Errorf("--help: %v, output lacks --sources or ~SOURCE:SHARE:\n%s", err, out.String())
+	}
+}
+
 // TestLoadKafka runs the command against the real Kafka and reads its truth.
 func TestLoadKafka(t *testing.T) {
 	addr := stacktest.Kafka(t)
 	path := filepath.Join(t.TempDir(), "truth.json")
 	var out bytes.Buffer
 	args := []string{"--brokers", addr, "--topic", stacktest.Name(t), "--duration", "1200ms", "--rate", "3000",
-		"--keys", "1000", "--flash", "shop/item:hot@200ms+200ms=2000 other@0s=1.5x", "--planted", "0.5,2",
-		"--threshold", "400", "--form", "ndjson", "--truth", path}
+		"--keys", "1000", "--flash", "shop/item:hot@200ms+200ms=2000~inst-1:50% other@0s=1.5x", "--planted", "0.5,2",
+		"--threshold", "400", "--form", "ndjson", "--sources", "4", "--truth", path}
 	if err := load(t.Context(), args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("load: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"ndjson records to", "(8 partitions)", "1s  events ", "done: ", "failed 0 records", "written to " + path} {
+	for _, want := range []string{"ndjson records from 4 sources to", "(8 partitions)", "1s  events ", "done: ", "failed 0 records", "written to " + path} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -121,6 +159,10 @@ func TestLoadKafka(t *testing.T) {
 		if got := totals[ak]; got != want {
 			t.Errorf("truth total of %v = %d, want %d", ak, got, want)
 		}
+	}
+	// inst-1 sends half of item:hot; the other three share the rest.
+	if got := tr.SourceCounts("shop", "item:hot"); got["inst-1"] != 900 || tr.DistinctSources("shop", "item:hot") != 4 {
+		t.Errorf("item:hot per source %v, want inst-1 at 900 of 1800 and 4 sources", got)
 	}
 }
 

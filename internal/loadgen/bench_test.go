@@ -69,3 +69,28 @@ func BenchmarkStepFlat(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.ticks*20_000), "ns/event")
 }
+
+// BenchmarkStepSources is BenchmarkStep (s=1.1) with sources: each event
+// also draws its instance, and binary writes a batch per instance per
+// flush.
+func BenchmarkStepSources(b *testing.B) {
+	for _, form := range []Form{FormBinary, FormNDJSON, FormCombined} {
+		for _, n := range []int{16, 1000} {
+			b.Run(fmt.Sprintf("%s/sources=%d", form, n), func(b *testing.B) {
+				c := testConfig(b, Config{Form: form, Rate: 200_000, Skew: 1.1, Sources: n,
+					Flashes: []Flash{{Key: "item:hot", Rate: 5000, TopSource: "inst-0", TopShare: 0.7}}})
+				g, err := newGenerator(c, time.Now().UnixMilli())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					g.step(i)
+					i++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.ticks*2050), "ns/event")
+			})
+		}
+	}
+}

@@ -103,6 +103,18 @@ type Config struct {
 	// Planted keys (flash crowds and fixed-rate keys).
 	Flashes []Flash
 
+	// Sources, if > 0, is how many app instances the accesses come from
+	// (sources.go): each access is attributed to one, drawn over them
+	// uniformly or, with SourceSkew, Zipf-distributed (instance 0 the
+	// busiest); a Flash may give one instance a fixed share of its key
+	// (TopSource, TopShare). The records carry it (binary: one version 3
+	// batch per instance; JSON: "src"; combined and mapped-json: the client
+	// address, which their input file maps), and the Truth keeps the
+	// planted keys' counts per source. 0 (the default): no source, as
+	// before; at most MaxSources.
+	Sources    int
+	SourceSkew float64 // Zipf exponent s > 0 over the instances; 0 (the default) means uniform; needs Sources
+
 	// Timing.
 	Duration time.Duration // how long to generate; 0 means until ctx is canceled
 	Tick     time.Duration // pacing tick; default 10ms; must divide 100ms
@@ -195,6 +207,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("loadgen: unknown %v", c.Form)
 	case c.Lines < 1 || c.BatchEntries < 1:
 		return c, errors.New("loadgen: Lines and BatchEntries must be >= 1")
+	case c.Sources < 0 || c.Sources > MaxSources:
+		return c, fmt.Errorf("loadgen: Sources %d must be in 0..%d", c.Sources, MaxSources)
+	case c.SourceSkew < 0 || math.IsNaN(c.SourceSkew) || math.IsInf(c.SourceSkew, 0):
+		return c, fmt.Errorf("loadgen: SourceSkew %v must be >= 0 (0: uniform)", c.SourceSkew)
+	case c.SourceSkew > 0 && c.Sources == 0:
+		return c, errors.New("loadgen: SourceSkew needs Sources > 0")
 	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):
 		return c, fmt.Errorf("loadgen: Threshold %v must be > 0", c.Threshold)
 	case c.BatchTimeout < 0:
@@ -211,6 +229,18 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if len(f.Key) > wire.DefaultMaxKeyLen || len(f.App) > wire.DefaultMaxKeyLen {
 			return c, fmt.Errorf("loadgen: flash %d: key or app longer than %d bytes", i, wire.DefaultMaxKeyLen)
+		}
+		if f.TopSource == "" {
+			continue
+		}
+		switch {
+		case c.Sources == 0:
+			return c, fmt.Errorf("loadgen: flash %d (%s): a top source needs Sources > 0", i, f)
+		case sourceIndex(c.Form, c.Sources, f.TopSource) < 0:
+			return c, fmt.Errorf("loadgen: flash %d (%s): no source %q among the %d (%s..%s, or %s..%s)", i, f, f.TopSource,
+				c.Sources, SourceName(FormJSON, 0), SourceName(FormJSON, c.Sources-1), SourceName(c.Form, 0), SourceName(c.Form, c.Sources-1))
+		case f.TopShare < 1 && c.Sources < 2:
+			return c, fmt.Errorf("loadgen: flash %d (%s): a top share below 1 needs another source (Sources >= 2)", i, f)
 		}
 	}
 	if c.Rate == 0 && len(c.Flashes) == 0 {

@@ -8,8 +8,9 @@
 // (one JSON object per record, newline-separated JSON, or the SDK's binary
 // batch), or an access log it reads through an input file (package ingest):
 // combined log lines or a service's JSON objects, whose input file
-// InputFile gives (forms.go). Records are never keyed by cache key, so they
-// spread over all partitions.
+// InputFile gives (forms.go). With Config.Sources, every access names the
+// app instance that made it (sources.go). Records are never keyed by cache
+// key, so they spread over all partitions.
 //
 // Invariants:
 //   - Pacing is exact: by the end of tick i, the run has produced
@@ -17,13 +18,16 @@
 //     source, so fractional remainders carry over and nothing drifts.
 //   - The Truth holds exactly the events handed to the Sink, per key and per
 //     100 ms slot, for every planted key and every background key whose
-//     expected rate is at least TrackFraction of the threshold.
+//     expected rate is at least TrackFraction of the threshold; with
+//     sources, also the planted keys' events per source over the run.
 //   - The events are deterministic given the Config (including Seed): the
 //     same keys in the same ticks (only the order of entries inside a binary
-//     batch varies). Only Run reads the clock.
+//     batch varies), with or without sources (the instances are drawn by a
+//     generator of their own). Only Run reads the clock.
 //   - Every record of combined and mapped-json, decoded with InputFile's
-//     input file, yields exactly the generator's accesses: (app, key), count
-//     1, op read, and the time of its tick (TestInputFileDecodes).
+//     input file (Config.InputFile's, with sources), yields exactly the
+//     generator's accesses: (app, key), count 1, op read, the time of its
+//     tick and its instance (TestInputFileDecodes).
 //
 // The Truth file format and the flash-crowd syntax are documented in
 // docs/loadgen.md.

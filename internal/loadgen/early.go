@@ -29,6 +29,10 @@ func (g *generator) sendEarly(i int64) {
 	}
 	slot := int(i / g.perSlot)
 	for a, app := range g.apps {
+		if g.srcs != nil {
+			g.sendEarlySources(a, app, slot)
+			continue
+		}
 		kcs := g.kcs[:0]
 		var events int64
 		for j := range g.plants {

@@ -20,21 +20,33 @@ type Flash struct {
 	Ramp  time.Duration // time to go from 0 to Rate; 0 means a step
 	End   time.Duration // offset at which it stops; 0 means never
 	Rate  float64       // events/s once ramped up; > 0
+
+	// TopSource, with Config.Sources, is the instance that sends TopShare
+	// (0 < TopShare <= 1) of the key's events, exactly: of the first n
+	// events, floor(TopShare*n). The others are drawn over the other
+	// instances as Config.SourceSkew says. It names an instance as
+	// "inst-<i>" or as the form's records carry it (SourceName). "" (the
+	// default): every event is drawn over all instances.
+	TopSource string
+	TopShare  float64
 }
 
 // ParseFlash parses a flash-crowd spec:
 //
-//	[APP/]KEY@START[+RAMP][..END]=RATE[x]
+//	[APP/]KEY@START[+RAMP][..END]=RATE[x][~SOURCE:SHARE]
 //
 // START, RAMP and END are Go durations measured from the run's start; RATE is
-// in events/s, or, with a trailing "x", a multiple of threshold. The key is
+// in events/s, or, with a trailing "x", a multiple of threshold; SOURCE and
+// SHARE are TopSource and TopShare (a fraction, or a percentage with "%":
+// "~inst-0:0.7" and "~inst-0:70%" are the same). The key is
 // everything before the last '@' (after "APP/" when the text before the first
 // '/' is not empty), so a key may hold '@' and '='; a key that holds '/' needs
 // an explicit app. Examples: "item:hot@10s+2s=3000",
-// "shop/cart:7@0s..30s=1.2x", "default//api/v1@5s=800".
+// "shop/cart:7@0s..30s=1.2x", "default//api/v1@5s=800",
+// "item:42@0s=2x~inst-0:0.7".
 func ParseFlash(spec string, threshold float64) (Flash, error) {
 	bad := func(why string) (Flash, error) {
-		return Flash{}, fmt.Errorf("loadgen: flash %q: %s (want [APP/]KEY@START[+RAMP][..END]=RATE[x])", spec, why)
+		return Flash{}, fmt.Errorf("loadgen: flash %q: %s (want [APP/]KEY@START[+RAMP][..END]=RATE[x][~SOURCE:SHARE])", spec, why)
 	}
 	eq := strings.LastIndexByte(spec, '=')
 	if eq < 0 {
@@ -74,6 +86,23 @@ func ParseFlash(spec string, threshold float64) (Flash, error) {
 		}
 	}
 
+	if before, split, ok := strings.Cut(rateText, "~"); ok {
+		rateText = before
+		colon := strings.LastIndexByte(split, ':')
+		if colon <= 0 {
+			return bad("no 'SOURCE:SHARE' after '~'")
+		}
+		src, shareText := split[:colon], split[colon+1:]
+		scale := 1.0
+		if t, ok := strings.CutSuffix(shareText, "%"); ok {
+			shareText, scale = t, 100
+		}
+		share, err := strconv.ParseFloat(shareText, 64)
+		if err != nil {
+			return bad("SHARE: " + err.Error())
+		}
+		f.TopSource, f.TopShare = src, share/scale
+	}
 	times := strings.HasSuffix(rateText, "x")
 	rate, err := strconv.ParseFloat(strings.TrimSuffix(rateText, "x"), 64)
 	if err != nil {
@@ -106,6 +135,9 @@ func (f Flash) String() string {
 		b.WriteString(".." + f.End.String())
 	}
 	b.WriteString("=" + strconv.FormatFloat(f.Rate, 'g', -1, 64))
+	if f.TopSource != "" {
+		b.WriteString("~" + f.TopSource + ":" + strconv.FormatFloat(f.TopShare, 'g', -1, 64))
+	}
 	return b.String()
 }
 
@@ -119,6 +151,10 @@ func (f Flash) check() error {
 		return errors.New("END must be after START")
 	case !(f.Rate > 0) || math.IsInf(f.Rate, 0):
 		return errors.New("RATE must be > 0")
+	case f.TopSource == "" && f.TopShare != 0:
+		return errors.New("a top share without a top source")
+	case f.TopSource != "" && !(f.TopShare > 0 && f.TopShare <= 1):
+		return errors.New("the top source's SHARE must be in (0, 1]")
 	}
 	return nil
 }

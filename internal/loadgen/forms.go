@@ -1,12 +1,14 @@
 package loadgen
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/ingest"
 )
 
@@ -47,25 +49,27 @@ const logBytes = 512
 const clfLayout = "02/Jan/2006:15:04:05 -0700"
 
 // combinedInput and mappedJSONInput are the input files of FormCombined and
-// FormMappedJSON; %s is the topic.
+// FormMappedJSON: %[1]s is the topic; %[2]s and %[3]s are empty, or with
+// sources a comment line and the setting that maps the source
+// (sourceLines).
 const (
 	combinedInput = `# hotspotd --input for hotspot load --form combined (docs/loadgen.md):
 # nginx/Apache combined log lines; the app is remote_user, the key the path
-# after /<app>/; the time is the Kafka record's timestamp.
+# after /<app>/; the time is the Kafka record's timestamp.%[2]s
 inputs:
-  - topic: "%s"
+  - topic: "%[1]s"
     format: combined
     app_field: remote_user
     extract:
       field: path
       pattern: '^/[^/]+/(?P<key>.+)$'
     key: "{key}"
-`
+%[3]s`
 	mappedJSONInput = `# hotspotd --input for hotspot load --form mapped-json (docs/loadgen.md):
 # a service's JSON access log; the app is service, the key request.uri
-# after /item/, the time ts_ms.
+# after /item/, the time ts_ms.%[2]s
 inputs:
-  - topic: "%s"
+  - topic: "%[1]s"
     format: json
     app_field: service
     extract:
@@ -76,7 +80,7 @@ inputs:
       time: ts_ms
       bytes: response.size
       op: request.method
-    time: unix_ms
+%[3]s    time: unix_ms
 `
 	hotspotInput = `# hotspotd --input for hotspot load --form %s (docs/loadgen.md):
 # hotspot's own wire format, as hotspotd reads without an input file.
@@ -86,21 +90,48 @@ inputs:
 `
 )
 
+// sourceLines are the comment and the setting that the input file of
+// FormCombined and FormMappedJSON add for a run with sources.
+var sourceLines = [numForms][2]string{
+	FormCombined:   {"\n# The source (--sources) is the client address, remote_addr.", "    source_field: remote_addr\n"},
+	FormMappedJSON: {"\n# The source (--sources) is the client address, client.ip.", "      source: client.ip\n"},
+}
+
 // InputFile returns the input file (YAML, docs/ingest.md) with which
-// hotspotd (--input FILE) reads the records of form f from topic: for
-// combined and mapped-json, the mapping that yields exactly the generator's
-// (app, key), count and op for each line, and the access's time; for
-// binary, json and ndjson, an input of format hotspot, as hotspotd reads
-// without a file. The file is checked with ingest.Parse.
+// hotspotd (--input FILE) reads the records of form f from topic, of a run
+// without sources: for combined and mapped-json, the mapping that yields
+// exactly the generator's (app, key), count and op for each line, and the
+// access's time; for binary, json and ndjson, an input of format hotspot,
+// as hotspotd reads without a file. The file is checked with ingest.Parse.
+// Config.InputFile gives the file of a run with sources.
 func InputFile(f Form, topic string) ([]byte, error) {
+	return inputFile(f, topic, false)
+}
+
+// InputFile returns the input file of c's form and topic (the default
+// topic when c has none): InputFile's, and with Sources, for combined and
+// mapped-json, also the mapping of the source (the client address) that
+// yields the instance's name, SourceName. One file serves runs with and
+// without sources on a topic only for the forms of hotspot's own format:
+// a combined or mapped-json line without sources names the client
+// 127.0.0.1, which this file would count as a source.
+func (c Config) InputFile() ([]byte, error) {
+	return inputFile(c.Form, cmp.Or(c.Topic, hotset.DefaultTopic), c.Sources > 0)
+}
+
+func inputFile(f Form, topic string, sources bool) ([]byte, error) {
 	var s string
+	var lines [2]string
+	if sources && f < numForms {
+		lines = sourceLines[f]
+	}
 	switch f {
 	case FormBinary, FormJSON, FormNDJSON:
 		s = fmt.Sprintf(hotspotInput, f, topic)
 	case FormCombined:
-		s = fmt.Sprintf(combinedInput, topic)
+		s = fmt.Sprintf(combinedInput, topic, lines[0], lines[1])
 	case FormMappedJSON:
-		s = fmt.Sprintf(mappedJSONInput, topic)
+		s = fmt.Sprintf(mappedJSONInput, topic, lines[0], lines[1])
 	default:
 		return nil, fmt.Errorf("loadgen: unknown %v", f)
 	}
@@ -171,13 +202,21 @@ func (f Form) carries(what, s string) error {
 	return nil
 }
 
-// appendCombined appends the combined log line of an access at ts.
-func (g *generator) appendCombined(dst []byte, app, key string, ts int64) []byte {
+// noSource is the client address of the log forms' lines without sources.
+const noSource = "127.0.0.1"
+
+// appendCombined appends the combined log line of an access at ts from
+// the address src ("": noSource).
+func (g *generator) appendCombined(dst []byte, app, key string, ts int64, src string) []byte {
 	if sec := ts / 1000; sec != g.clfSec || g.clf == nil {
 		g.clfSec = sec
 		g.clf = time.Unix(sec, 0).UTC().AppendFormat(g.clf[:0], clfLayout)
 	}
-	dst = append(dst, "127.0.0.1 - "...)
+	if src == "" {
+		src = noSource
+	}
+	dst = append(dst, src...)
+	dst = append(dst, " - "...)
 	dst = append(dst, app...)
 	dst = append(dst, " ["...)
 	dst = append(dst, g.clf...)
@@ -190,8 +229,9 @@ func (g *generator) appendCombined(dst []byte, app, key string, ts int64) []byte
 	return append(dst, ` "-" "hotspot-load"`...)
 }
 
-// appendMappedJSON appends the JSON access-log object of an access at ts.
-func appendMappedJSON(dst []byte, app, key string, ts int64) []byte {
+// appendMappedJSON appends the JSON access-log object of an access at ts
+// from the address src ("": noSource).
+func appendMappedJSON(dst []byte, app, key string, ts int64, src string) []byte {
 	dst = append(dst, `{"ts_ms":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, `,"service":`...)
@@ -200,7 +240,12 @@ func appendMappedJSON(dst []byte, app, key string, ts int64) []byte {
 	dst = appendJSONText(dst, key)
 	dst = append(dst, `","proto":"HTTP/1.1"},"response":{"status":200,"size":`...)
 	dst = strconv.AppendInt(dst, logBytes, 10)
-	return append(dst, `},"duration_ms":3,"client":{"ip":"127.0.0.1"}}`...)
+	dst = append(dst, `},"duration_ms":3,"client":{"ip":"`...)
+	if src == "" {
+		src = noSource
+	}
+	dst = append(dst, src...)
+	return append(dst, `"}}`...)
 }
 
 // appendJSONString appends s as a JSON string.

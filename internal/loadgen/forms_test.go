@@ -16,10 +16,11 @@ type access struct {
 	Count    uint64
 	Op       wire.Op
 	TS       int64 // the entry's time, or else its record's Kafka timestamp
+	Src      int   // the instance (sourceIndex), -1 for none
 }
 
 func (a access) String() string {
-	return fmt.Sprintf("%s/%s count %d op %d at %d", a.App, a.Key, a.Count, a.Op, a.TS)
+	return fmt.Sprintf("%s/%s count %d op %d at %d from %d", a.App, a.Key, a.Count, a.Op, a.TS, a.Src)
 }
 
 // generate runs the generator for ticks ticks (no clock) and returns its
@@ -41,11 +42,15 @@ func generate(t testing.TB, c Config, ticks int64) ([]Record, Stats) {
 }
 
 // decodeInput decodes every record as hotspotd does with the input file of
-// form for topic: each record's accesses, in order. A line that yields no
-// access fails the test.
-func decodeInput(t testing.TB, form Form, recs []Record) [][]access {
+// form for topic t (of a run with sources, if sources): each record's
+// accesses, in order. A line that yields no access fails the test.
+func decodeInput(t testing.TB, form Form, sources bool, recs []Record) [][]access {
 	t.Helper()
-	file, err := InputFile(form, "t")
+	c := Config{Form: form, Topic: "t"}
+	if sources {
+		c.Sources = 1
+	}
+	file, err := c.InputFile()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,13 @@ func decodeInput(t testing.TB, form Form, recs []Record) [][]access {
 			if ts == 0 {
 				ts = r.TimeMs
 			}
-			out[i] = append(out[i], access{App: string(e.App), Key: string(e.Key), Count: e.Count, Op: e.Op, TS: ts})
+			src := -1
+			if len(e.Src) > 0 {
+				if src = sourceIndex(form, MaxSources, string(e.Src)); src < 0 {
+					t.Fatalf("record %d: source %q names no instance", i, e.Src)
+				}
+			}
+			out[i] = append(out[i], access{App: string(e.App), Key: string(e.Key), Count: e.Count, Op: e.Op, TS: ts, Src: src})
 		})
 		if err != nil || len(reasons) > 0 {
 			t.Fatalf("record %d (%q): %v, reasons %v", i, r.Value[:min(len(r.Value), 200)], err, reasons)
@@ -90,7 +101,7 @@ var oddKeys = []Flash{
 // accesses that the same workload's ndjson records carry (the reference
 // decoder: app, key, count, op and time), record by record and line by line,
 // and so adds up to the truth. Odd keys included, and for mapped-json keys
-// that combined refuses.
+// that combined refuses; with sources, each line's instance too.
 func TestInputFileDecodes(t *testing.T) {
 	mappedOnly := []Flash{
 		{App: "shop", Key: `say "hi"?`, Rate: 150},
@@ -98,17 +109,19 @@ func TestInputFileDecodes(t *testing.T) {
 		{App: "my app/v2", Key: "q?x=1 y", Rate: 110},
 	}
 	for _, tc := range []struct {
-		form  Form
-		lines int
+		form    Form
+		lines   int
+		sources int
 	}{
-		{FormCombined, 0}, {FormCombined, 7}, {FormMappedJSON, 0}, {FormMappedJSON, 7},
+		{FormCombined, 0, 0}, {FormCombined, 7, 0}, {FormMappedJSON, 0, 0}, {FormMappedJSON, 7, 0},
+		{FormCombined, 0, 300}, {FormMappedJSON, 7, 4},
 	} {
-		t.Run(fmt.Sprintf("%s/lines=%d", tc.form, tc.lines), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/lines=%d/sources=%d", tc.form, tc.lines, tc.sources), func(t *testing.T) {
 			flashes := append([]Flash{{Key: "item:hot", Start: 200 * time.Millisecond, Ramp: 300 * time.Millisecond, Rate: 4000}}, oddKeys...)
 			if tc.form == FormMappedJSON {
 				flashes = append(flashes, mappedOnly...)
 			}
-			c := Config{Form: tc.form, Rate: 20_000, Keys: 1000, Skew: 1.1, Apps: 3, Threshold: 500, Flashes: flashes, Lines: tc.lines}
+			c := Config{Form: tc.form, Rate: 20_000, Keys: 1000, Skew: 1.1, Apps: 3, Threshold: 500, Flashes: flashes, Lines: tc.lines, Sources: tc.sources}
 			recs, st := generate(t, c, 120)
 			ref := c
 			ref.Form, ref.Lines = FormNDJSON, max(tc.lines, 1)
@@ -117,8 +130,8 @@ func TestInputFileDecodes(t *testing.T) {
 				t.Fatalf("%d records, %d events, %d entries; ndjson: %d, %d, %d",
 					len(recs), st.Events, st.Entries, len(refRecs), refSt.Events, refSt.Entries)
 			}
-			got := decodeInput(t, tc.form, recs)
-			want := decodeInput(t, FormNDJSON, refRecs)
+			got := decodeInput(t, tc.form, tc.sources > 0, recs)
+			want := decodeInput(t, FormNDJSON, false, refRecs)
 			totals := make(map[AppKey]uint64)
 			maxLines := 0
 			var events, bytes int64
@@ -127,6 +140,9 @@ func TestInputFileDecodes(t *testing.T) {
 					t.Fatalf("record %d: %d accesses, want %d (the record says %d events)", i, len(got[i]), len(want[i]), recs[i].Events)
 				}
 				for j, a := range got[i] {
+					if tc.sources == 0 && a.Src != -1 || tc.sources > 0 && (a.Src < 0 || a.Src >= tc.sources) {
+						t.Fatalf("record %d, line %d: instance %d of %d", i, j, a.Src, tc.sources)
+					}
 					if a != want[i][j] {
 						t.Fatalf("record %d, line %d (%q): %v, want %v", i, j, strings.Split(string(recs[i].Value), "\n")[j], a, want[i][j])
 					}

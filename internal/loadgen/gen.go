@@ -34,9 +34,17 @@ type generator struct {
 	plants  []plant
 	keys    []string // cached key strings by rank
 
-	agg      []map[uint32]uint64 // FormBinary: per background app, rank -> count since the last flush
+	agg      []map[uint32]uint64 // FormBinary: per background app and instance (app*nsrc + instance), rank -> count since the last flush
 	aggStart int64               // FormBinary: Unix ms at which the current flush interval began
 	kcs      []wire.KeyCount     // scratch
+	acc      []wire.Access       // scratch (sources)
+	due      []int               // scratch (sources)
+
+	// Sources (sources.go); srcs is nil without them.
+	srcs  []string   // instance -> its name in the records
+	nsrc  int        // instances, at least 1
+	srng  *rand.Rand // draws instances
+	szipf *zipf      // SourceSkew > 0: draws instance+1
 
 	slab     []byte // values of the current step's records
 	slabHint int
@@ -55,10 +63,12 @@ type generator struct {
 
 type plant struct {
 	f       Flash
-	app     int    // index in generator.apps
-	truth   int    // index in Truth.Keys
-	pending uint64 // FormBinary: count since the last flush
-	early   bool   // FormBinary: sent early in the current flush interval
+	app     int      // index in generator.apps
+	truth   int      // index in Truth.Keys
+	pending uint64   // FormBinary: count since the last flush
+	early   bool     // FormBinary: sent early in the current flush interval
+	top     int      // the instance of f.TopSource; -1: none
+	bySrc   []uint64 // FormBinary with sources: pending per instance
 }
 
 // newGenerator builds the generator for a resolved Config, with slot 0
@@ -72,6 +82,18 @@ func newGenerator(c Config, startMs int64) (*generator, error) {
 		perSlot: int64(SlotDuration / c.Tick),
 		perFlsh: int64(c.Flush / c.Tick),
 		startMs: startMs,
+		srcs:    c.sourceNames(),
+		nsrc:    max(c.Sources, 1),
+	}
+	if c.Sources > 0 {
+		g.srng = rand.New(rand.NewPCG(c.Seed^0x5bd1e9955bd1e995, c.Seed+0x2545f4914f6cdd1d))
+		if c.SourceSkew > 0 {
+			z, err := newZipf(uint64(c.Sources), c.SourceSkew)
+			if err != nil {
+				return nil, err
+			}
+			g.szipf = z
+		}
 	}
 	g.aggStart = startMs
 	g.keys = make([]string, min(c.Keys+1, keyCacheSize))
@@ -84,6 +106,7 @@ func newGenerator(c Config, startMs int64) (*generator, error) {
 			Rate: c.Rate, Keys: c.Keys, Skew: c.Skew, KeyPrefix: c.KeyPrefix,
 			Apps: g.apps, Form: c.Form.String(), TickMs: g.tickMs,
 			FlushMs: c.Flush.Milliseconds(), Seed: c.Seed,
+			Sources: c.Sources, SourceSkew: c.SourceSkew,
 		},
 	}
 	index := make(map[AppKey]int)
@@ -104,14 +127,16 @@ func newGenerator(c Config, startMs int64) (*generator, error) {
 			g.tracked = r
 		}
 		if c.Form == FormBinary {
-			g.agg = make([]map[uint32]uint64, len(g.apps))
+			g.agg = make([]map[uint32]uint64, len(g.apps)*g.nsrc)
 			for i := range g.agg {
-				g.agg[i] = make(map[uint32]uint64)
+				if g.srcs == nil { // with sources, made when first used
+					g.agg[i] = make(map[uint32]uint64)
+				}
 			}
 		}
 	}
 	for _, f := range c.Flashes {
-		p := plant{f: f, app: g.appIndex(f.App)}
+		p := plant{f: f, app: g.appIndex(f.App), top: -1}
 		ak := AppKey{g.apps[p.app], f.Key}
 		i, ok := index[ak]
 		if !ok {
@@ -132,10 +157,23 @@ func newGenerator(c Config, startMs int64) (*generator, error) {
 		g.truth.Keys[i].Planted = true
 		g.truth.Keys[i].Expected += f.Rate
 		p.truth = i
+		if g.srcs != nil {
+			if g.truth.Keys[i].Sources == nil {
+				g.truth.Keys[i].Sources = make([]uint64, g.nsrc)
+			}
+			if f.TopSource != "" {
+				p.top = sourceIndex(c.Form, c.Sources, f.TopSource)
+			}
+			if c.Form == FormBinary {
+				p.bySrc = make([]uint64, g.nsrc)
+			}
+		}
 		g.plants = append(g.plants, p)
-		g.truth.Workload.Flashes = append(g.truth.Workload.Flashes, Flash{
-			App: ak.App, Key: f.Key, Start: f.Start, Ramp: f.Ramp, End: f.End, Rate: f.Rate,
-		}.String())
+		wf := Flash{App: ak.App, Key: f.Key, Start: f.Start, Ramp: f.Ramp, End: f.End, Rate: f.Rate}
+		if p.top >= 0 {
+			wf.TopSource, wf.TopShare = g.srcs[p.top], f.TopShare
+		}
+		g.truth.Workload.Flashes = append(g.truth.Workload.Flashes, wf.String())
 	}
 	return g, nil
 }
@@ -153,7 +191,9 @@ func (g *generator) appIndex(app string) int {
 	}
 	g.apps = append(g.apps, app)
 	if g.agg != nil {
-		g.agg = append(g.agg, nil) // no background in this app
+		for range g.nsrc {
+			g.agg = append(g.agg, nil) // no background in this app
+		}
 	}
 	return len(g.apps) - 1
 }
@@ -222,7 +262,9 @@ func (g *generator) step(i int64) []Record {
 	g.tickTS = ts
 	d0, d1 := time.Duration(i)*g.c.Tick, time.Duration(i+1)*g.c.Tick
 
-	if g.zipf != nil {
+	if g.zipf != nil && g.srcs != nil {
+		g.backgroundSources(g.backgroundBy(d1)-g.backgroundBy(d0), slot, ts)
+	} else if g.zipf != nil {
 		q := g.backgroundBy(d1) - g.backgroundBy(d0)
 		keys := g.truth.Keys
 		for range q {
@@ -238,23 +280,28 @@ func (g *generator) step(i int64) []Record {
 			if g.agg != nil {
 				g.agg[a][uint32(r)]++
 			} else {
-				g.event(g.apps[a], g.key(r), ts)
+				g.event(g.apps[a], g.key(r), ts, "")
 			}
 		}
 	}
 	for j := range g.plants {
 		p := &g.plants[j]
-		q := uint64(math.Floor(p.f.cumulative(d1)) - math.Floor(p.f.cumulative(d0)))
+		n0, n1 := math.Floor(p.f.cumulative(d0)), math.Floor(p.f.cumulative(d1))
+		q := uint64(n1 - n0)
 		if q == 0 {
 			continue
 		}
 		g.truth.Keys[p.truth].Counts[slot] += q
+		if g.srcs != nil {
+			g.plantSources(p, q, n0, n1, ts)
+			continue
+		}
 		if g.c.Form == FormBinary {
 			p.pending += q
 			continue
 		}
 		for range q {
-			g.event(g.apps[p.app], p.f.Key, ts)
+			g.event(g.apps[p.app], p.f.Key, ts, "")
 		}
 	}
 	g.ticks = i + 1
@@ -299,14 +346,14 @@ func (g *generator) emit(from int, events, timeMs int64) {
 	g.stats.Events += events
 }
 
-// event writes one access, as its own record (FormJSON) or as a line of the
-// record being filled (the line forms: FormNDJSON, FormCombined and
-// FormMappedJSON).
-func (g *generator) event(app, key string, ts int64) {
+// event writes one access made by src ("": none), as its own record
+// (FormJSON) or as a line of the record being filled (the line forms:
+// FormNDJSON, FormCombined and FormMappedJSON).
+func (g *generator) event(app, key string, ts int64, src string) {
 	g.stats.Entries++
 	if g.c.Form == FormJSON {
 		from := len(g.slab)
-		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts})
+		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts, Src: src})
 		g.emit(from, 1, 0)
 		return
 	}
@@ -317,11 +364,11 @@ func (g *generator) event(app, key string, ts int64) {
 	}
 	switch g.c.Form {
 	case FormCombined:
-		g.slab = g.appendCombined(g.slab, app, key, ts)
+		g.slab = g.appendCombined(g.slab, app, key, ts, src)
 	case FormMappedJSON:
-		g.slab = appendMappedJSON(g.slab, app, key, ts)
+		g.slab = appendMappedJSON(g.slab, app, key, ts, src)
 	default:
-		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts})
+		g.slab = wire.AppendJSON(g.slab, wire.Event{App: app, Key: key, TS: ts, Src: src})
 	}
 	g.lines++
 	g.events++
@@ -349,10 +396,14 @@ func (g *generator) closeLines() {
 }
 
 // flushBatches emits the binary batches of the interval that began at
-// g.aggStart, per app, at most BatchEntries entries each, and starts the
-// next interval at next.
+// g.aggStart, per app (and instance, with sources), at most BatchEntries
+// entries each, and starts the next interval at next.
 func (g *generator) flushBatches(next int64) {
 	for a, app := range g.apps {
+		if g.srcs != nil {
+			g.flushSources(a, app)
+			continue
+		}
 		all := g.kcs[:0]
 		if a < len(g.agg) && g.agg[a] != nil {
 			for r, n := range g.agg[a] {

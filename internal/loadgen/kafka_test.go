@@ -72,7 +72,7 @@ func checkMappedRecords(t *testing.T, form Form, recs []Record, st Stats) {
 	totals := make(map[AppKey]uint64)
 	var events int64
 	end := st.Truth.StartMs + int64(st.Truth.Slots)*st.Truth.SlotMs
-	for i, accs := range decodeInput(t, form, recs) {
+	for i, accs := range decodeInput(t, form, false, recs) {
 		if ts := recs[i].TimeMs; ts < st.Truth.StartMs || ts >= end || (ts-st.Truth.StartMs)%10 != 0 {
 			t.Fatalf("record %d: Kafka timestamp %d, want the start of a 10 ms tick in [%d, %d)", i, ts, st.Truth.StartMs, end)
 		}

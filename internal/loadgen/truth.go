@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -52,6 +54,10 @@ type Workload struct {
 	TickMs    int64    `json:"tick_ms"`
 	FlushMs   int64    `json:"flush_ms"`
 	Seed      uint64   `json:"seed"`
+	// Sources is Config.Sources: how many instances the accesses came
+	// from (0: none); instance i is named SourceName(Form, i).
+	Sources    int     `json:"sources,omitempty"`
+	SourceSkew float64 `json:"source_skew,omitempty"` // Config.SourceSkew; 0: uniform
 }
 
 // TruthKey is one key's send log.
@@ -62,6 +68,10 @@ type TruthKey struct {
 	Planted  bool     `json:"planted,omitempty"` // true when a Flash sends it
 	Expected float64  `json:"expected_rate"`     // background expectation plus planted target rates, events/s
 	Counts   []uint64 `json:"counts"`            // events sent per slot
+	// Sources, in a run with sources and for planted keys only, holds the
+	// key's events per instance over the run (index i: the instance named
+	// SourceName(Form, i)), background events of the key included.
+	Sources []uint64 `json:"sources,omitempty"`
 }
 
 // AppKey names a key within an app.
@@ -139,6 +149,113 @@ func (t *Truth) Totals() map[AppKey]uint64 {
 		out[AppKey{k.App, k.Key}] = sum
 	}
 	return out
+}
+
+// SourceShare is one source's share of a key's events.
+type SourceShare struct {
+	Source string  // as the run's records name it (SourceName)
+	Share  float64 // 0..1
+}
+
+// SourceName returns the name of instance i as the run's records carry it:
+// SourceName(Workload.Form, i).
+func (t *Truth) SourceName(i int) string {
+	f, _ := ParseForm(t.Workload.Form)
+	return SourceName(f, i)
+}
+
+// find returns the truth of (app, key), or nil.
+func (t *Truth) find(app, key string) *TruthKey {
+	for i := range t.Keys {
+		if k := &t.Keys[i]; k.App == app && k.Key == key {
+			return k
+		}
+	}
+	return nil
+}
+
+// SourceCounts returns the events of (app, key) per source over the run,
+// for the sources that sent any, named as the records name them. It is nil
+// when the Truth has no per-source counts of the key: the run had no
+// sources (Workload.Sources 0), or the key is not planted.
+func (t *Truth) SourceCounts(app, key string) map[string]uint64 {
+	k := t.find(app, key)
+	if k == nil || k.Sources == nil {
+		return nil
+	}
+	out := make(map[string]uint64)
+	for i, n := range k.Sources {
+		if n > 0 {
+			out[t.SourceName(i)] = n
+		}
+	}
+	return out
+}
+
+// SourceShares returns each source's share (0..1, summing to 1) of the
+// events of (app, key) over the run; nil as SourceCounts, and empty for a
+// key that sent nothing. hotspotd's `sources` of /v1/hotkeys/{key} are
+// shares of the key's recent rounds: they match these in expectation when
+// the split holds over the run (uniform, SourceSkew, a Flash's TopShare),
+// within the sampling noise of the rounds' counts.
+func (t *Truth) SourceShares(app, key string) map[string]float64 {
+	counts := t.SourceCounts(app, key)
+	if counts == nil {
+		return nil
+	}
+	var total uint64
+	for _, n := range counts {
+		total += n
+	}
+	out := make(map[string]float64, len(counts))
+	for s, n := range counts {
+		out[s] = float64(n) / float64(total)
+	}
+	return out
+}
+
+// TopSources returns the n busiest sources of (app, key) over the run
+// (all of them when n <= 0), busiest first, ties in instance order; nil as
+// SourceCounts.
+func (t *Truth) TopSources(app, key string, n int) []SourceShare {
+	k := t.find(app, key)
+	if k == nil || k.Sources == nil {
+		return nil
+	}
+	var total uint64
+	idx := make([]int, 0, len(k.Sources))
+	for i, c := range k.Sources {
+		if c > 0 {
+			idx = append(idx, i)
+			total += c
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(k.Sources[b], k.Sources[a]) })
+	if n > 0 && len(idx) > n {
+		idx = idx[:n]
+	}
+	out := make([]SourceShare, len(idx))
+	for j, i := range idx {
+		out[j] = SourceShare{Source: t.SourceName(i), Share: float64(k.Sources[i]) / float64(total)}
+	}
+	return out
+}
+
+// DistinctSources returns how many sources sent (app, key) at least one
+// event over the run (hotspotd's `distinct_sources` estimates the same
+// over its rounds); 0 when the Truth has no per-source counts of the key.
+func (t *Truth) DistinctSources(app, key string) int {
+	k := t.find(app, key)
+	if k == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range k.Sources {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // WriteFile writes t as JSON to path (the format is in docs/loadgen.md).
