@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/color"
+	"image/png"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +24,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
@@ -518,7 +523,11 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 }
 
 // TestLivePage loads the page in headless Chromium against a running
-// hotspotd and checks that a hot key shows up in the hot-keys table.
+// hotspotd and checks that a hot key shows up in the hot-keys table, with
+// its sources (three instances sending 70, 20 and 10 % of its reads) as a
+// stacked bar and its reads served from memory (the instances' effect
+// reports, 95 % from L1) as a badge; a screenshot of the page must show
+// both (HOTSPOT_PAGE_PNG=FILE keeps it).
 func TestLivePage(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -535,7 +544,8 @@ func TestLivePage(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 	prod := newProducer(t, c.brokers, c.topic, false)
-	wg.Go(func() { prod.run(ctx, t, map[string]float64{"item:<on-page>": 2000, "item:warm": 300}, 500) })
+	wg.Go(func() { prod.run(ctx, t, map[string]float64{"item:warm": 300}, 500) })
+	wg.Go(func() { sourcedReads(ctx, t, c.brokers, c.topic, "item:<on-page>", 2000) })
 	waitFor(t, 20*time.Second, "the key to turn hot", func() bool {
 		_, ok := w.Snapshot().Key("shop", "item:<on-page>")
 		return ok
@@ -555,6 +565,24 @@ func TestLivePage(t *testing.T) {
 		getJSON(t, "http://"+p.addr+"/v1/history?app=shop", &got)
 		return len(got.Events) > 0
 	})
+	// The key's sources and effect, as the page reads them.
+	keyURL := "http://" + p.addr + "/v1/hotkeys/" + url.PathEscape("item:<on-page>") + "?app=shop"
+	var st httpapi.KeyStatus
+	waitFor(t, 15*time.Second, "the key's sources and effect", func() bool {
+		getJSON(t, keyURL, &st)
+		return len(st.Sources) == 3 && st.Sources[0].Source == "web-1" && st.Effect != nil && st.Effect.L1Hits > 0
+	})
+	if math.Abs(st.Sources[0].Share-0.7) > 0.05 || st.DistinctSources != 3 {
+		t.Errorf("sources %+v, %d distinct; want web-1 at 0.70 ± 0.05 first, 3 distinct", st.Sources, st.DistinctSources)
+	}
+	var hk httpapi.AppHotKeys
+	waitFor(t, 5*time.Second, "served_l1 in the list", func() bool {
+		getJSON(t, "http://"+p.addr+"/v1/hotkeys?app=shop", &hk)
+		return len(hk.HotKeys) > 0 && hk.HotKeys[0].ServedL1 != nil
+	})
+	if f := *hk.HotKeys[0].ServedL1; math.Abs(f-0.95) > 0.01 {
+		t.Errorf("served_l1 %v, want 0.95 (each instance reports 95 %% of its reads from L1)", f)
+	}
 	// --virtual-time-budget lets the page's fetches and first render finish
 	// before the DOM is dumped.
 	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -579,6 +607,121 @@ func TestLivePage(t *testing.T) {
 	if !strings.Contains(dom, `<svg class="timeline"`) || !strings.Contains(dom, `<title>item:&lt;on-page&gt;: `) {
 		t.Errorf("the hot key is not on the app's timeline; DOM:\n%s", dom)
 	}
+	// Its sources bar, the busiest named, and the share served from memory.
+	for _, frag := range []string{`<td class="sources"><span class="srcbar"`, `title="web-1: 7`, `<span class="srcname">web-1 7`,
+		`<span class="l1 good"`, `>L1 9`} {
+		if !strings.Contains(dom, frag) {
+			t.Errorf("the hot key's sources or effect are not on the page: no %s; DOM:\n%s", frag, dom)
+		}
+	}
+	pageScreenshot(ctx, t, chromium, "http://"+p.addr+"/")
+}
+
+// sourcedReads sends, until ctx ends, rate reads/s of key in app "shop"
+// from three instances, web-1, web-2 and web-3, sending 70, 20 and 10 % of
+// them (SDK batches with their source, version 3), and each instance's
+// effect report every second, as hotcache sends it: 95 % of its reads
+// answered from its L1, 4 % from Redis, 1 % refused by the rate limit.
+func sourcedReads(ctx context.Context, t *testing.T, brokers, topic, key string, rate float64) {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
+		BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireOne}
+	defer w.Close()
+	srcs := []struct {
+		name  string
+		share float64
+	}{{"web-1", 0.7}, {"web-2", 0.2}, {"web-3", 0.1}}
+	owed, reads := make([]float64, len(srcs)), make([]uint64, len(srcs))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	last, reported := time.Now(), time.Now()
+	var failing writeRetry
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last = now
+		var msgs []kafka.Message
+		for i, s := range srcs {
+			owed[i] += rate * s.share * dt
+			if n := uint64(owed[i]); n > 0 {
+				owed[i] -= float64(n)
+				reads[i] += n
+				msgs = append(msgs, kafka.Message{Value: wire.AppendAccessesFrom(nil, "shop", s.name, now.UnixMilli(),
+					[]wire.Access{{Key: key, Count: n, Op: wire.OpRead}})})
+			}
+		}
+		if now.Sub(reported) >= time.Second {
+			for i, s := range srcs {
+				n := reads[i]
+				eff := wire.EffectCounts{L1Hits: n * 95 / 100, L2Reads: n * 4 / 100, SourceLoads: n / 100, Limited: n / 100}
+				msgs = append(msgs, kafka.Message{Value: wire.AppendEffects(nil, "shop", s.name, now.UnixMilli(),
+					now.Sub(reported).Milliseconds(), []wire.Effect{{Key: key, EffectCounts: eff}})})
+				reads[i] = 0
+			}
+			reported = now
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if _, stop := failing.write(ctx, t, w, msgs); stop {
+			return
+		}
+	}
+}
+
+// pageScreenshot takes a screenshot of the page in headless Chromium and
+// checks that it shows the busiest source's segment of the sources bar
+// (#2563eb, 70 % of a 120 px bar, 10 px high) and the green L1 badge
+// (#e3f4e5): the page's look, not only its DOM. HOTSPOT_PAGE_PNG=FILE
+// keeps the screenshot.
+func pageScreenshot(ctx context.Context, t *testing.T, chromium, pageURL string) {
+	t.Helper()
+	file := os.Getenv("HOTSPOT_PAGE_PNG")
+	if file == "" {
+		file = filepath.Join(t.TempDir(), "page.png")
+	}
+	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000", "--hide-scrollbars",
+		"--window-size=1600,900", "--force-device-scale-factor=1", "--screenshot="+file, pageURL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", file, err)
+	}
+	count := func(c color.RGBA) int {
+		n := 0
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if uint8(r>>8) == c.R && uint8(g>>8) == c.G && uint8(bl>>8) == c.B {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// 0.7 × 120 px × 10 px = 840 px, less the segment's 1 px border and
+	// the bar's rounded corners.
+	if n := count(color.RGBA{0x25, 0x63, 0xeb, 0xff}); n < 500 {
+		t.Errorf("screenshot %s: %d px of the busiest source's colour, want the 70 %% segment of the sources bar (> 500 px)", file, n)
+	}
+	if n := count(color.RGBA{0xe3, 0xf4, 0xe5, 0xff}); n < 100 {
+		t.Errorf("screenshot %s: %d px of the L1 badge's green, want the badge (> 100 px)", file, n)
+	}
+	t.Logf("screenshot of the page: %s", file)
 }
 
 // TestAccuracy: Zipf background over a million keys (s = 0.8 and 1.1) with

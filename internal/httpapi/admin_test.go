@@ -45,6 +45,9 @@ func (f *fakeLists) Remove(_ context.Context, kind, app, key string) error {
 type noAggregators struct{}
 
 func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) { return nil, nil }
+func (noAggregators) Effects(context.Context, string) ([]api.KeyEffectRates, error) {
+	return nil, nil
+}
 func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
 	return api.KeyState{}, false, nil
 }

@@ -67,11 +67,15 @@ type Config struct {
 type Aggregators interface {
 	Top(ctx context.Context, app string, n int) ([]api.KeyState, error)
 	Key(ctx context.Context, app, key string) (api.KeyState, bool, error)
+	// Effects returns the effect of every key of app ("": every app) that
+	// has any, from every shard.
+	Effects(ctx context.Context, app string) ([]api.KeyEffectRates, error)
 }
 
 type server struct {
 	cfg Config
 	log *slog.Logger
+	eff effectCache
 }
 
 // New returns the API's handler. Routes (docs/api.md):
@@ -142,6 +146,10 @@ type HotKey struct {
 	Source string  `json:"source"`
 	Rule   *int    `json:"rule,omitempty"` // index of the app's rule that made it hot, -1 the default rule; absent for a key only pinned
 	Kind   string  `json:"kind"`           // "count", "bytes" or "write" (apps never cache a write key)
+	// ServedL1 is the fraction of the key's reads the apps answered from
+	// their L1 over the effect window, cluster-wide: l1_hits / (l1_hits +
+	// l2_reads + limited); absent when nothing was reported.
+	ServedL1 *float64 `json:"served_l1,omitempty"`
 }
 
 // AppHotKeys is the answer of /v1/hotkeys?app=APP.
@@ -166,6 +174,14 @@ type KeyStatus struct {
 	Source string  `json:"source,omitempty"` // "detected" or "pinned", when hot
 	Rule   *int    `json:"rule,omitempty"`   // as in HotKey, when hot
 	Kind   string  `json:"kind,omitempty"`   // as in HotKey, when hot
+	// Sources, DistinctSources and Effect are the owning aggregator's, for
+	// a key near its threshold or hot (absent otherwise): its busiest
+	// sources with their shares of its rate, busiest first; an estimate of
+	// how many distinct sources send it; what the apps' caches did with its
+	// reads, per second cluster-wide.
+	Sources         []api.SourceShare `json:"sources,omitempty"`
+	DistinctSources uint64            `json:"distinct_sources,omitempty"`
+	Effect          *api.EffectRates  `json:"effect,omitempty"`
 }
 
 // TopKey is one entry of /v1/top.
@@ -189,6 +205,7 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		for _, app := range snap.Apps() {
 			apps = append(apps, appHotKeys(snap, app))
 		}
+		a.servedL1(r.Context(), "", apps)
 		httpjson.Indent(w, http.StatusOK, AllHotKeys{Apps: apps})
 		return
 	}
@@ -197,7 +214,9 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	httpjson.Indent(w, http.StatusOK, appHotKeys(snap, app))
+	out := []AppHotKeys{appHotKeys(snap, app)}
+	a.servedL1(r.Context(), app, out)
+	httpjson.Indent(w, http.StatusOK, out[0])
 }
 
 func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
@@ -226,6 +245,7 @@ func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	ks, found, err := a.cfg.Aggregators.Key(r.Context(), app, key)
 	if found {
 		st.Rate = ks.Rate
+		st.Sources, st.DistinctSources, st.Effect = ks.Sources, ks.DistinctSources, ks.Effect
 	} else if err != nil {
 		a.log.Warn("no current rate", "app", app, "key", key, "err", err)
 	}

@@ -4,24 +4,64 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
+// effectAggregators answers Key with item:1's sources and effect, and
+// Effects with item:1's and blob:1's effect, counting the Effects calls.
+type effectAggregators struct {
+	noAggregators
+	mu    sync.Mutex // guards calls
+	calls int
+}
+
+var item1Effect = api.EffectRates{L1Hits: 2700, L2Reads: 200, SourceLoads: 20, Limited: 100}
+
+func (f *effectAggregators) Key(_ context.Context, app, key string) (api.KeyState, bool, error) {
+	if app != "shop" || key != "item:1" {
+		return api.KeyState{}, false, nil
+	}
+	e := item1Effect
+	return api.KeyState{App: app, Key: key, Rate: 950, Hot: true, Sources: []api.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "web-2", Share: 0.2}},
+		DistinctSources: 12, Effect: &e}, true, nil
+}
+
+func (f *effectAggregators) Effects(_ context.Context, app string) ([]api.KeyEffectRates, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	keys := []api.KeyEffectRates{
+		{App: "shop", Key: "item:1", Effect: item1Effect},
+		{App: "shop", Key: "blob:1", Effect: api.EffectRates{SourceLoads: 3}}, // no reads: no served_l1
+		{App: "other", Key: "item:1", Effect: api.EffectRates{L1Hits: 1}},
+	}
+	if app != "" {
+		keys = slices.DeleteFunc(keys, func(k api.KeyEffectRates) bool { return k.App != app })
+	}
+	return keys, nil
+}
+
 // TestHotKeysRuleAndKind publishes a shard node with keys of each kind, and
 // a pin, on the real ZooKeeper, follows it with hotwatch as hotspotd does,
 // and checks that /v1/hotkeys and /v1/hotkeys/{key} show each key's rule
-// (absent for the pin) and kind.
+// (absent for the pin) and kind, and its sources and effect: served_l1 in
+// the list for the keys with reads reported, sources, distinct_sources and
+// effect for one key.
 func TestHotKeysRuleAndKind(t *testing.T) {
 	addr := stacktest.ZK(t)
 	root := "/" + stacktest.Name(t)
@@ -87,7 +127,8 @@ func TestHotKeysRuleAndKind(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	h, err := New(Config{HotSet: w.Snapshot, Aggregators: noAggregators{}})
+	aggs := &effectAggregators{}
+	h, err := New(Config{HotSet: w.Snapshot, Aggregators: aggs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,15 +157,16 @@ func TestHotKeysRuleAndKind(t *testing.T) {
 	}
 	body := getJSON("/v1/hotkeys?app=shop", &raw)
 	tests := []struct {
-		key  string
-		rule any // float64 as JSON numbers decode, nil when absent
-		kind string
+		key      string
+		rule     any // float64 as JSON numbers decode, nil when absent
+		kind     string
+		servedL1 any
 	}{
-		{"item:1", 0.0, "count"},
-		{"blob:1", 2.0, "bytes"},
-		{"counter:1", 3.0, "write"},
-		{"old", -1.0, "count"},
-		{"pinned:1", nil, "count"},
+		{"item:1", 0.0, "count", 0.9},
+		{"blob:1", 2.0, "bytes", nil},
+		{"counter:1", 3.0, "write", nil},
+		{"old", -1.0, "count", nil},
+		{"pinned:1", nil, "count", nil},
 	}
 	byKey := map[string]map[string]any{}
 	for _, k := range raw.HotKeys {
@@ -143,6 +185,42 @@ func TestHotKeysRuleAndKind(t *testing.T) {
 		if k["kind"] != tt.kind {
 			t.Errorf("%s: kind %v, want %q", tt.key, k["kind"], tt.kind)
 		}
+		if f, ok := k["served_l1"]; (tt.servedL1 == nil) == ok || ok && math.Abs(f.(float64)-tt.servedL1.(float64)) > 1e-9 {
+			t.Errorf("%s: served_l1 %v (present %v), want %v", tt.key, f, ok, tt.servedL1)
+		}
+	}
+	// Asked again within a second, the list reuses the shards' answer.
+	for range 5 {
+		getJSON("/v1/hotkeys?app=shop", &raw)
+	}
+	aggs.mu.Lock()
+	calls := aggs.calls
+	aggs.mu.Unlock()
+	if calls > 2 { // 1, or 2 on a machine so slow that the six took over a second
+		t.Errorf("6 lists in a row asked the shards for effects %d times, want 1", calls)
+	}
+	var item1 map[string]any
+	one := getJSON("/v1/hotkeys/item:1?app=shop", &item1)
+	for _, frag := range []string{
+		`"sources": [
+    {
+      "source": "web-1",
+      "share": 0.7
+    },`,
+		`"distinct_sources": 12,`,
+		`"effect": {
+    "l1_hits": 2700,
+    "l2_reads": 200,
+    "source_loads": 20,
+    "limited": 100
+  }`,
+	} {
+		if !strings.Contains(one, frag) {
+			t.Errorf("/v1/hotkeys/item:1 lacks %s:\n%s", frag, one)
+		}
+	}
+	if one := getJSON("/v1/hotkeys/old?app=shop", &item1); strings.Contains(one, "sources") || strings.Contains(one, "effect") {
+		t.Errorf("/v1/hotkeys/old, without state at the shards, = %s; want no sources or effect", one)
 	}
 
 	var st KeyStatus
@@ -152,7 +230,8 @@ func TestHotKeysRuleAndKind(t *testing.T) {
 	}
 	var all AllHotKeys
 	getJSON("/v1/hotkeys", &all)
-	if len(all.Apps) != 1 || len(all.Apps[0].HotKeys) != 5 || all.Apps[0].HotKeys[0].Kind != "count" || *all.Apps[0].HotKeys[0].Rule != 0 {
-		t.Errorf("/v1/hotkeys = %+v, want shop's 5 keys, item:1 first with rule 0, kind count", all)
+	if len(all.Apps) != 1 || len(all.Apps[0].HotKeys) != 5 || all.Apps[0].HotKeys[0].Kind != "count" || *all.Apps[0].HotKeys[0].Rule != 0 ||
+		all.Apps[0].HotKeys[0].ServedL1 == nil || math.Abs(*all.Apps[0].HotKeys[0].ServedL1-0.9) > 1e-9 {
+		t.Errorf("/v1/hotkeys = %+v, want shop's 5 keys, item:1 first with rule 0, kind count, served_l1 0.9", all)
 	}
 }

@@ -117,3 +117,70 @@ console.log(JSON.stringify({
 		t.Errorf("empty list %q, failed read %q", got.None, got.Failed)
 	}
 }
+
+// TestPageSources runs page/page.js in Node.js and checks what it shows of
+// a hot key's sources and effect: a stacked bar with a segment per source
+// (its share as width, its name on hover), the busiest named beside it with
+// the distinct sources, and the L1 badge; a dash for what is not known.
+func TestPageSources(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile("page/page.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := `const el = { textContent: "", innerHTML: "" };
+globalThis.document = { getElementById: () => el, querySelector: () => el };
+globalThis.fetch = async () => { throw new Error("offline"); };
+globalThis.setInterval = () => 0;
+`
+	check := `
+const st = {app: "shop", key: "item:42", hot: true, rate: 3000, distinct_sources: 1234,
+  sources: [{source: "web-1", share: 0.7}, {source: "<b>", share: 0.2}]};
+details.set("shop\u0000item:42", {at: Date.now(), st});
+console.log(JSON.stringify({
+  bar: sourcesBar(st),
+  none: sourcesBar({app: "shop", key: "x"}),
+  unread: sourcesBar(null),
+  badges: [servedBadge(0.934), servedBadge(0.6), servedBadge(0.1), servedBadge(undefined), servedBadge(null)],
+  section: appSection("shop", [{key: "item:42", rate: 3000, since: "2026-11-30T15:04:05Z", source: "detected", rule: -1, kind: "count", served_l1: 0.934}], []),
+}));`
+	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var got struct {
+		Bar, None, Unread, Section string
+		Badges                     []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	for _, frag := range []string{
+		"<span class=\"srcbar\" title=\"web-1: 70%\n&lt;b&gt;: 20%\">", // every source on hover, one a line
+		`<span style="width:70.0%;background:#2563eb" title="web-1: 70%"></span>`,
+		`<span style="width:20.0%;background:#f59e0b" title="&lt;b&gt;: 20%"></span>`,
+		`<span class="srcname">web-1 70% · 1,234 sources</span>`,
+	} {
+		if !strings.Contains(got.Bar, frag) {
+			t.Errorf("sources bar lacks %q:\n%s", frag, got.Bar)
+		}
+	}
+	if !strings.Contains(got.None, "–") || !strings.Contains(got.Unread, "–") {
+		t.Errorf("no sources: %q, not read yet: %q; want a dash", got.None, got.Unread)
+	}
+	wantBadges := []string{`class="l1 good"`, `class="l1 fair"`, `class="l1 poor"`, "–", "–"}
+	for i, w := range wantBadges {
+		if !strings.Contains(got.Badges[i], w) {
+			t.Errorf("badge %d = %q, want %q", i, got.Badges[i], w)
+		}
+	}
+	if !strings.Contains(got.Badges[0], ">L1 93%<") {
+		t.Errorf("badge of 0.934 = %q, want L1 93%%", got.Badges[0])
+	}
+	if !strings.Contains(got.Section, `class="l1 good"`) || !strings.Contains(got.Section, `<td class="sources"><span class="srcbar"`) {
+		t.Errorf("hot key row lacks its badge or sources bar:\n%s", got.Section)
+	}
+}

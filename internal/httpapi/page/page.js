@@ -130,17 +130,64 @@ function rulesTable(list) {
   return `<table class="rules"><thead><tr><th>#</th><th>match</th><th>pattern</th>${cols.map((c) => `<th>${c}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table><p class="note">version ${esc(list.version)} · first match wins · - is the default rule's value</p>`;
 }
 
+// Sources and effect: each hot key's busiest sources (GET
+// /v1/hotkeys/{key}), for the DETAILED busiest hot keys of each app,
+// refreshed every 5 s; the share of its reads answered from the apps'
+// memory comes with the list (served_l1).
+const DETAILED = 20;
+const details = new Map(); // "app\u0000key" -> {at, st} (st null until read)
+
+async function refreshDetails(app, hot) {
+  await Promise.all(hot.slice(0, DETAILED).map(async (k) => {
+    const id = app + "\u0000" + k.key;
+    const d = details.get(id);
+    if (d && Date.now() - d.at < 5e3) return;
+    details.set(id, { at: Date.now(), st: d ? d.st : null });
+    try {
+      const st = await get(`/v1/hotkeys/${encodeURIComponent(k.key)}?app=${encodeURIComponent(app)}`);
+      details.set(id, { at: Date.now(), st });
+    } catch (err) {
+      // keep what was shown; tried again in 5 s
+    }
+  }));
+}
+
+const pct = (f) => Math.round(f * 100) + "%";
+const SOURCE_COLORS = ["#2563eb", "#f59e0b", "#10b981", "#8b5cf6", "#ef4444", "#06b6d4", "#84cc16", "#ec4899"];
+
+// sourcesBar draws a key's busiest sources as one stacked bar, each source
+// its share of the key's rate (hover for its name), the busiest named next
+// to it with the number of distinct sources; the rest of the bar is the
+// part no listed source accounts for.
+function sourcesBar(st) {
+  if (!st || !st.sources || !st.sources.length) return '<span class="empty">–</span>';
+  const segs = st.sources.map((s, i) =>
+    `<span style="width:${(Math.min(s.share, 1) * 100).toFixed(1)}%;background:${SOURCE_COLORS[i % SOURCE_COLORS.length]}" title="${esc(s.source)}: ${pct(s.share)}"></span>`).join("");
+  const all = st.sources.map((s) => `${s.source}: ${pct(s.share)}`).join("\n");
+  const n = st.distinct_sources ? ` · ${fmt(st.distinct_sources)} source${st.distinct_sources === 1 ? "" : "s"}` : "";
+  return `<span class="srcbar" title="${esc(all)}">${segs}</span><span class="srcname">${esc(st.sources[0].source)} ${pct(st.sources[0].share)}${esc(n)}</span>`;
+}
+
+// servedBadge shows the fraction of a key's reads answered from the apps'
+// L1, cluster-wide: green from 90 %, amber from 50 %, red below.
+function servedBadge(f) {
+  if (typeof f !== "number") return '<span class="empty">–</span>';
+  const cls = f >= 0.9 ? "good" : f >= 0.5 ? "fair" : "poor";
+  return `<span class="l1 ${cls}" title="reads answered from the apps' memory (L1), cluster-wide, last 10 s">L1 ${pct(f)}</span>`;
+}
+
 function appSection(app, hot, top) {
   const list = (ruleLists.get(app) || {}).list;
   const hotRows = hot.map((k) => {
     const h = remember(app, k.key, k.rate);
-    return `<tr class="hot"><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td><td>${esc(new Date(k.since).toLocaleTimeString())}</td><td>${esc(k.source)}</td><td>${esc(ruleLabel(k, list))}</td><td>${spark(h)}</td></tr>`;
+    const d = details.get(app + "\u0000" + k.key);
+    return `<tr class="hot"><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td><td>${servedBadge(k.served_l1)}</td><td class="sources">${sourcesBar(d && d.st)}</td><td>${esc(new Date(k.since).toLocaleTimeString())}</td><td>${esc(k.source)}</td><td>${esc(ruleLabel(k, list))}</td><td>${spark(h)}</td></tr>`;
   }).join("");
   const hotSet = new Set(hot.map((k) => k.key));
   const busy = top.filter((k) => !hotSet.has(k.key)).slice(0, 10).map((k) =>
     `<tr><td class="key">${esc(k.key)}</td><td class="num">${fmt(k.rate)}</td></tr>`).join("");
   return `<section class="app" data-app="${esc(app)}"><h2>app ${esc(app)}</h2><div class="cols">
-    <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>since</th><th>source</th><th>rule</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
+    <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>from memory</th><th>top sources</th><th>since</th><th>origin</th><th>rule</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
     <div><h3>Busiest keys not hot</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
   </div><h3>Rules</h3>${rulesTable(list)}<h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
 }
@@ -154,8 +201,9 @@ async function tick() {
     const apps = hot.apps.map((a) => a.app);
     for (const e of events.events) if (!apps.includes(e.app)) apps.push(e.app);
     const tops = await Promise.all(apps.map((app) => get("/v1/top?n=20&app=" + encodeURIComponent(app)).catch(() => ({ keys: [] }))));
-    await Promise.all([...apps.map(refreshTimeline), ...apps.map(refreshRules)]);
     const byApp = new Map(hot.apps.map((a) => [a.app, a.hotkeys]));
+    await Promise.all([...apps.map(refreshTimeline), ...apps.map(refreshRules),
+      ...apps.map((app) => refreshDetails(app, byApp.get(app) || []))]);
     document.getElementById("apps").innerHTML = apps.length
       ? apps.map((app, i) => appSection(app, byApp.get(app) || [], tops[i].keys)).join("")
       : '<p class="empty">No hot keys yet.</p>';
