@@ -11,11 +11,16 @@
 // the low mark for the hold, so a key at the threshold does not flap; a
 // never rule's keys are counted but never hot; a top-K rule's K busiest
 // keys over all shards are hot, cut with hysteresis at the K-th place. A
-// top-K view per app lists the busiest keys even when cold.
+// top-K view per app lists the busiest keys even when cold. A key near its
+// threshold, or hot, also keeps who sends it (its busiest sources and their
+// shares, an estimate of its distinct sources) and what the apps' caches
+// did with its reads (the effect they report); other keys keep neither.
 //
 // Invariants: every tracked key is judged by a rule of its app's current
 // rules once SetRules has returned; memory is bounded by MaxKeys tracked keys (the coldest are
-// evicted; a hot key is never evicted to make room); each app's shard node is
+// evicted; a hot key is never evicted to make room), and by MaxNearKeys keys
+// with sources and effect, each with at most 32 sources and two sketches of
+// 4 KiB; each app's shard node is
 // written at most once per PublishInterval and renewed every Renew (< TTL)
 // while it holds keys, so readers never see a live shard's keys expire; a
 // shard node of an aggregator that is no longer a member is deleted only

@@ -80,8 +80,8 @@ type server struct {
 
 // New returns the API's handler. Routes (docs/api.md):
 //
-//	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending
-//	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate
+//	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending, with the share of their reads served from L1
+//	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate, its busiest sources and its effect
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
 //	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
