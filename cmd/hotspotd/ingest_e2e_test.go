@@ -139,9 +139,13 @@ func TestInputFormats(t *testing.T) {
 			cold: func(i int) string { return combined(fmt.Sprintf("/item/%d", 100+i), 200) },
 			bad:  "this is not a log line", hotKey: "web/item:42", coldPrefix: "web/item:1"},
 		"json": {w: kcat(t, c.brokers, topics["json"]),
-			hot:  func(int) string { return `{"service":"svc","request":{"uri":"item:7","method":"GET"},"size":100,"other":[1,2]}` },
-			cold: func(i int) string { return fmt.Sprintf(`{"service":"svc","request":{"uri":"cold:%d","method":"GET"}}`, i) },
-			bad:  `{"service":"svc","request":{}}`, hotKey: "svc/item:7", coldPrefix: "svc/cold:"},
+			hot: func(int) string {
+				return `{"service":"svc","request":{"uri":"item:7","method":"GET"},"size":100,"other":[1,2]}`
+			},
+			cold: func(i int) string {
+				return fmt.Sprintf(`{"service":"svc","request":{"uri":"cold:%d","method":"GET"}}`, i)
+			},
+			bad: `{"service":"svc","request":{}}`, hotKey: "svc/item:7", coldPrefix: "svc/cold:"},
 		"regex": {w: kcat(t, c.brokers, topics["regex"]),
 			hot:  func(int) string { return "198.51.100.1 GET /item/9" },
 			cold: func(i int) string { return fmt.Sprintf("198.51.100.1 GET /cold/%d", i) },
