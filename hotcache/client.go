@@ -90,6 +90,12 @@ type hotEntry struct {
 	// Guarded by Client.hotMu.
 	size int64 // bytes of val accounted in Client.l1Used
 	dead bool  // demoted or refused: never install a value again
+
+	// The key's effect (effect.go), last: a Get served from L1 reads val and
+	// writes a stripe of hits, and these fields are written only by Gets
+	// that miss L1 and by the reporter, so they stay off val's cache line.
+	eff effectCount // of the accesses in hits, the Gets that L1 did not answer, by outcome
+	acc effectAcc   // the effect since the last effect report; the reporter's own
 }
 
 // hotTable is an immutable map of hot entries, replaced as a whole (copy on
@@ -109,6 +115,8 @@ type Client struct {
 	hotMu   sync.Mutex // serializes writers of hot and entry installs; guards retired, l1Used and hotEntry.size/dead
 	retired []*hotEntry
 	l1Used  int64
+
+	effRetired []*hotEntry // entries retired since the last effect report; the reporter's own (effect.go)
 
 	recent  *ristretto.Cache[string, *value] // last-known values (breaker fallback) and not-found answers
 	sf      singleflight.Group
@@ -156,6 +164,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.instance = cmp.Or(o.instance, defaultInstance(os.Hostname, os.Getpid()))
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -183,12 +192,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 // assembleClient returns a Client of o with its local parts (limiters, L1, the
 // fallback cache, the breaker), before it connects to anything.
 func assembleClient(o options) (*Client, error) {
-	host, _ := os.Hostname()
 	c := &Client{
 		o:        o,
 		log:      cmp.Or(o.log, slog.New(slog.DiscardHandler)),
 		m:        newMetrics(o.reg),
-		instance: cmp.Or(o.instance, fmt.Sprintf("%s-%d", host, os.Getpid())),
+		instance: o.instance, // New gave it its default
 		hotLim:   rate.NewLimiter(o.hotRate.limit(), o.hotRate.burst()),
 		loadLim:  rate.NewLimiter(o.loaderRate.limit(), o.loaderRate.burst()),
 		warmLim:  newWarmLimiter(o),
@@ -265,7 +273,8 @@ func (c *Client) setSink(tr kafka.RoundTripper) {
 // refresher and loaders and, with Redis, the invalidation subscriber, the
 // retries of pending invalidations and the replicas' samplers.
 func (c *Client) startWorkers() {
-	rep := &reporter{app: c.o.app, every: c.o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m}
+	rep := &reporter{app: c.o.app, src: c.instance, every: c.o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m,
+		effectEvery: c.o.effectEvery, effects: c.takeEffects}
 	c.spawn(func() { rep.run(c.bg) })
 	c.spawn(c.refresher)
 	for range 4 {
@@ -361,8 +370,8 @@ func (c *Client) lookup(ctx context.Context, key string) ([]byte, Served, error)
 			c.countHot(e, len(data))
 			return data, Fresh, err
 		}
-		data, s, err := c.getHot(ctx, e)
-		c.countHot(e, len(data))
+		data, s, out, err := c.getHot(ctx, e)
+		c.countHotMiss(e, len(data), out)
 		return c.withFallback(ctx, key, data, s, err)
 	}
 	data, s, err := c.getCold(ctx, key)
@@ -370,8 +379,9 @@ func (c *Client) lookup(ctx context.Context, key string) ([]byte, Served, error)
 	return c.withFallback(ctx, key, data, s, err)
 }
 
-// countHot counts one read of a hot key that served size bytes (0 when it
-// failed or the key does not exist).
+// countHot counts one read of a hot key answered from L1 that served size
+// bytes (0 when the key does not exist); countHotMiss (effect.go) counts the
+// others.
 func (c *Client) countHot(e *hotEntry, size int) {
 	if n := c.o.reportSample; n > 1 {
 		if rand.Uint32()%uint32(n) != 0 {
@@ -402,8 +412,9 @@ func (c *Client) countWrite(key string, size int) {
 }
 
 // getHot serves a hot key whose value is missing or stale: one backend read
-// per key at a time, within the hot-read token bucket.
-func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, error) {
+// per key at a time, within the hot-read token bucket. It also says what the
+// read did, for the key's effect (effect.go).
+func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, effectOutcome, error) {
 	c.m.l1Misses.Inc()
 	stale := e.val.Load()
 	// A caller that would only join a read in flight takes no token.
@@ -411,44 +422,54 @@ func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, error
 		if stale != nil {
 			c.m.throttled.WithLabelValues("hot_stale").Inc()
 			data, err := stale.result()
-			return data, Stale, err
+			return data, Stale, effLimited, err
 		}
 		c.m.throttled.WithLabelValues("hot").Inc()
-		return nil, Fresh, ErrThrottled
+		return nil, Fresh, effLimited, ErrThrottled
 	}
 	ch := c.sf.DoChan("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
 	select {
 	case r := <-ch:
+		h, _ := r.Val.(hotLoad)
+		out := outcomeOf(h.tr)
 		if r.Err != nil {
 			if stale != nil && !errors.Is(r.Err, ErrThrottled) {
 				data, err := stale.result() // a hot key outlives its backends for a while
-				return data, Stale, err
+				return data, Stale, out, err
 			}
-			return nil, Fresh, r.Err
+			return nil, Fresh, out, r.Err
 		}
-		data, err := r.Val.(*value).result()
-		return data, Fresh, err
+		data, err := h.v.result()
+		return data, Fresh, out, err
 	case <-ctx.Done():
-		return nil, Fresh, fmt.Errorf("hotcache: get %q: %w", e.key, ctx.Err())
+		return nil, Fresh, 0, fmt.Errorf("hotcache: get %q: %w", e.key, ctx.Err())
 	}
+}
+
+// hotLoad is the result of loadHot: the value read (nil on error) and what
+// the read did.
+type hotLoad struct {
+	v  *value
+	tr fetchTrace
 }
 
 // loadHot reads e's value from the backends and installs it in L1. It runs
 // in a single flight per key, detached from any caller's context.
-func (c *Client) loadHot(e *hotEntry) (*value, error) {
+func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	e.loading.Store(true)
 	defer e.loading.Store(false)
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
 	gen := e.gen.Load()
 	start := time.Now()
-	data, notFound, err := c.fetch(ctx, e.key, true)
+	var h hotLoad
+	data, notFound, err := c.fetch(ctx, e.key, true, &h.tr)
 	if err != nil {
-		return nil, err
+		return h, err
 	}
-	v := &value{data: data, notFound: notFound, loaded: time.Now()}
-	c.install(e, gen, v, v.loaded.Sub(start))
-	return v, nil
+	h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
+	c.install(e, gen, h.v, h.v.loaded.Sub(start))
+	return h, nil
 }
 
 // install makes v e's value unless e was invalidated since gen was read, or
@@ -501,7 +522,7 @@ func (c *Client) getCold(ctx context.Context, key string) ([]byte, Served, error
 		ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 		defer cancel()
 		seq := c.invSeq.Load()
-		data, notFound, err := c.fetch(ctx, key, false)
+		data, notFound, err := c.fetch(ctx, key, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -549,8 +570,11 @@ func (c *Client) remember(key string, v *value) {
 // ErrUnavailable) without asking the Loader: a Redis outage must not turn
 // into a stampede on the source of truth. A hot key's reads are few (one per
 // key per refresh, within the hot-read bucket), so they fall through to the
-// Loader.
-func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, notFound bool, err error) {
+// Loader. tr, if not nil, records which backends the read reached.
+func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace) (data []byte, notFound bool, err error) {
+	if tr == nil {
+		tr = new(fetchTrace) // a cold read is not traced
+	}
 	redisOK := false
 	var redisErr error
 	// A key whose invalidation has not landed is not read from Redis, whose
@@ -559,6 +583,7 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 		if c.br.allow() {
 			var data []byte
 			var err error
+			tr.redis = true
 			if hot && c.rep != nil {
 				data, err = c.rep.get(ctx, key) // the best of its replicas
 			} else {
@@ -591,8 +616,10 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool) (data []byte, 
 	}
 	if !c.loadLim.Allow() {
 		c.m.throttled.WithLabelValues("loader").Inc()
+		tr.limited = true
 		return nil, false, ErrThrottled
 	}
+	tr.loader = true
 	data, err = c.o.loader.Load(ctx, key)
 	switch {
 	case errors.Is(err, ErrNotFound):

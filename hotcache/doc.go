@@ -3,7 +3,10 @@
 // from Redis (L2) and the app's source of truth (a Loader), reports every
 // access (reads with the bytes they served, and writes) to Hotspot through
 // Kafka, and follows the hot set that Hotspot
-// publishes in ZooKeeper.
+// publishes in ZooKeeper. Its reports name the instance that sends them
+// (WithInstanceID), and every few seconds they say, per hot key, how many
+// of its reads L1 answered and how many went to Redis, to the source or were
+// refused by a rate limit: the key's effect, whether promoting it helped.
 //
 //	c, err := hotcache.New(ctx,
 //		hotcache.WithApp("shop"),
@@ -23,7 +26,8 @@
 //     and leaves it at once when its kind turns to write: a write-hot key's
 //     reads and writes must reach its source.
 //   - A Get of a hot key with a value in L1 does not allocate, lock or wait;
-//     counting the access and its bytes for Hotspot is two atomic adds.
+//     counting the access and its bytes for Hotspot is two atomic adds,
+//     which also yield the key's L1 hits for its effect report.
 //     Every Get reports the size of the value it served, every Set and
 //     Delete a write. No Get ever waits for
 //     Kafka or ZooKeeper.

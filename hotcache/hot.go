@@ -91,29 +91,39 @@ func (c *Client) retire(e *hotEntry) {
 }
 
 // drainHot hands the reporter the accesses counted in hot entries since the
-// last report. A Get that loaded the table just before a demotion may count
-// into a retired entry after it was drained: that access is not reported
-// (at most a few per demotion).
+// last report, and adds them to the entries' effect (effect.go): the reads
+// less the L1 misses counted since the last drain are L1 hits. Retired
+// entries wait in effRetired for the next effect report. A Get that loaded
+// the table just before a demotion may count into a retired entry after it
+// was drained: that access is not reported (at most a few per demotion).
+// Only the reporter's goroutine calls it.
 func (c *Client) drainHot(fn func(key string, t tally)) {
 	var total uint64
 	for k, e := range c.hot.Load().m {
-		switch n, bytes := e.hits.take(); {
+		// The reads first, then the misses: a Get counts its miss before its
+		// read, so no miss is taken before its read (effectAcc).
+		n, bytes := e.hits.take()
+		switch {
 		case n > 0:
 			fn(k, tally{reads: n, readBytes: bytes})
 			total += n
 		case bytes > 0:
 			e.hits.add(0, bytes) // the bytes of a read whose count went with the last flush
 		}
+		e.accumulate(n)
 	}
 	c.hotMu.Lock()
 	retired := c.retired
 	c.retired = nil
 	c.hotMu.Unlock()
 	for _, e := range retired {
-		if n, bytes := e.hits.take(); n > 0 {
+		n, bytes := e.hits.take()
+		if n > 0 {
 			fn(e.key, tally{reads: n, readBytes: bytes})
 			total += n
 		}
+		e.accumulate(n)
+		c.effRetired = append(c.effRetired, e)
 	}
 	c.m.l1Hits.Add(total)
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 type metrics struct {
@@ -23,6 +25,9 @@ type metrics struct {
 	reportBytes   prometheus.Counter
 	reportDropped *prometheus.CounterVec
 	reportFailed  prometheus.Counter
+	effectBatches prometheus.Counter
+	effectDropped prometheus.Counter
+	effect        [4]prometheus.Counter // l1 hits, l2 reads, source loads, limited: every effect report's sum
 
 	localProtected  prometheus.Counter
 	fallbackAnswers prometheus.Counter
@@ -60,12 +65,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.loads = vec("loads_total", "Values read from a backend (from=redis|loader) or found missing (from=notfound).", "from")
 	m.invalidations = vec("invalidations_total", "Invalidations broadcast (dir=sent) and received (dir=received).", "dir")
 	m.reportBatches = counter("reporter_batches_total", "Access batches handed to Kafka.")
-	m.reportBytes = counter("reporter_bytes_total", "Bytes of access batches handed to Kafka.")
+	m.reportBytes = counter("reporter_bytes_total", "Bytes of access and effect batches handed to Kafka.")
 	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down).", "reason")
-	m.reportFailed = counter("reporter_failed_records_total", "Access batches Kafka did not accept.")
+	m.reportFailed = counter("reporter_failed_records_total", "Access and effect batches Kafka did not accept.")
+	m.effectBatches = counter("reporter_effect_batches_total", "Effect batches (the hot keys' L1 hits, L2 reads, source loads and limited reads) handed to Kafka.")
+	m.effectDropped = counter("reporter_dropped_effects_total", "Effect entries (one per hot key and report) not reported: Kafka backlog full or down.")
+	for i, e := range []struct{ name, help string }{
+		{"hot_l1_hits_total", "Gets of hot keys answered from L1 without a backend read; updated every effect report."},
+		{"hot_l2_reads_total", "Gets of hot keys that L1 did not answer, answered by a read that read Redis (hit, miss or error); updated every effect report."},
+		{"hot_source_loads_total", "Gets of hot keys answered by a read that called the Loader; updated every effect report."},
+		{"hot_limited_total", "Gets of hot keys refused by a token bucket before any backend read; updated every effect report."},
+	} {
+		m.effect[i] = counter(e.name, e.help)
+	}
 	m.localProtected = counter("local_protections_total", "Keys this instance read from its backends more than the local limit in one second and then kept locally for the local TTL.")
 	m.fallbackAnswers = counter("fallback_answers_total", "Gets answered by the WithFallback function instead of ErrThrottled or ErrUnavailable.")
 	m.pendingRetried = counter("invalidations_retried_total", "Invalidations that failed at first and landed on a retry.")
 	m.pendingDropped = counter("invalidations_dropped_total", "Invalidations that failed and were not retried because the retry queue was full.")
 	return m
+}
+
+// addEffect adds one effect report's sum over the hot keys.
+func (m *metrics) addEffect(s wire.EffectCounts) {
+	for i, v := range [...]uint64{s.L1Hits, s.L2Reads, s.SourceLoads, s.Limited} {
+		if v > 0 {
+			m.effect[i].Add(float64(v))
+		}
+	}
 }

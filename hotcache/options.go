@@ -50,6 +50,7 @@ type options struct {
 	reportEvery   time.Duration
 	reportMaxKeys int
 	reportSample  int
+	effectEvery   time.Duration // how often the hot keys' effect is reported (effect.go)
 
 	localRate     Rate          // cold reads of one key per second before it is kept locally
 	localTTL      time.Duration // how long such a key is kept
@@ -92,6 +93,7 @@ func defaults() options {
 		reportEvery:     100 * time.Millisecond,
 		reportMaxKeys:   1 << 16,
 		reportSample:    1,
+		effectEvery:     5 * time.Second,
 		localRate:       400,
 		localTTL:        time.Second,
 		pendingMax:      10_000,
@@ -119,6 +121,9 @@ func (o *options) validate() error {
 	if o.doubleDelete < 0 {
 		return fmt.Errorf("hotcache: WithDoubleDeleteDelay: %v must be >= 0", o.doubleDelete)
 	}
+	if err := validInstance(o.instance); err != nil {
+		return err
+	}
 	return o.validateProtection()
 }
 
@@ -126,7 +131,14 @@ func (o *options) validate() error {
 // reports accesses. Required.
 func WithApp(name string) Option { return func(o *options) { o.app = name } }
 
-// WithInstanceID names this instance in logs (default: host name and pid).
+// WithInstanceID names this instance (default "<host name>/<pid>", or
+// "pid-<pid>" when the host name is unknown; "" keeps the default). The name
+// is the source of every access and effect batch the Client reports (docs/
+// wire.md, versions 3 and 4), so Hotspot can tell which instances send a hot
+// key, and it is the "instance" attribute of the Client's log lines. It must
+// be at most 1024 bytes (wire.DefaultMaxKeyLen) of valid UTF-8. Give every
+// instance of an app its own name (a pod name, say): two instances reporting
+// under one name cannot be told apart.
 func WithInstanceID(id string) Option { return func(o *options) { o.instance = id } }
 
 // WithZooKeeper sets the ZooKeeper servers ("host:port") to watch the hot set
@@ -280,6 +292,20 @@ func WithReporting(interval time.Duration, maxKeys, sampleOneIn int) Option {
 		}
 		if sampleOneIn > 0 {
 			o.reportSample = sampleOneIn
+		}
+	}
+}
+
+// WithEffectReports sets how often the Client reports the effect of its hot
+// keys (default 5 s; 0 keeps it): per hot key, the reads answered from L1,
+// the reads that went to Redis, the loads from the Loader and the reads the
+// hot-read bucket refused (docs/hotcache.md, "Source and effect"). They go
+// to the access topic as effect batches, through the same Kafka writer as the
+// access reports.
+func WithEffectReports(every time.Duration) Option {
+	return func(o *options) {
+		if every > 0 {
+			o.effectEvery = every
 		}
 	}
 }

@@ -115,7 +115,7 @@ func readL2(tb testing.TB, c *Client, key string, stop <-chan struct{}, reads *a
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, notFound, err := c.fetch(ctx, key, true)
+		_, notFound, err := c.fetch(ctx, key, true, nil)
 		cancel()
 		if err != nil || notFound {
 			tb.Errorf("hot read of %q: notFound %v, err %v", key, notFound, err)
@@ -234,7 +234,7 @@ func TestReplicaRepair(t *testing.T) {
 		}
 		c.rep.picker.MarkUnhealthy(nodes[0].ID)
 		c.rep.picker.MarkUnhealthy(nodes[2].ID)
-		if v, notFound, err := c.fetch(context.Background(), "k", true); err != nil || notFound || string(v) != "v" {
+		if v, notFound, err := c.fetch(context.Background(), "k", true, nil); err != nil || notFound || string(v) != "v" {
 			t.Fatalf("read with the victim picked: %q, %v, %v; want v", v, notFound, err)
 		}
 	}
@@ -279,7 +279,7 @@ func TestReplicaDown(t *testing.T) {
 	read := func(what string) {
 		loads := src.loads.Load()
 		for i := range 200 {
-			if v, notFound, err := c.fetch(context.Background(), key, true); err != nil || notFound || string(v) != "v" {
+			if v, notFound, err := c.fetch(context.Background(), key, true, nil); err != nil || notFound || string(v) != "v" {
 				t.Fatalf("read %d with %s down: %q, %v, %v; want v", i, what, v, notFound, err)
 			}
 		}
@@ -299,7 +299,7 @@ func TestReplicaDown(t *testing.T) {
 		t.Errorf("Set with a replica down: %v, want ErrNotInvalidated, ErrUnavailable, naming %s", err, nodes[1].ID)
 	}
 	loads := src.loads.Load()
-	if v, _, err := c.fetch(context.Background(), key, true); err != nil || string(v) != "v2" || src.loads.Load() == loads {
+	if v, _, err := c.fetch(context.Background(), key, true, nil); err != nil || string(v) != "v2" || src.loads.Load() == loads {
 		t.Errorf("read after Set with the invalidation pending: %q, %v, %d loads; want v2 from the source", v, err, src.loads.Load()-loads)
 	}
 }
@@ -448,7 +448,7 @@ func benchHotKeyL2(b *testing.B, r int, perSecond rate.Limit) {
 				b.Error(err)
 				return
 			}
-			if _, notFound, err := c.fetch(context.Background(), "item:1", true); err != nil || notFound {
+			if _, notFound, err := c.fetch(context.Background(), "item:1", true, nil); err != nil || notFound {
 				b.Errorf("hot read: notFound %v, err %v", notFound, err)
 				return
 			}

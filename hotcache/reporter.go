@@ -15,8 +15,10 @@ import (
 // value it served; every Set and Delete counts one write (a Set with the
 // size of the value written). They are summed per key in memory (a tally);
 // a flusher goroutine sends the sums every interval as one or more binary
-// batches (internal/wire, version 2: one entry per key and op, with its
-// bytes) to Kafka. A Get never waits for the flusher or for Kafka:
+// batches (internal/wire, version 3: the instance's name, then one entry per
+// key and op, with its bytes) to Kafka. Every effect interval it also sends
+// the effect of the hot keys (effect.go) as version 4 batches, through the
+// same sink. A Get never waits for the flusher or for Kafka:
 //   - a hot key's reads and bytes are a striped atomic counter pair inside
 //     its L1 entry (no lookup, no lock, no allocation; the stripe is picked
 //     at random so two cores reading one key rarely share a cache line);
@@ -196,6 +198,7 @@ type sink interface {
 // reporter owns the flush loop.
 type reporter struct {
 	app      string
+	src      string // the instance name, every batch's source
 	every    time.Duration
 	table    *countTable
 	hot      func(fn func(key string, t tally)) // drains hot entries' counts
@@ -204,22 +207,35 @@ type reporter struct {
 	entries  []wire.Access
 	recBytes int
 	last     time.Time // start of the interval being counted
+
+	effectEvery time.Duration
+	effects     func(dst []wire.Effect) []wire.Effect // takes the hot keys' effect; nil: not reported
+	effBuf      []wire.Effect
+	lastEffect  time.Time // start of the effect period being counted
 }
 
 // run flushes every interval, and early when the table fills, until ctx ends;
-// then it flushes once more.
+// then it flushes once more. It sends the hot keys' effect after the first
+// flush that finds an effect interval gone by since the last effect report,
+// and once more at the end.
 func (r *reporter) run(ctx context.Context) {
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
+	r.lastEffect = time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			r.flush(context.WithoutCancel(ctx))
+			ctx = context.WithoutCancel(ctx)
+			r.flush(ctx)
+			r.flushEffects(ctx, time.Now())
 			return
 		case <-tick.C:
 		case <-r.table.wake:
 		}
 		r.flush(ctx)
+		if now := time.Now(); now.Sub(r.lastEffect) >= r.effectEvery {
+			r.flushEffects(ctx, now)
+		}
 	}
 }
 
@@ -255,7 +271,7 @@ func (r *reporter) emit(ctx context.Context, start int64) {
 	if r.sink == nil {
 		return
 	}
-	rec := wire.AppendAccesses(make([]byte, 0, r.recBytes+64), r.app, start, r.entries)
+	rec := wire.AppendAccessesFrom(make([]byte, 0, r.recBytes+len(r.src)+64), r.app, r.src, start, r.entries)
 	if err := r.sink.send(ctx, rec); err != nil {
 		var n uint64
 		for _, e := range r.entries {
@@ -266,4 +282,48 @@ func (r *reporter) emit(ctx context.Context, start int64) {
 	}
 	r.m.reportBatches.Inc()
 	r.m.reportBytes.Add(float64(len(rec)))
+}
+
+// maxEffectOverhead bounds the encoded size of an effect entry beyond its
+// key: key length and four count varints.
+const maxEffectOverhead = 2 + 4*10
+
+// flushEffects takes the hot keys' effect since the last call and sends it
+// as effect batches (version 4) ending at now, each at most maxRecord bytes
+// (one batch unless the hot set is large). A batch the sink refuses is
+// dropped and its entries counted, as access batches are.
+func (r *reporter) flushEffects(ctx context.Context, now time.Time) {
+	if r.effects == nil {
+		return
+	}
+	period := now.Sub(r.lastEffect).Milliseconds()
+	r.lastEffect = now
+	r.effBuf = r.effects(r.effBuf[:0])
+	defer func() { clear(r.effBuf); r.effBuf = r.effBuf[:0] }()
+	var sum wire.EffectCounts
+	for _, e := range r.effBuf {
+		sum.L1Hits += e.L1Hits
+		sum.L2Reads += e.L2Reads
+		sum.SourceLoads += e.SourceLoads
+		sum.Limited += e.Limited
+	}
+	r.m.addEffect(sum)
+	if r.sink == nil {
+		return
+	}
+	for rest := r.effBuf; len(rest) > 0; {
+		n, size := 0, len(r.app)+len(r.src)+64
+		for n < len(rest) && (n == 0 || size+len(rest[n].Key)+maxEffectOverhead <= maxRecord) {
+			size += len(rest[n].Key) + maxEffectOverhead
+			n++
+		}
+		rec := wire.AppendEffects(make([]byte, 0, size), r.app, r.src, now.UnixMilli(), period, rest[:n])
+		if err := r.sink.send(ctx, rec); err != nil {
+			r.m.effectDropped.Add(float64(n))
+		} else {
+			r.m.effectBatches.Inc()
+			r.m.reportBytes.Add(float64(len(rec)))
+		}
+		rest = rest[n:]
+	}
 }

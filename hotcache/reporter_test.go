@@ -25,17 +25,45 @@ func (t *tally) add(op wire.Op, n, bytes uint64) {
 
 // memSink decodes what the reporter sends.
 type memSink struct {
-	mu       sync.Mutex // guards counts, tallies, apps, versions and records
+	mu       sync.Mutex // guards every field but fail
 	counts   map[string]uint64
 	tallies  map[string]tally // nil: not kept
 	apps     map[string]bool
-	versions map[byte]int // records by batch version
+	srcs     map[string]bool // sources of access and effect batches
+	versions map[byte]int    // records by batch version
+	effects  map[string]wire.EffectCounts
+	periods  []int64 // of the effect batches, in order
 	records  int
 	fail     error
 }
 
 func newMemSink() *memSink {
-	return &memSink{counts: map[string]uint64{}, tallies: map[string]tally{}, apps: map[string]bool{}, versions: map[byte]int{}}
+	return &memSink{counts: map[string]uint64{}, tallies: map[string]tally{}, apps: map[string]bool{},
+		srcs: map[string]bool{}, versions: map[byte]int{}, effects: map[string]wire.EffectCounts{}}
+}
+
+func (s *memSink) onEffect(e *wire.EffectEntry) {
+	if s.effects == nil {
+		return
+	}
+	if len(s.periods) == 0 || e.Period != s.periods[len(s.periods)-1] {
+		s.periods = append(s.periods, e.Period)
+	}
+	s.srcs[string(e.Src)] = true
+	s.apps[string(e.App)] = true
+	ec := s.effects[string(e.Key)]
+	ec.L1Hits += e.L1Hits
+	ec.L2Reads += e.L2Reads
+	ec.SourceLoads += e.SourceLoads
+	ec.Limited += e.Limited
+	s.effects[string(e.Key)] = ec
+}
+
+// effect returns what the effect batches received so far say of key.
+func (s *memSink) effect(key string) wire.EffectCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.effects[key]
 }
 
 func (s *memSink) send(ctx context.Context, rec []byte) error {
@@ -48,10 +76,13 @@ func (s *memSink) send(ctx context.Context, rec []byte) error {
 	if s.versions != nil && len(rec) > 1 {
 		s.versions[rec[1]]++
 	}
-	var d wire.Decoder
+	d := wire.Decoder{OnEffect: s.onEffect}
 	return d.Decode(rec, func(e *wire.Entry) {
 		s.counts[string(e.Key)] += e.Count
 		s.apps[string(e.App)] = true
+		if s.srcs != nil {
+			s.srcs[string(e.Src)] = true
+		}
 		if s.tallies != nil {
 			t := s.tallies[string(e.Key)]
 			t.add(e.Op, e.Count, e.Bytes)
@@ -140,13 +171,13 @@ func TestReporterDropsWhenKafkaFails(t *testing.T) {
 
 // TestReporterReadsWritesBytes checks what one report interval sends for
 // each kind of access: Gets served from L1, from the Loader and of a
-// missing key, Sets and Deletes, as version 2 entries with their op and
-// bytes summed per key.
+// missing key, Sets and Deletes, as version 3 entries (with the instance's
+// name) with their op and bytes summed per key.
 func TestReporterReadsWritesBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := newMemSink()
 		src := newSource("hot", "12345", "cold", "abc")
-		c := newClient(t, WithLoader(src), withSink(sink))
+		c := newClient(t, WithLoader(src), withSink(sink), WithInstanceID("shop-7"))
 		promote(t, c, "hot")
 		ctx := context.Background()
 		for range 100 {
@@ -186,8 +217,11 @@ func TestReporterReadsWritesBytes(t *testing.T) {
 		}
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
-		if sink.versions[2] == 0 || len(sink.versions) != 1 {
-			t.Errorf("batch versions sent: %v, want only version 2", sink.versions)
+		if sink.versions[3] == 0 || len(sink.versions) != 1 {
+			t.Errorf("batch versions sent: %v, want only version 3", sink.versions)
+		}
+		if !sink.srcs["shop-7"] || len(sink.srcs) != 1 {
+			t.Errorf("batch sources: %v, want only shop-7", sink.srcs)
 		}
 	})
 }
