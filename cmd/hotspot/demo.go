@@ -36,8 +36,9 @@ the example app (itemapp) against the local stack, then drives them:
 Every second it prints which keys are hot, the apps' L1 hit ratio and the
 reads per second that reach Redis and the source; the live page is at
 http://<first hotspotd>/. At the end (after --duration, or Ctrl-C) it prints a
-summary, with the detection delay of each flash key, and stops everything it
-started.`
+summary, with the detection delay of each flash key and the share of the
+flash keys' reads that the apps served from memory (served_l1, as the
+cluster reported it), and stops everything it started.`
 
 // demoFlash is one key of the flash crowd, driven through the apps.
 type demoFlash struct {
@@ -120,7 +121,7 @@ func demo(ctx context.Context, args []string, getenv func(string) string, out io
 
 	flashes := demoFlashes(o.flashAt)
 	printDemoHeader(out, o, hotspotds, apps, logDir, flashes)
-	start, drv, samples := driveDemo(ctx, o, run, apps, flashes, rdb, out, watcher, &changes)
+	start, drv, samples := driveDemo(ctx, o, run, hotspotds[0], apps, flashes, rdb, out, watcher, &changes)
 	printDemoSummary(out, start, flashes, drv, changes.all(), samples)
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted")
@@ -234,8 +235,8 @@ func printDemoHeader(out io.Writer, o demoOptions, hotspotds, apps []string, log
 // driveDemo runs the traffic (reads through the apps, access events of
 // other instances straight to Kafka) and the live table for o.duration or
 // until ctx ends; it returns when the run started, the driver and the
-// table's samples.
-func driveDemo(ctx context.Context, o demoOptions, run demoRun, apps []string, flashes []demoFlash,
+// table's samples (with what hotspotd says of the flash keys).
+func driveDemo(ctx context.Context, o demoOptions, run demoRun, hotspotd string, apps []string, flashes []demoFlash,
 	rdb *redis.Client, out io.Writer, watcher *hotwatch.Watcher, changes *changeLog) (time.Time, *driver, []sample) {
 	runCtx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
@@ -249,7 +250,10 @@ func driveDemo(ctx context.Context, o demoOptions, run demoRun, apps []string, f
 	start := time.Now()
 	wg.Go(func() { drv.run(runCtx, start) })
 
-	mon := &monitor{apps: apps, rdb: rdb, out: out}
+	mon := &monitor{apps: apps, rdb: rdb, out: out, hotspotd: hotspotd, app: run.app}
+	for _, f := range flashes {
+		mon.flashKeys = append(mon.flashKeys, f.key)
+	}
 	samples := mon.loop(runCtx, start, changes.len, watcher)
 	wg.Wait()
 	return start, drv, samples

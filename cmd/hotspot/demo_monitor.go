@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,12 +22,27 @@ type sample struct {
 	at                          time.Duration
 	gets, l1Hits, source, redis float64 // per second
 	hot                         []string
+	flash                       []servedL1 // the flash keys hotspotd lists as hot with their served_l1
+}
+
+// servedL1 is what hotspotd's /v1/hotkeys says of one hot key: its rate and
+// the fraction of its reads that the apps of the whole cluster answered from
+// L1, as their effect reports add up (absent from a hotspotd that predates
+// them: reported false).
+type servedL1 struct {
+	key      string
+	rate     float64
+	fraction float64
+	reported bool
 }
 
 type monitor struct {
-	apps []string
-	rdb  *redis.Client
-	out  io.Writer
+	apps      []string
+	rdb       *redis.Client
+	out       io.Writer
+	hotspotd  string   // host:port of a hotspotd, for served_l1
+	app       string   // the demo's app
+	flashKeys []string // keys of the flash crowd
 }
 
 type counters struct{ hits, misses, source, redis float64 }
@@ -72,12 +90,56 @@ func (m *monitor) loop(ctx context.Context, start time.Time, nEvents func() int,
 			gets:   (cur.hits + cur.misses) - (prev.hits + prev.misses),
 			l1Hits: cur.hits - prev.hits, source: cur.source - prev.source, redis: cur.redis - prev.redis}
 		prev = cur
+		s.flash = m.flashServed(ctx)
 		for _, k := range w.Snapshot().App("shop") {
 			s.hot = append(s.hot, fmt.Sprintf("%s (%.0f/s)", k.Key, k.Rate))
 		}
 		out = append(out, s)
 		fmt.Fprintln(m.out, tableRow(s))
 	}
+}
+
+// flashServed asks hotspotd which flash keys are hot now, with their
+// served_l1; nil when it does not answer within half a second.
+func (m *monitor) flashServed(ctx context.Context) []servedL1 {
+	if m.hotspotd == "" || len(m.flashKeys) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	body, err := httpGet(ctx, "http://"+m.hotspotd+"/v1/hotkeys?app="+url.QueryEscape(m.app))
+	if err != nil {
+		return nil
+	}
+	all, err := parseServedL1(body)
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(all, func(s servedL1) bool { return !slices.Contains(m.flashKeys, s.key) })
+}
+
+// parseServedL1 reads the hot keys of /v1/hotkeys?app= with their rate and
+// served_l1 (reported false where the field is absent).
+func parseServedL1(body []byte) ([]servedL1, error) {
+	var a struct {
+		HotKeys []struct {
+			Key      string   `json:"key"`
+			Rate     float64  `json:"rate"`
+			ServedL1 *float64 `json:"served_l1"`
+		} `json:"hotkeys"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, err
+	}
+	out := make([]servedL1, 0, len(a.HotKeys))
+	for _, k := range a.HotKeys {
+		s := servedL1{key: k.Key, rate: k.Rate}
+		if k.ServedL1 != nil {
+			s.fraction, s.reported = *k.ServedL1, true
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // The live table has fixed column widths, so that every line keeps the

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +47,79 @@ func TestTableColumns(t *testing.T) {
 		}
 		if hot := strings.Join(s.hot, " "); len(row) < hotAt || row[hotAt:] != hot {
 			t.Errorf("hot keys of %q do not start at %d:\n%s\n%s", row, hotAt, header, row)
+		}
+	}
+}
+
+func TestParseServedL1(t *testing.T) {
+	body := `{"app":"shop","hotkeys":[
+		{"key":"item:42","rate":3000,"since":"2026-12-01T10:00:00Z","source":"detected","kind":"count","served_l1":0.97},
+		{"key":"item:7","rate":1500,"since":"2026-12-01T10:00:05Z","source":"detected","kind":"count"},
+		{"key":"item:9","rate":900,"kind":"count","served_l1":0}]}`
+	got, err := parseServedL1([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []servedL1{
+		{key: "item:42", rate: 3000, fraction: 0.97, reported: true},
+		{key: "item:7", rate: 1500},
+		{key: "item:9", rate: 900, reported: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseServedL1 = %+v, want %+v", got, want)
+	}
+	if _, err := parseServedL1([]byte("<html>")); err == nil {
+		t.Error("parseServedL1 of HTML: nil error, want one")
+	}
+}
+
+func TestMonitorFlashServed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/hotkeys" || r.URL.Query().Get("app") != "shop" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, `{"app":"shop","hotkeys":[{"key":"item:42","rate":3000,"served_l1":0.5},{"key":"other","rate":9000,"served_l1":0.1}]}`)
+	}))
+	defer srv.Close()
+	m := &monitor{hotspotd: strings.TrimPrefix(srv.URL, "http://"), app: "shop", flashKeys: []string{"item:42", "item:7"}}
+	got := m.flashServed(t.Context())
+	if want := []servedL1{{key: "item:42", rate: 3000, fraction: 0.5, reported: true}}; !slices.Equal(got, want) {
+		t.Errorf("flashServed = %+v, want %+v (flash keys only)", got, want)
+	}
+	m.hotspotd = "127.0.0.1:1" // nothing answers
+	if got := m.flashServed(t.Context()); got != nil {
+		t.Errorf("flashServed without hotspotd = %+v, want nil", got)
+	}
+}
+
+func TestPrintFlashServed(t *testing.T) {
+	flashAt := 20 * time.Second
+	tests := []struct {
+		name    string
+		samples []sample
+		want    string
+	}{
+		{"weighted by rate", []sample{
+			{at: 19 * time.Second, flash: []servedL1{{key: "item:42", rate: 1000, fraction: 0, reported: true}}}, // before the flash
+			{at: 21 * time.Second, flash: []servedL1{{key: "item:42", rate: 3000, fraction: 1, reported: true}}},
+			{at: 22 * time.Second, flash: []servedL1{
+				{key: "item:42", rate: 3000, fraction: 0.9, reported: true},
+				{key: "item:7", rate: 1500, fraction: 0.6, reported: true},
+				{key: "item:9", rate: 1500}, // not reported: left out
+			}},
+		}, "flash keys: 88.0% of their reads served from app memory (cluster-reported served_l1, mean over the flash weighted by rate, 3 key-seconds)\n"},
+		{"not reported", []sample{
+			{at: 21 * time.Second, flash: []servedL1{{key: "item:42", rate: 3000}}},
+			{at: 22 * time.Second},
+		}, "flash keys: share of their reads served from app memory not reported (hotspotd gives no served_l1)\n"},
+		{"no sample", nil, "flash keys: share of their reads served from app memory not reported (hotspotd gives no served_l1)\n"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		printFlashServed(&b, flashAt, tt.samples)
+		if b.String() != tt.want {
+			t.Errorf("%s: printed %q, want %q", tt.name, b.String(), tt.want)
 		}
 	}
 }

@@ -9,14 +9,16 @@ import (
 )
 
 // printDemoSummary prints the run's summary: the driver's counts, every
-// hot-set change, the detection delay of each flash key, and the apps'
-// and Redis's load before the flash crowd and at the end.
+// hot-set change, the detection delay of each flash key, the share of the
+// flash keys' reads the apps served from memory as the cluster reported it,
+// and the apps' and Redis's load before the flash crowd and at the end.
 func printDemoSummary(out io.Writer, start time.Time, flashes []demoFlash, d *driver, events []hotwatch.Change, samples []sample) {
 	fmt.Fprintf(out, "\n== demo summary ==\n")
 	fmt.Fprintf(out, "reads sent through the apps: %d; refused by the apps' rate limits (503): %d; failed: %d; not sent (apps saturated): %d\n",
 		d.sent.Load(), d.throttled.Load(), d.failed.Load(), d.dropped.Load())
 	printHotSetChanges(out, start, events)
 	printDetectionDelays(out, flashes, d, events)
+	printFlashServed(out, flashes[0].start, samples)
 	printBeforeAfter(out, flashes[0].start, samples)
 }
 
@@ -60,6 +62,35 @@ func firstPublished(events []hotwatch.Change, key string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// printFlashServed prints how much of the flash keys' reads the apps served
+// from L1, as hotspotd reported it (served_l1, from the apps' effect
+// reports summed over the cluster) every second from flashAt on while a
+// flash key was hot: the mean of those fractions, each weighted by the key's
+// rate that second, so it is a share of the flash keys' reads. A hotspotd
+// whose answer has no served_l1 gives "not reported".
+func printFlashServed(out io.Writer, flashAt time.Duration, samples []sample) {
+	var sum, weight float64
+	n := 0
+	for _, s := range samples {
+		if s.at < flashAt {
+			continue
+		}
+		for _, k := range s.flash {
+			if k.reported && k.rate > 0 {
+				sum += k.fraction * k.rate
+				weight += k.rate
+				n++
+			}
+		}
+	}
+	if weight == 0 {
+		fmt.Fprintln(out, "flash keys: share of their reads served from app memory not reported (hotspotd gives no served_l1)")
+		return
+	}
+	fmt.Fprintf(out, "flash keys: %.1f%% of their reads served from app memory (cluster-reported served_l1, mean over the flash weighted by rate, %d key-seconds)\n",
+		100*sum/weight, n)
 }
 
 // printBeforeAfter compares the seconds just before the first flash key
