@@ -62,8 +62,9 @@ func (r *effectRing) add(c wire.EffectCounts, now time.Time) {
 }
 
 // rates returns the effect per second over the window at now: what was
-// reported over its buckets (9 to 10 s of reports) divided by its length,
-// and false when nothing was.
+// reported over its buckets divided by the time they cover, 9 s and the
+// part of the newest second gone by (divided by the whole 10 s, a rate read
+// early in a second was up to a tenth low), and false when nothing was.
 func (r *effectRing) rates(now time.Time) (api.EffectRates, bool) {
 	r.advance(now.Truncate(effectBucket).Unix())
 	var s [4]float64
@@ -76,7 +77,7 @@ func (r *effectRing) rates(now time.Time) (api.EffectRates, bool) {
 	if s == [4]float64{} {
 		return api.EffectRates{}, false
 	}
-	w := (effectBuckets * effectBucket).Seconds()
+	w := ((effectBuckets-1)*effectBucket + now.Sub(now.Truncate(effectBucket))).Seconds()
 	return api.EffectRates{L1Hits: s[0] / w, L2Reads: s[1] / w, SourceLoads: s[2] / w, Limited: s[3] / w}, true
 }
 

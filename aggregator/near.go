@@ -81,16 +81,22 @@ func (t *table) addNear(e *entry) bool {
 }
 
 // evictNear drops the state of the coldest of nearSamples sampled keys that
-// are not hot, and reports whether it found one.
+// are not hot, or, when the samples found only hot ones, of the coldest of
+// all that are not hot, and reports whether there was one. (Hot keys are
+// few and promotions rare: the scan is the exception.)
 func (t *table) evictNear() bool {
 	var victim *entry
-	for range nearSamples {
-		e := t.nears[rand.IntN(len(t.nears))]
-		if e.hot {
-			continue
-		}
-		if victim == nil || heatOf(e) < heatOf(victim) {
+	consider := func(e *entry) {
+		if !e.hot && (victim == nil || heatOf(e) < heatOf(victim)) {
 			victim = e
+		}
+	}
+	for range nearSamples {
+		consider(t.nears[rand.IntN(len(t.nears))])
+	}
+	if victim == nil {
+		for _, e := range t.nears {
+			consider(e)
 		}
 	}
 	if victim == nil {

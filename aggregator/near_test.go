@@ -194,16 +194,21 @@ func TestEffect(t *testing.T) {
 		}
 		return r
 	})
-	// Between two rounds: the window's buckets hold 9.95 s of reports.
+	// Between two rounds: the window's buckets hold 9.95 s of reports,
+	// two of each instance, over which they are divided.
 	st, _ := a.t.key("app", "k", now.Add(-50*time.Millisecond))
-	want := api.EffectRates{L1Hits: 3600, L2Reads: 320, SourceLoads: 40, Limited: 80} // 2 reports of each instance in 10 s
-	if st.Effect == nil || *st.Effect != want {
-		t.Fatalf("effect %+v, want %+v", st.Effect, want)
+	want := api.EffectRates{L1Hits: 3600, L2Reads: 320, SourceLoads: 40, Limited: 80} // the instances' rates
+	near := func(got *api.EffectRates) bool {
+		return got != nil && math.Abs(got.L1Hits/want.L1Hits-1) < 0.01 && math.Abs(got.L2Reads/want.L2Reads-1) < 0.01 &&
+			math.Abs(got.SourceLoads/want.SourceLoads-1) < 0.01 && math.Abs(got.Limited/want.Limited-1) < 0.01
+	}
+	if !near(st.Effect) {
+		t.Fatalf("effect %+v, want %+v within 1 %%", st.Effect, want)
 	}
 	if st.ServedL1 == nil || math.Abs(*st.ServedL1-0.9) > 1e-9 {
 		t.Errorf("served_l1 %v, want 0.9", st.ServedL1)
 	}
-	if got := a.t.effects("", now.Add(-50*time.Millisecond)); len(got) != 1 || got[0].Key != "k" || got[0].Effect != want {
+	if got := a.t.effects("", now.Add(-50*time.Millisecond)); len(got) != 1 || got[0].Key != "k" || !near(&got[0].Effect) {
 		t.Errorf("Effects = %+v, want k at %+v", got, want)
 	}
 	if got := a.t.effects("other", now); len(got) != 0 {
@@ -226,7 +231,7 @@ func TestEffect(t *testing.T) {
 	}
 	// The JSON of the key's state, as the internal API answers it.
 	b, _ := json.Marshal(st)
-	for _, frag := range []string{`"effect":{"l1_hits":3600,"l2_reads":320,"source_loads":40,"limited":80}`, `"served_l1":0.9`} {
+	for _, frag := range []string{`"effect":{"l1_hits":3618.`, `"served_l1":0.9`} { // 3600/s over 9.95 s
 		if !strings.Contains(string(b), frag) {
 			t.Errorf("KeyState JSON %s lacks %s", b, frag)
 		}

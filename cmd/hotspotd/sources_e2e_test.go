@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
 // keySources is the part of GET /v1/hotkeys/{key} that says who sends it.
@@ -73,4 +79,142 @@ func TestSourcesEndToEnd(t *testing.T) {
 	}
 	cancel()
 	<-load
+}
+
+// TestEffectEndToEnd: four app instances (hotcache, each with its own
+// instance name, Redis and a loader) read a key hot; one of them
+// invalidates it every 250 ms, so every instance's L1 misses now and then.
+// The cluster's served_l1 for the key, from its effect reports, matches the
+// instances' own counters (L1 hits over L1 hits, L2 reads and limited
+// reads, summed over the same stretch) within 2 points, and its L1 hits per
+// second their sum within 5 %.
+func TestEffectEndToEnd(t *testing.T) {
+	c := newCluster(t, 4)
+	p := c.start("e1")
+	c.start("e2")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loader := hotcache.LoaderFunc(func(_ context.Context, key string) ([]byte, error) { return []byte("v:" + key), nil })
+	var apps []*hotcache.Client
+	var regs []*prometheus.Registry
+	for i := range 4 {
+		reg := prometheus.NewRegistry()
+		app, err := hotcache.New(ctx, hotcache.WithApp("shop"), hotcache.WithInstanceID(fmt.Sprintf("app-%d", i)),
+			hotcache.WithZooKeeper([]string{c.zk}, c.root), hotcache.WithKafka([]string{c.brokers}, c.topic),
+			hotcache.WithRedis(stacktest.Redis(t)), hotcache.WithRedisKeyPrefix(c.root+":"), hotcache.WithLoader(loader),
+			hotcache.WithEffectReports(500*time.Millisecond), hotcache.WithRegisterer(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer app.Close()
+		apps, regs = append(apps, app), append(regs, reg)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, app := range apps {
+		wg.Go(func() {
+			tk := time.NewTicker(2 * time.Millisecond) // 500 Gets/s per instance
+			defer tk.Stop()
+			for ctx.Err() == nil {
+				app.Get(ctx, "item:hot")
+				<-tk.C
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			time.Sleep(250 * time.Millisecond)
+			apps[0].Invalidate(ctx, "item:hot")
+		}
+	})
+	waitFor(t, 20*time.Second, "item:hot in every instance's L1", func() bool {
+		for _, app := range apps {
+			found := false
+			for _, k := range app.Hot() {
+				found = found || k.Key == "item:hot" && k.Loaded
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	})
+	// served_l1 covers the last 10 s of reports: compare it with the
+	// instances' counters over the same 10 s of steady reading.
+	time.Sleep(2 * time.Second)
+	before := effectCounters(t, regs)
+	time.Sleep(10 * time.Second)
+	after := effectCounters(t, regs)
+	var out struct {
+		Apps []struct {
+			App     string `json:"app"`
+			HotKeys []struct {
+				Key      string   `json:"key"`
+				ServedL1 *float64 `json:"served_l1"`
+			} `json:"hotkeys"`
+		} `json:"apps"`
+	}
+	getJSON(t, "http://"+p.addr+"/v1/hotkeys", &out)
+	var served *float64
+	for _, a := range out.Apps {
+		for _, k := range a.HotKeys {
+			if a.App == "shop" && k.Key == "item:hot" {
+				served = k.ServedL1
+			}
+		}
+	}
+	l1, l2, limited := after[0]-before[0], after[1]-before[1], after[3]-before[3]
+	own := l1 / (l1 + l2 + limited)
+	t.Logf("instances: %.0f L1 hits, %.0f L2 reads, %.0f source loads, %.0f limited over 10 s: %.4f served from L1; cluster served_l1 %v",
+		l1, l2, after[2]-before[2], limited, own, fmtPtr(served))
+	if served == nil {
+		t.Fatal("item:hot has no served_l1")
+	}
+	if math.Abs(*served-own) > 0.02 {
+		t.Errorf("served_l1 %.4f, the instances' own counters %.4f: want within 2 points", *served, own)
+	}
+	var ks struct {
+		Effect *struct {
+			L1Hits float64 `json:"l1_hits"`
+		} `json:"effect"`
+	}
+	getJSON(t, "http://"+p.addr+"/v1/hotkeys/item:hot?app=shop", &ks)
+	if ks.Effect == nil || math.Abs(ks.Effect.L1Hits*10-l1)/l1 > 0.05 {
+		t.Errorf("cluster effect %+v per second, want l1_hits near %.0f (the instances' %.0f over 10 s)", ks.Effect, l1/10, l1)
+	}
+	if l2 == 0 {
+		t.Errorf("no L2 read in 10 s: the writes did not make the L1 miss, so the check is empty")
+	}
+}
+
+// effectCounters sums the instances' hot_{l1_hits,l2_reads,source_loads,
+// limited}_total.
+func effectCounters(t *testing.T, regs []*prometheus.Registry) [4]float64 {
+	t.Helper()
+	var sum [4]float64
+	names := [4]string{"l1_hits", "l2_reads", "source_loads", "limited"}
+	for _, reg := range regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for i, n := range names {
+				if mf.GetName() == "hotspot_hotcache_hot_"+n+"_total" {
+					for _, m := range mf.GetMetric() {
+						sum[i] += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func fmtPtr(f *float64) string {
+	if f == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%.4f", *f)
 }
