@@ -108,6 +108,7 @@ type workload struct {
 	early                *uint64
 	sources              *int
 	sourceSkew           *float64
+	hideSources          *bool
 	inputOut             *string
 	kafka                *kafkaio.SecurityFlags
 	getenv               func(string) string // HOTSPOT_KAFKA_PASSWORD; nil means os.Getenv
@@ -140,6 +141,7 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.early = fs.Uint64("early", 0, "binary: send a planted key at once when its count in the batch being filled reaches `N`,\nas an early send by the SDK's reporter would (0: off)")
 	w.sources = fs.Int("sources", 0, "app instances the accesses come from, inst-0..inst-`N`-1 (combined, mapped-json: client\naddresses 10.x.y.z); 0: no source")
 	w.sourceSkew = fs.Float64("source-skew", 0, "Zipf exponent `S` > 0 over the --sources instances (inst-0 the busiest); 0: uniform")
+	w.hideSources = fs.Bool("hide-sources", false, "binary: keep each --sources instance's batches apart but write no source in them (the baseline of what sources cost)")
 	w.batchTimeout = fs.Duration("batch-timeout", 5*time.Millisecond, "Kafka writer: how long a partition's batch waits for more records")
 	w.kafka = kafkaio.AddSecurityFlags(fs)
 	return w
@@ -155,7 +157,7 @@ func (w *workload) config() (loadgen.Config, error) {
 		Brokers: envflag.SplitList(*w.brokers), Topic: *w.topic, Compression: *w.compression,
 		Rate: *w.rate, Keys: *w.keys, Skew: *w.skew, KeyPrefix: *w.prefix, Apps: *w.apps, App: *w.app,
 		Duration: *w.duration, Tick: *w.tick, Flush: *w.flush, BatchTimeout: *w.batchTimeout, EarlyCount: *w.early,
-		Sources: *w.sources, SourceSkew: *w.sourceSkew,
+		Sources: *w.sources, SourceSkew: *w.sourceSkew, HideSources: *w.hideSources,
 		Form: form, Lines: *w.lines, BatchEntries: *w.entries,
 		Threshold: *w.threshold, Seed: *w.seed,
 		// Kafka write failures: the first is logged, all are counted.

@@ -114,6 +114,11 @@ type Config struct {
 	// before; at most MaxSources.
 	Sources    int
 	SourceSkew float64 // Zipf exponent s > 0 over the instances; 0 (the default) means uniform; needs Sources
+	// HideSources, with Sources and FormBinary, keeps each instance's
+	// accesses in batches of its own but writes no source in them
+	// (version 2): the same records and entries as with sources, for
+	// measuring what carrying the source costs.
+	HideSources bool
 
 	// Timing.
 	Duration time.Duration // how long to generate; 0 means until ctx is canceled
@@ -211,6 +216,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("loadgen: Sources %d must be in 0..%d", c.Sources, MaxSources)
 	case c.SourceSkew < 0 || math.IsNaN(c.SourceSkew) || math.IsInf(c.SourceSkew, 0):
 		return c, fmt.Errorf("loadgen: SourceSkew %v must be >= 0 (0: uniform)", c.SourceSkew)
+	case c.HideSources && (c.Sources == 0 || c.Form != FormBinary):
+		return c, fmt.Errorf("loadgen: HideSources needs Sources and the binary form")
 	case c.SourceSkew > 0 && c.Sources == 0:
 		return c, errors.New("loadgen: SourceSkew needs Sources > 0")
 	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):

@@ -212,6 +212,9 @@ func (g *generator) emitAccesses(app, src string, entries []wire.Access, early b
 			events += int64(e.Count)
 		}
 		from := len(g.slab)
+		if g.c.HideSources {
+			src = "" // version 2: the baseline of what a source costs
+		}
 		g.slab = wire.AppendAccessesFrom(g.slab, app, src, g.aggStart, chunk)
 		g.stats.Entries += int64(len(chunk))
 		if early {

@@ -382,3 +382,23 @@ func TestTruthSources(t *testing.T) {
 		t.Errorf("file %s: want the two keys' sources and the workload's", b)
 	}
 }
+
+// TestHideSources: HideSources writes the records of a run with sources,
+// entry for entry, as version 2 batches without the source.
+func TestHideSources(t *testing.T) {
+	c := Config{Form: FormBinary, Rate: 20_000, Keys: 1000, Skew: 1.1, Threshold: 500, Sources: 7, BatchEntries: 50}
+	with, stWith := generate(t, c, 50)
+	c.HideSources = true
+	hidden, stHidden := generate(t, c, 50)
+	if len(with) != len(hidden) || stWith.Entries != stHidden.Entries || stWith.Events != stHidden.Events {
+		t.Fatalf("hidden: %d records, %d entries; with sources %d, %d", len(hidden), stHidden.Entries, len(with), stWith.Entries)
+	}
+	for i, r := range hidden {
+		if r.Value[1] != 2 || with[i].Value[1] != 3 {
+			t.Fatalf("record %d: version %d hidden, %d with sources; want 2 and 3", i, r.Value[1], with[i].Value[1])
+		}
+	}
+	if _, err := (Config{Form: FormJSON, Sources: 3, HideSources: true}).withDefaults(); err == nil {
+		t.Errorf("HideSources with the json form accepted")
+	}
+}
