@@ -21,13 +21,17 @@ type KeyEffect = api.KeyEffect
 // share of a hot key's window (counter.srcMark), at most maxTrackers keys
 // per partition at a time, each with its topSources busiest sources of the
 // round (Space-Saving) and a HyperLogLog of all of them (sketchPrecision:
-// 2^12 registers, a standard error of 1.6 %, at most 3 KiB dense and far
-// less while sparse). The aggregators merge the rounds (docs/aggregator.md,
-// "Sources").
+// 2^12 registers, a standard error of 1.6 %). The sketch is dense (4 KiB;
+// an insertion is a register update, where a sparse one is a hash-set
+// insertion, which cost a third of hotspotd's CPU with 100 instances) and
+// goes out with every sketchEvery-th round (about 2 KiB serialized, once a
+// second per tracked key), then starts afresh. The aggregators merge them
+// (docs/aggregator.md, "Sources").
 const (
 	maxTrackers     = 256
 	topSources      = 16
 	sketchPrecision = 12
+	sketchEvery     = 10
 )
 
 // srcTracker counts one key's sources over a round: the hashes it scans
@@ -35,13 +39,14 @@ const (
 // Sources are told apart by their 64-bit hashes alone: two that collide
 // (about one pair in 2^64) would share a count.
 type srcTracker struct {
-	hs   [topSources]uint64 // xxhash of each source in the list
-	ns   [topSources]uint64
-	srcs [topSources]string
-	n    int    // sources in the list
-	idx  uint32 // the key's entry
-	seen bool
-	hll  *hyperloglog.Sketch
+	hs     [topSources]uint64 // xxhash of each source in the list
+	ns     [topSources]uint64
+	srcs   [topSources][]byte // buffers reused as sources come and go
+	n      int                // sources in the list
+	idx    uint32             // the key's entry
+	seen   bool
+	rounds int // since the sketch last went out
+	hll    *hyperloglog.Sketch
 }
 
 // add counts n accesses from source r: Space-Saving, so that a source that
@@ -59,7 +64,7 @@ func (t *srcTracker) add(r *srcRef, n uint64) {
 	}
 	t.hll.InsertHash(r.h)
 	if t.n < topSources {
-		t.hs[t.n], t.ns[t.n], t.srcs[t.n] = r.h, n, string(r.b)
+		t.hs[t.n], t.ns[t.n], t.srcs[t.n] = r.h, n, append(t.srcs[t.n][:0], r.b...)
 		t.n++
 		return
 	}
@@ -69,7 +74,7 @@ func (t *srcTracker) add(r *srcRef, n uint64) {
 			m = i
 		}
 	}
-	t.hs[m], t.ns[m], t.srcs[m] = r.h, satAdd(t.ns[m], n), string(r.b)
+	t.hs[m], t.ns[m], t.srcs[m] = r.h, satAdd(t.ns[m], n), append(t.srcs[m][:0], r.b...)
 }
 
 // queueSource queues the source of the access about to be queued; the
@@ -87,12 +92,12 @@ func (c *counter) queueSource(src []byte) {
 	q.srcs = append(q.srcs, queuedSource{at: uint32(len(q.ends)), ref: uint32(len(q.refs) - 1)})
 }
 
-// take returns the round's sources of key app/key, busiest first, and
-// starts the next round.
+// take returns the round's sources of key app/key, busiest first, with the
+// sketch every sketchEvery rounds, and starts the next round.
 func (t *srcTracker) take(app, key string) KeySources {
 	ks := KeySources{App: app, Key: key, Top: make([]api.SourceCount, t.n)}
 	for i := range t.n {
-		ks.Top[i] = api.SourceCount{Src: t.srcs[i], N: t.ns[i]}
+		ks.Top[i] = api.SourceCount{Src: string(t.srcs[i]), N: t.ns[i]}
 	}
 	slices.SortFunc(ks.Top, func(a, b api.SourceCount) int {
 		if a.N != b.N {
@@ -103,9 +108,12 @@ func (t *srcTracker) take(app, key string) KeySources {
 		}
 		return 0
 	})
-	ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
-	t.srcs, t.n, t.seen = [topSources]string{}, 0, false
-	t.hll.Reset()
+	if t.rounds++; t.rounds >= sketchEvery {
+		ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
+		t.hll.Reset()
+		t.rounds = 0
+	}
+	t.n, t.seen = 0, false
 	return ks
 }
 
@@ -118,7 +126,7 @@ func (c *counter) addSource(idx uint32, r *srcRef, n uint64) {
 			return
 		}
 		t := &srcTracker{idx: idx}
-		t.hll, _ = hyperloglog.NewSketch(sketchPrecision, true) // a valid precision
+		t.hll, _ = hyperloglog.NewSketch(sketchPrecision, false) // a valid precision
 		if k := len(c.freeSrc); k > 0 {
 			e.src = c.freeSrc[k-1] + 1
 			c.freeSrc = c.freeSrc[:k-1]

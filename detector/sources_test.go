@@ -43,6 +43,7 @@ func TestSourcesAndEffects(t *testing.T) {
 		var total uint64
 		sk, _ := hyperloglog.NewSketch(sketchPrecision, true)
 		var effects wire.EffectCounts
+		sketches := 0
 		sink.mu.Lock()
 		for _, f := range sink.flushes {
 			for _, s := range f.Sources {
@@ -57,6 +58,10 @@ func TestSourcesAndEffects(t *testing.T) {
 					bySrc[sc.Src] += sc.N
 					total += sc.N
 				}
+				if len(s.Distinct) == 0 {
+					continue // the sketch goes out every sketchEvery rounds
+				}
+				sketches++
 				var o hyperloglog.Sketch
 				if err := o.UnmarshalBinary(s.Distinct); err != nil {
 					t.Fatalf("sketch: %v", err)
@@ -79,6 +84,9 @@ func TestSourcesAndEffects(t *testing.T) {
 		}
 		if a := float64(bySrc["pod-a"]) / float64(total); a < 0.68 || a > 0.72 {
 			t.Errorf("pod-a sent %.3f of the tracked accesses, want 0.70 (%v)", a, bySrc)
+		}
+		if sketches < 2 { // 2 s of rounds
+			t.Errorf("%d sketches sent, want one every %d rounds", sketches, sketchEvery)
 		}
 		if n := sk.Estimate(); n != 4 {
 			t.Errorf("distinct sources %d, want 4", n)
