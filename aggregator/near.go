@@ -45,8 +45,12 @@ func (t *table) isNear(e *entry, frac float64) bool {
 	if e.r.eff.Mode != rules.Threshold {
 		return false
 	}
+	mark := frac * e.r.hotSum
+	if float64(e.win.sum) < mark {
+		return false // the ring's total, every window's upper bound, is below: most keys stop here
+	}
 	sum := max(e.win.evalTo(t.evalEnd), e.win.leading(t.evalEnd))
-	return float64(sum) >= frac*e.r.hotSum
+	return float64(sum) >= mark
 }
 
 // tau is the time constant, in nanoseconds, of e's sources: its rule's
