@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,40 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("%s: err = %v", tt.name, err)
 		case tt.check != nil && !tt.check(c):
 			t.Errorf("%s: got %+v", tt.name, c)
+		}
+	}
+}
+
+// TestConfigInput: --input (or HOTSPOT_INPUT) replaces --topic with the
+// file's topics; --topic, if given too, must be one of them; a bad file is
+// refused naming the input and the field.
+func TestConfigInput(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("inputs:\n  - topic: web.access\n    format: combined\n  - topic: hotspot.access\n"), 0o644)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("inputs:\n  - topic: web.access\n    format: combined\n    key: \"{nope}\"\n"), 0o644)
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := parseConfig([]string{"--input", good}, env(nil))
+	if err != nil || strings.Join(c.topics(), ",") != "web.access,hotspot.access" || c.topic != "web.access" {
+		t.Errorf("--input: topics %v (topic %q), %v; want the file's", c.topics(), c.topic, err)
+	}
+	if c, err := parseConfig(nil, env(map[string]string{"HOTSPOT_INPUT": good, "HOTSPOT_TOPIC": "hotspot.access"})); err != nil || c.inputs == nil {
+		t.Errorf("HOTSPOT_INPUT with one of its topics: %v", err)
+	}
+	if c, err := parseConfig(nil, env(nil)); err != nil || c.inputs != nil || strings.Join(c.topics(), ",") != "hotspot.access" {
+		t.Errorf("no --input: topics %v, %v; want hotspot.access alone", c.topics(), err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--input", good, "--topic", "other"}, `--topic "other" is not one of the --input file's topics (web.access, hotspot.access)`},
+		{[]string{"--input", bad}, `input 0 (topic "web.access"): key: {nope} names no group`},
+		{[]string{"--input", filepath.Join(dir, "missing.yaml")}, "--input:"},
+	} {
+		if _, err := parseConfig(tc.args, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
 		}
 	}
 }
