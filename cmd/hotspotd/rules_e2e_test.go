@@ -85,10 +85,8 @@ func (l *ruleLoad) run(ctx context.Context, t *testing.T, brokers, topic string)
 		for app, as := range batches {
 			msgs = append(msgs, kafka.Message{Value: wire.AppendAccesses(nil, app, now.UnixMilli(), as)})
 		}
-		if ok, stop := failing.write(ctx, t, w, msgs); stop {
+		if _, stop := failing.write(ctx, t, w, msgs); stop {
 			return
-		} else if !ok {
-			continue
 		}
 	}
 }
