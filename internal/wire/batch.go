@@ -44,7 +44,8 @@ func AppendBatch(dst []byte, app string, startMs int64, entries []KeyCount) []by
 			n++
 		}
 	}
-	dst = appendBatchHeader(dst, batchVersion, app, startMs, n)
+	dst = appendHeader(dst, batchVersion, app, "", startMs)
+	dst = binary.AppendUvarint(dst, uint64(n))
 	return appendEntries(dst, entries)
 }
 
@@ -77,12 +78,12 @@ func AppendAccessesFrom(dst []byte, app, src string, startMs int64, entries []Ac
 			n++
 		}
 	}
+	version := byte(batchVersion3)
 	if src == "" {
-		dst = appendBatchHeader(dst, batchVersion2, app, startMs, n)
-	} else {
-		dst = appendSourcedHeader(dst, batchVersion3, app, src, startMs)
-		dst = binary.AppendUvarint(dst, uint64(n))
+		version = batchVersion2
 	}
+	dst = appendHeader(dst, version, app, src, startMs)
+	dst = binary.AppendUvarint(dst, uint64(n))
 	for i := range entries {
 		e := &entries[i]
 		if !validAccess(e) {
@@ -110,7 +111,7 @@ func AppendEffects(dst []byte, app, src string, endMs, periodMs int64, effects [
 			n++
 		}
 	}
-	dst = appendSourcedHeader(dst, effectVersion, app, src, endMs)
+	dst = appendHeader(dst, effectVersion, app, src, endMs)
 	dst = binary.AppendUvarint(dst, uint64(max(periodMs, 0)))
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for i := range effects {
@@ -132,22 +133,18 @@ func validEffect(e *Effect) bool {
 	return validKey(e.Key) && e.L1Hits|e.L2Reads|e.SourceLoads|e.Limited != 0
 }
 
-// appendSourcedHeader appends a version 3 or 4 header up to its time.
-func appendSourcedHeader(dst []byte, version byte, app, src string, ms int64) []byte {
+// appendHeader appends a batch header up to its time: the magic, the
+// version, the app, from version 3 on the source, and the time (Unix ms;
+// <= 0 is written as 0).
+func appendHeader(dst []byte, version byte, app, src string, ms int64) []byte {
 	dst = append(dst, batchMagic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(app)))
 	dst = append(dst, app...)
-	dst = binary.AppendUvarint(dst, uint64(len(src)))
-	dst = append(dst, src...)
+	if version >= batchVersion3 {
+		dst = binary.AppendUvarint(dst, uint64(len(src)))
+		dst = append(dst, src...)
+	}
 	return binary.AppendUvarint(dst, uint64(max(ms, 0)))
-}
-
-func appendBatchHeader(dst []byte, version byte, app string, startMs int64, n int) []byte {
-	dst = append(dst, batchMagic, version)
-	dst = binary.AppendUvarint(dst, uint64(len(app)))
-	dst = append(dst, app...)
-	dst = binary.AppendUvarint(dst, uint64(max(startMs, 0)))
-	return binary.AppendUvarint(dst, uint64(n))
 }
 
 func validKey(k string) bool {
