@@ -50,9 +50,9 @@
 # messages in rsyslog/rsyslogd.log, and the lines Kafka refused in
 # rsyslog/omkafka-errors.json.
 #
-# The topic is created by a small Go program (kafka-go, already a dependency
-# of the module), built into $HOTSPOT_SHIPPER_DIR/bin on first use: the
-# stack's Kafka jars carry no topic tool, and kcat cannot create topics.
+# The topic is created by deployments/local/mktopic (the project's own
+# kafkaio.EnsureTopicConfig), built into $HOTSPOT_SHIPPER_DIR/bin: the stack's
+# Kafka jars carry no topic tool, and kcat cannot create topics.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -93,121 +93,13 @@ install_debs() {
 	omkafka_installed || die "rsyslog-kafka is installed but omkafka.so is not where rsyslog looks for modules"
 }
 
-# The topic: created with kafka-go (a dependency of the module) by a program
+# The topic: created by deployments/local/mktopic (kafkaio.EnsureTopicConfig),
 # built once into $state/bin; it waits until every partition is served.
-mktopic_src() {
-	cat <<'EOF'
-// mktopic BROKERS TOPIC PARTITIONS: create TOPIC (replication factor 1, the
-// broker's append time as record timestamps) unless
-// it exists, wait until every partition answers, print its partition count.
-// Built by deployments/local/shipper.sh.
-package main
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/segmentio/kafka-go"
-)
-
-func partitions(ctx context.Context, c *kafka.Client, topic string) (int, error) {
-	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range md.Topics {
-		if t.Name != topic || t.Error != nil {
-			continue
-		}
-		for _, p := range t.Partitions {
-			if p.Error != nil || p.Leader.Host == "" {
-				return 0, nil
-			}
-		}
-		return len(t.Partitions), nil
-	}
-	return 0, nil
-}
-
-func served(ctx context.Context, c *kafka.Client, topic string, n int) bool {
-	req := make([]kafka.OffsetRequest, n)
-	for p := range req {
-		req[p] = kafka.LastOffsetOf(p)
-	}
-	res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: req}})
-	if err != nil || len(res.Topics[topic]) != n {
-		return false
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil {
-			return false
-		}
-	}
-	return true
-}
-
-func main() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: mktopic BROKERS TOPIC PARTITIONS")
-		os.Exit(2)
-	}
-	topic := os.Args[2]
-	want, err := strconv.Atoi(os.Args[3])
-	if err != nil || want < 1 {
-		fmt.Fprintln(os.Stderr, "mktopic: PARTITIONS must be a number >= 1")
-		os.Exit(2)
-	}
-	c := &kafka.Client{Addr: kafka.TCP(strings.Split(os.Args[1], ",")...), Timeout: 5 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := partitions(ctx, c, topic)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mktopic: no broker answers at %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
-	if n == 0 {
-		res, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-			Topic: topic, NumPartitions: want, ReplicationFactor: 1,
-			// omkafka stamps records with whole seconds; the broker's
-			// append time has milliseconds (docs/ingest.md, "Time").
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "message.timestamp.type", ConfigValue: "LogAppendTime"}}}}})
-		if err == nil {
-			err = res.Errors[topic]
-		}
-		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			fmt.Fprintf(os.Stderr, "mktopic: create topic %s: %v\n", topic, err)
-			os.Exit(1)
-		}
-	}
-	for {
-		if n, err = partitions(ctx, c, topic); err == nil && n > 0 && served(ctx, c, topic, n) {
-			fmt.Println(n)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintf(os.Stderr, "mktopic: topic %s is not served yet: %v\n", topic, ctx.Err())
-			os.Exit(1)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-EOF
-}
-
 ensure_topic() { # ensure_topic: create $topic with $partitions partitions unless it exists
-	local bin=$state/bin/mktopic src=$state/bin/mktopic.go n
+	local bin=$state/bin/mktopic n
 	mkdir -p "$state/bin"
-	if [[ ! -x $bin ]] || ! cmp -s "$src" <(mktopic_src); then
-		command -v go >/dev/null || die "Go is needed to build the topic tool (kafka-go, from the module)"
-		mktopic_src >"$src"
-		(cd "$top" && go build -o "$bin" "$src") || die "could not build $bin"
-	fi
+	command -v go >/dev/null || die "Go is needed to build the topic tool (deployments/local/mktopic)"
+	(cd "$top" && go build -o "$bin" ./deployments/local/mktopic) || die "could not build $bin"
 	n=$("$bin" "$brokers" "$topic" "$partitions") || die "could not create topic $topic on $brokers"
 	[[ -z $partitions_given || $n == "$partitions" ]] || log "topic $topic exists with $n partitions (not $partitions); left as it is"
 }

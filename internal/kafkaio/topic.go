@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +26,13 @@ func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions
 
 // EnsureTopicWith is EnsureTopic through a client with sec's TLS and SASL.
 func EnsureTopicWith(ctx context.Context, sec *Security, brokers []string, topic string, partitions int) (int, error) {
+	return EnsureTopicConfig(ctx, sec, brokers, topic, partitions, nil)
+}
+
+// EnsureTopicConfig is EnsureTopicWith for a topic created with the given
+// topic settings (e.g. message.timestamp.type: LogAppendTime); an existing
+// topic keeps its own.
+func EnsureTopicConfig(ctx context.Context, sec *Security, brokers []string, topic string, partitions int, config map[string]string) (int, error) {
 	if len(brokers) == 0 || topic == "" || partitions < 1 {
 		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic and partitions >= 1")
 	}
@@ -36,9 +45,11 @@ func EnsureTopicWith(ctx context.Context, sec *Security, brokers []string, topic
 		return 0, fmt.Errorf("%w at %s: %w", ErrNoBroker, strings.Join(brokers, ","), err)
 	}
 	if n == 0 {
-		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-			Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
-		}}})
+		tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}
+		for _, k := range slices.Sorted(maps.Keys(config)) {
+			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: config[k]})
+		}
+		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 		if err != nil {
 			return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
 		}
