@@ -1,10 +1,10 @@
 package ingest
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 // The json format reads a handful of dotted paths out of each object. A
@@ -379,35 +379,6 @@ func (s *jscan) memberName(i int) (int, bool) {
 	return skipWS(b, i+1), true
 }
 
-// strSafe[c] reports whether byte c stands for itself in a JSON string and
-// needs no further check: printable ASCII other than '"' and '\\'.
-var strSafe = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// scanSafe returns the index of the first byte at or after b[j] that is not
-// strSafe. It tests eight bytes at a time (as package wire does): each term
-// sets the high bit of a byte that is >= 0x80, < 0x20, '"' or '\\'; a borrow
-// can only leave a byte whose own high bit is then set, so the lowest
-// flagged byte is a true match.
-func scanSafe(b []byte, j int) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for j+8 <= len(b) {
-		v := binary.LittleEndian.Uint64(b[j:])
-		if m := (v | (v - lo*0x20) | ((v ^ (lo * '"')) - lo) | ((v ^ (lo * '\\')) - lo)) & hi; m != 0 {
-			return j + bits.TrailingZeros64(m)/8
-		}
-		j += 8
-	}
-	for j < len(b) && strSafe[b[j]] {
-		j++
-	}
-	return j
-}
-
 // str scans the string at b[i] (a '"'), returning the index after its
 // closing quote and whether it holds escapes. Bytes that are not valid
 // UTF-8 are a syntax error, as in package wire (encoding/json would replace
@@ -416,7 +387,7 @@ func (s *jscan) str(i int) (int, bool, bool) {
 	b := s.b
 	esc := false
 	for i++; ; {
-		if i = scanSafe(b, i); i >= len(b) {
+		if i = wire.ScanJSONSafe(b, i); i >= len(b) {
 			j, _ := s.fail(i)
 			return j, esc, false
 		}

@@ -313,7 +313,7 @@ func skipSpace(b []byte, i int) int {
 // the string is only validated.
 func readString(b []byte, i int, buf *[]byte, limit int) (int, []byte, int, fail) {
 	start := i + 1
-	j := scanSafe(b, start)
+	j := ScanJSONSafe(b, start)
 	if j < len(b) && b[j] == '"' {
 		return j + 1, b[start:j:j], j - start, fail{}
 	}
@@ -327,7 +327,7 @@ func readStringSlow(b []byte, start, j int, buf *[]byte, limit int) (int, []byte
 	copying := false // an escape was seen: the string lives in out
 	n := 0           // decoded length, once copying
 	for {
-		k := scanSafe(b, j)
+		k := ScanJSONSafe(b, j)
 		if copying {
 			out = appendCapped(out, b[j:k], limit)
 			n += k - j
@@ -380,12 +380,15 @@ func readStringSlow(b []byte, start, j int, buf *[]byte, limit int) (int, []byte
 	}
 }
 
-// scanSafe returns the index of the first byte at or after b[j] that is not
-// strSafe. It tests eight bytes at a time: each term below sets the high bit
+// ScanJSONSafe returns the index of the first byte at or after b[j] that
+// does not stand for itself in a JSON string (printable ASCII other than
+// '"' and '\\' does): a quote, a backslash, a control byte or a byte of a
+// multi-byte UTF-8 sequence, or len(b). Package ingest's JSON scanner shares
+// it. It tests eight bytes at a time: each term below sets the high bit
 // of a byte that is >= 0x80, < 0x20, '"' or '\\'. A borrow can only leave a
 // byte whose own high bit is then set, so the lowest flagged byte is always a
 // true match and TrailingZeros finds it exactly.
-func scanSafe(b []byte, j int) int {
+func ScanJSONSafe(b []byte, j int) int {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	for j+8 <= len(b) {
 		v := binary.LittleEndian.Uint64(b[j:])

@@ -27,8 +27,8 @@ func TestScanSafe(t *testing.T) {
 				}
 				b[pos] = byte(c)
 				for start := range 3 {
-					if got, want := scanSafe(b, start), naive(b, start); got != want {
-						t.Fatalf("scanSafe(%q, %d) = %d, want %d", b, start, got, want)
+					if got, want := ScanJSONSafe(b, start), naive(b, start); got != want {
+						t.Fatalf("ScanJSONSafe(%q, %d) = %d, want %d", b, start, got, want)
 					}
 				}
 			}
