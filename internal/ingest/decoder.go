@@ -69,7 +69,7 @@ func (in *Input) NewDecoder(maxKeyLen int, onInvalid func(Reason)) *Decoder {
 	if d.p == nil || d.p.format == fmtHotspot {
 		d.wd.MaxKeyLen = d.max
 		if onInvalid != nil {
-			d.wd.OnInvalid = func(e *wire.Error) { onInvalid(fromWire[e.Reason]) }
+			d.wd.OnInvalid = func(e *wire.Error) { onInvalid(fromWire(e.Reason)) }
 		}
 		return d
 	}
@@ -157,7 +157,7 @@ func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 func (d *Decoder) decodeHotspot(value []byte, fn func(*wire.Entry)) error {
 	err := d.wd.Decode(value, fn)
 	if we, ok := err.(*wire.Error); ok {
-		return &Error{Reason: fromWire[we.Reason], Offset: we.Offset, Detail: we.Detail, Skipped: we.Skipped}
+		return &Error{Reason: fromWire(we.Reason), Offset: we.Offset, Detail: we.Detail, Skipped: we.Skipped}
 	}
 	return err
 }

@@ -249,7 +249,7 @@ func TestReasons(t *testing.T) {
 		seen[s] = true
 	}
 	for _, wr := range wire.Reasons() {
-		if got := fromWire[wr]; got.String() != wr.String() {
+		if got := fromWire(wr); got.String() != wr.String() {
 			t.Errorf("wire reason %v maps to %v: add it to this package's reasons", wr, got)
 		}
 	}

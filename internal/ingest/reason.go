@@ -12,59 +12,51 @@ import (
 // whatever the input's format.
 type Reason uint8
 
-// The reasons. The first block is wire.Reason's, passed through unchanged
-// for format hotspot (and used with the same meaning by the other formats
-// where marked); the second block is this package's own.
+// The reasons. The first block is wire.Reason's, the same values and names,
+// passed through unchanged for format hotspot (and used with the same
+// meaning by the other formats where marked); the second block is this
+// package's own, numbered after wire's.
 const (
-	ReasonEmpty          Reason = iota + 1 // "empty": a record with no non-blank line (all formats)
-	ReasonNotJSON                          // "not_json": malformed JSON or invalid UTF-8 (hotspot, json)
-	ReasonWrongType                        // "wrong_type": a line that is JSON but not an object, or an object or array where a value is needed (hotspot, json)
-	ReasonMissingKey                       // "missing_key": hotspot: a JSON event without "key"
-	ReasonEmptyKey                         // "empty_key": the key is empty (all formats)
-	ReasonKeyTooLong                       // "key_too_long": the key is longer than maxKeyLen bytes (all formats)
-	ReasonAppTooLong                       // "app_too_long": the app is longer than maxKeyLen bytes (all formats)
-	ReasonBadCount                         // "bad_count": a count that is not an integer >= 1 (hotspot, json, regex)
-	ReasonBadValue                         // "bad_value": a bad bytes or op value (all formats)
-	ReasonTruncated                        // "truncated": hotspot only
-	ReasonTrailingData                     // "trailing_data": hotspot only
-	ReasonBadMagic                         // "bad_magic": hotspot only
-	ReasonUnknownVersion                   // "unknown_version": hotspot only
-	ReasonBadVarint                        // "bad_varint": hotspot only
-	ReasonBadUTF8                          // "bad_utf8": a key or app that is not valid UTF-8 (hotspot, combined, regex)
+	ReasonEmpty          = Reason(wire.ReasonEmpty)          // "empty": a record with no non-blank line (all formats)
+	ReasonNotJSON        = Reason(wire.ReasonNotJSON)        // "not_json": malformed JSON or invalid UTF-8 (hotspot, json)
+	ReasonWrongType      = Reason(wire.ReasonWrongType)      // "wrong_type": a line that is JSON but not an object, or an object or array where a value is needed (hotspot, json)
+	ReasonMissingKey     = Reason(wire.ReasonMissingKey)     // "missing_key": hotspot: a JSON event without "key"
+	ReasonEmptyKey       = Reason(wire.ReasonEmptyKey)       // "empty_key": the key is empty (all formats)
+	ReasonKeyTooLong     = Reason(wire.ReasonKeyTooLong)     // "key_too_long": the key is longer than maxKeyLen bytes (all formats)
+	ReasonAppTooLong     = Reason(wire.ReasonAppTooLong)     // "app_too_long": the app is longer than maxKeyLen bytes (all formats)
+	ReasonBadCount       = Reason(wire.ReasonBadCount)       // "bad_count": a count that is not an integer >= 1 (hotspot, json, regex)
+	ReasonBadValue       = Reason(wire.ReasonBadValue)       // "bad_value": a bad bytes or op value (all formats)
+	ReasonTruncated      = Reason(wire.ReasonTruncated)      // "truncated": hotspot only
+	ReasonTrailingData   = Reason(wire.ReasonTrailingData)   // "trailing_data": hotspot only
+	ReasonBadMagic       = Reason(wire.ReasonBadMagic)       // "bad_magic": hotspot only
+	ReasonUnknownVersion = Reason(wire.ReasonUnknownVersion) // "unknown_version": hotspot only
+	ReasonBadVarint      = Reason(wire.ReasonBadVarint)      // "bad_varint": hotspot only
+	ReasonBadUTF8        = Reason(wire.ReasonBadUTF8)        // "bad_utf8": a key or app that is not valid UTF-8 (hotspot, combined, regex)
+)
 
-	ReasonUnmatched    // "unmatched": a combined or regex line, or the field of an extract pattern, that does not match
+const (
+	ReasonUnmatched = ReasonBadUTF8 + 1 + iota // "unmatched": a combined or regex line, or the field of an extract pattern, that does not match
 	ReasonFiltered     // "filtered": a where clause does not match (not an error: see Decoder.Decode)
 	ReasonBadTime      // "bad_time": the time field does not parse in the input's time format, or is <= 0
 	ReasonMissingField // "missing_field": json: a path that the key, extract or time needs is absent or null
 	numReasons
 )
 
-var reasonNames = [numReasons]string{
-	ReasonEmpty:          "empty",
-	ReasonNotJSON:        "not_json",
-	ReasonWrongType:      "wrong_type",
-	ReasonMissingKey:     "missing_key",
-	ReasonEmptyKey:       "empty_key",
-	ReasonKeyTooLong:     "key_too_long",
-	ReasonAppTooLong:     "app_too_long",
-	ReasonBadCount:       "bad_count",
-	ReasonBadValue:       "bad_value",
-	ReasonTruncated:      "truncated",
-	ReasonTrailingData:   "trailing_data",
-	ReasonBadMagic:       "bad_magic",
-	ReasonUnknownVersion: "unknown_version",
-	ReasonBadVarint:      "bad_varint",
-	ReasonBadUTF8:        "bad_utf8",
-	ReasonUnmatched:      "unmatched",
-	ReasonFiltered:       "filtered",
-	ReasonBadTime:        "bad_time",
-	ReasonMissingField:   "missing_field",
+var reasonNames = [numReasons - ReasonUnmatched]string{
+	ReasonUnmatched - ReasonUnmatched:    "unmatched",
+	ReasonFiltered - ReasonUnmatched:     "filtered",
+	ReasonBadTime - ReasonUnmatched:      "bad_time",
+	ReasonMissingField - ReasonUnmatched: "missing_field",
 }
 
-// String returns the reason's metric label, e.g. "unmatched".
+// String returns the reason's metric label, e.g. "unmatched": wire's name
+// for wire's reasons.
 func (r Reason) String() string {
-	if r > 0 && r < numReasons {
-		return reasonNames[r]
+	switch {
+	case r > 0 && r < ReasonUnmatched:
+		return wire.Reason(r).String()
+	case r >= ReasonUnmatched && r < numReasons:
+		return reasonNames[r-ReasonUnmatched]
 	}
 	return "reason(" + strconv.Itoa(int(r)) + ")"
 }
@@ -78,22 +70,15 @@ func Reasons() []Reason {
 	return rs
 }
 
-// fromWire maps each wire.Reason to the Reason of the same name. A wire
+// fromWire returns the Reason of a wire.Reason: the same value. A wire
 // reason this package does not know (wire grew one) maps to
 // ReasonBadValue; a test catches that.
-var fromWire = func() (t [256]Reason) {
-	for i := range t {
-		t[i] = ReasonBadValue
+func fromWire(r wire.Reason) Reason {
+	if r == 0 || Reason(r) >= ReasonUnmatched {
+		return ReasonBadValue
 	}
-	for _, wr := range wire.Reasons() {
-		for r := Reason(1); r < numReasons; r++ {
-			if r.String() == wr.String() {
-				t[wr] = r
-			}
-		}
-	}
-	return t
-}()
+	return Reason(r)
+}
 
 // Error is the error Decode returns for a record with a dropped line (or,
 // for format hotspot, a rejected record). Use errors.As to get it.
