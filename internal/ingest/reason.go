@@ -35,10 +35,10 @@ const (
 )
 
 const (
-	ReasonUnmatched = ReasonBadUTF8 + 1 + iota // "unmatched": a combined or regex line, or the field of an extract pattern, that does not match
-	ReasonFiltered     // "filtered": a where clause does not match (not an error: see Decoder.Decode)
-	ReasonBadTime      // "bad_time": the time field does not parse in the input's time format, or is <= 0
-	ReasonMissingField // "missing_field": json: a path that the key, extract or time needs is absent or null
+	ReasonUnmatched    = ReasonBadUTF8 + 1 + iota // "unmatched": a combined or regex line, or the field of an extract pattern, that does not match
+	ReasonFiltered                                // "filtered": a where clause does not match (not an error: see Decoder.Decode)
+	ReasonBadTime                                 // "bad_time": the time field does not parse in the input's time format, or is <= 0
+	ReasonMissingField                            // "missing_field": json: a path that the key, extract or time needs is absent or null
 	numReasons
 )
 
