@@ -100,16 +100,21 @@ func BenchmarkCounterZipf(b *testing.B) {
 // BenchmarkDecodeAndCount measures a worker's per-record path: decoding the
 // SDK's binary batch (100 entries) and counting every entry, no app having
 // rules.
-func BenchmarkDecodeAndCount(b *testing.B) { benchDecodeAndCount(b, nil, 1) }
+func BenchmarkDecodeAndCount(b *testing.B) { benchDecodeAndCount(b, nil, 1, 0) }
 
 // BenchmarkDecodeAndCountV2 is BenchmarkDecodeAndCount on version 2
 // batches (op and bytes per entry), which the SDK wrote before sources.
-func BenchmarkDecodeAndCountV2(b *testing.B) { benchDecodeAndCount(b, nil, 2) }
+func BenchmarkDecodeAndCountV2(b *testing.B) { benchDecodeAndCount(b, nil, 2, 0) }
 
 // BenchmarkDecodeAndCountSources is BenchmarkDecodeAndCountV2 with sources:
 // version 3 batches, each from one of 4 instances, so that the keys near
 // the threshold have their sources tracked.
-func BenchmarkDecodeAndCountSources(b *testing.B) { benchDecodeAndCount(b, nil, 3) }
+func BenchmarkDecodeAndCountSources(b *testing.B) { benchDecodeAndCount(b, nil, 3, 4) }
+
+// BenchmarkDecodeAndCountSources100 is BenchmarkDecodeAndCountSources with
+// 100 instances, as `hotspot bench --sources 100` sends: every key near the
+// threshold has more sources than a round's list holds.
+func BenchmarkDecodeAndCountSources100(b *testing.B) { benchDecodeAndCount(b, nil, 3, 100) }
 
 // BenchmarkDecodeAndCountRules is BenchmarkDecodeAndCount with rules for
 // the batches' app and nine others: each entry's app is looked up.
@@ -118,11 +123,12 @@ func BenchmarkDecodeAndCountRules(b *testing.B) {
 	for i := range 9 {
 		t.apps["app-"+strconv.Itoa(i)] = appWeights{access: 2 * unit}
 	}
-	benchDecodeAndCount(b, t, 1)
+	benchDecodeAndCount(b, t, 1, 0)
 }
 
-// benchDecodeAndCount runs the batches of the given version (1 to 3).
-func benchDecodeAndCount(b *testing.B, t *weightTable, version int) {
+// benchDecodeAndCount runs the batches of the given version (1 to 3);
+// those of version 3 come from the given number of instances in turn.
+func benchDecodeAndCount(b *testing.B, t *weightTable, version, instances int) {
 	const distinct = 100_000
 	seq := zipfKeys(100*1000, distinct)
 	recs := make([][]byte, 1000)
@@ -139,7 +145,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable, version int) {
 		case 2:
 			recs[i] = wire.AppendAccesses(nil, "shop", 1_700_000_000_000, as)
 		case 3:
-			recs[i] = wire.AppendAccessesFrom(nil, "shop", "inst-"+strconv.Itoa(i%4), 1_700_000_000_000, as)
+			recs[i] = wire.AppendAccessesFrom(nil, "shop", "inst-"+strconv.Itoa(i%instances), 1_700_000_000_000, as)
 		}
 	}
 	c := newCounter(int64(100*time.Millisecond), 10, DefaultMaxKeys, DefaultMaxKeyBytes)

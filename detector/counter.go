@@ -141,16 +141,19 @@ type accessQueue struct {
 	ws   []uint64
 	hs   []uint64
 	xs   []queuedExtra // in queue order
-	// The sources of the accesses that have one, in queue order, each
-	// pointing into refs: the distinct sources (consecutive accesses of
-	// one record share theirs), copied and hashed once.
-	srcs []queuedSource
-	refs []srcRef
-	cand []uint32 // entries that drain warms
+	// The sources of the queued accesses, as runs in queue order: run r
+	// starts at access srcs[r].at and lasts until the next one starts;
+	// consecutive accesses of one record share their run, whose source
+	// is copied and hashed once. A run without a source (b empty) ends a
+	// sourced one. No run: no access has a source.
+	srcs  []srcRun
+	srcOn bool     // the last run has a source
+	cand  []uint32 // entries that drain warms
 }
 
-type queuedSource struct {
-	at, ref uint32 // the access's position in the queue; its source in refs
+type srcRun struct {
+	at uint32 // the position of the run's first access in the queue
+	srcRef
 }
 
 type srcRef struct {
@@ -293,7 +296,7 @@ func (c *counter) add(app, key []byte, n uint64) {
 
 // count queues the decoded entry e, whose app's filter weights are aw.
 func (c *counter) count(e *wire.Entry, aw appWeights) {
-	if len(e.Src) > 0 {
+	if len(e.Src) > 0 || c.q.srcOn {
 		c.queueSource(e.Src)
 	}
 	if e.Op == wire.OpRead && e.Bytes == 0 {
@@ -387,7 +390,12 @@ func (c *counter) drain() {
 	}
 	c.sink = sink
 	start = 0
-	x, s := 0, 0
+	x := 0
+	var run *srcRun // the current access's, if it has a source
+	nextRun, r := uint32(math.MaxUint32), 0
+	if len(q.srcs) > 0 {
+		nextRun = q.srcs[0].at
+	}
 	for i, end := range q.ends {
 		idx, ok := c.addKey(q.keys[start:end], q.hs[i], q.ns[i], q.ws[i])
 		if x < len(q.xs) && q.xs[x].at == uint32(i) {
@@ -396,16 +404,27 @@ func (c *counter) drain() {
 			}
 			x++
 		}
-		if s < len(q.srcs) && q.srcs[s].at == uint32(i) {
-			if ok {
-				c.addSource(idx, &q.refs[q.srcs[s].ref], q.ns[i])
+		if uint32(i) == nextRun {
+			run, r = &q.srcs[r], r+1
+			if len(run.b) == 0 {
+				run = nil
 			}
-			s++
+			nextRun = math.MaxUint32
+			if r < len(q.srcs) {
+				nextRun = q.srcs[r].at
+			}
+		}
+		if run != nil && ok {
+			// Only keys near the threshold have their sources counted:
+			// the others cost this test.
+			if e := &c.entries[idx]; e.src != 0 || e.window >= c.srcMark {
+				c.addSource(idx, &run.srcRef, q.ns[i])
+			}
 		}
 		start = end
 	}
 	q.keys, q.ends, q.ns, q.ws, q.xs = q.keys[:0], q.ends[:0], q.ns[:0], q.ws[:0], q.xs[:0]
-	q.srcs, q.refs = q.srcs[:0], q.refs[:0] // the copies' buffers are reused
+	q.srcs, q.srcOn = q.srcs[:0], false // the copies' buffers are reused
 	c.bigQueued = false
 }
 

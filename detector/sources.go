@@ -2,6 +2,7 @@ package detector
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -19,12 +20,12 @@ type KeyEffect = api.KeyEffect
 // Sources are tracked only for keys near the threshold: a key's sources
 // start to be counted once its window on this partition holds half its
 // share of a hot key's window (counter.srcMark), at most maxTrackers keys
-// per partition at a time, each with its topSources busiest sources of the
-// round (Space-Saving) and a HyperLogLog of all of them (sketchPrecision:
-// 2^12 registers, a standard error of 1.6 %). The sketch is dense (4 KiB;
-// an insertion is a register update, where a sparse one is a hash-set
-// insertion, which cost a third of hotspotd's CPU with 100 instances) and
-// goes out with every sketchEvery-th round (about 2 KiB serialized, once a
+// per partition at a time. A tracker counts the key's sources in a table
+// of srcSlots (below) and sends the topSources busiest of each round, with
+// a HyperLogLog of all of them (sketchPrecision: 2^12 registers, a
+// standard error of 1.6 %). The sketch is dense (4 KiB; an insertion is a
+// register update, where a sparse one is a hash-set insertion) and goes
+// out with every sketchEvery-th round (about 2 KiB serialized, once a
 // second per tracked key), then starts afresh. The aggregators merge them
 // (docs/aggregator.md, "Sources").
 const (
@@ -34,95 +35,135 @@ const (
 	sketchEvery     = 10
 )
 
-// srcTracker counts one key's sources over a round: the hashes it scans
-// apart from the names and counts, so that a lookup reads two cache lines.
-// Sources are told apart by their 64-bit hashes alone: two that collide
-// (about one pair in 2^64) would share a count.
+// A tracker's table holds srcSlots sources; a source lives within
+// srcProbe slots of its home slot (its hash's low bits), so that a lookup
+// reads at most two cache lines of hashes. Sources stay from round to
+// round, their counts starting again at 0, so that a key's usual readers
+// are found, not copied in again, every round: 128 slots hold the 100
+// instances of `hotspot bench --sources 100` with room to spare, where 64
+// made them take each other's places every round (a third more CPU).
+const (
+	srcSlots = 128
+	srcProbe = 8
+)
+
+// srcTracker counts one key's sources over a round. Sources are told apart
+// by their 64-bit hashes alone: two that collide (about one pair in 2^64)
+// would share a count; hash 0 marks an empty slot, so a source whose hash
+// is 0 is counted as 1.
+//
+// A source is put in the sketch once per period: when the round that
+// counted it ends (take), or when it loses its slot (add). The sketch is
+// the costly part, a register in 4 KiB read per source rather than per
+// access.
 type srcTracker struct {
-	hs     [topSources]uint64 // xxhash of each source in the list
-	ns     [topSources]uint64
-	srcs   [topSources][]byte // buffers reused as sources come and go
-	n      int                // sources in the list
-	idx    uint32             // the key's entry
-	seen   bool
-	rounds int // since the sketch last went out
-	hll    *hyperloglog.Sketch
+	hs       [srcSlots]uint64 // xxhash of each slot's source; 0: empty
+	ns       [srcSlots]uint64 // the round's count of each
+	names    [srcSlots][]byte // buffers reused as sources come and go
+	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this period's sketch
+	idx      uint32           // the key's entry
+	seen     bool
+	rounds   int // since the sketch last went out
+	hll      *hyperloglog.Sketch
 }
 
-// add counts n accesses from source r: Space-Saving, so that a source that
-// is not in the list takes the place of the least busy one, with its count
-// plus that one's (an overestimate by at most the smallest count). The
-// sketch gets each source when it enters the list: one already in it was
-// counted there this round.
+// add counts n accesses from source r. A source not in the table takes
+// the first free slot of its srcProbe, or else one whose source was not
+// seen this round, or else (Space-Saving, within its probe slots) the
+// least busy, with that one's count added to its own: an overestimate by
+// at most that count, which only a key with more than srcSlots sources in
+// one round sees.
 func (t *srcTracker) add(r *srcRef, n uint64) {
 	t.seen = true
-	for i, h := range t.hs[:t.n] {
-		if h == r.h {
+	h := max(r.h, 1)
+	home := int(h)
+	victim := -1
+	for j := range srcProbe {
+		i := (home + j) & (srcSlots - 1)
+		switch {
+		case t.hs[i] == h:
 			t.ns[i] = satAdd(t.ns[i], n)
 			return
+		case t.hs[i] == 0:
+			t.put(i, h, r.b, n)
+			return
+		case victim < 0 || t.ns[victim] != 0 && t.ns[i] < t.ns[victim]:
+			victim = i
 		}
 	}
-	t.hll.InsertHash(r.h)
-	if t.n < topSources {
-		t.hs[t.n], t.ns[t.n], t.srcs[t.n] = r.h, n, append(t.srcs[t.n][:0], r.b...)
-		t.n++
-		return
+	if t.ns[victim] != 0 && !t.inSketch(victim) {
+		t.hll.InsertHash(t.hs[victim]) // counted this round: it must not go unsketched
 	}
-	m := 0
-	for i := 1; i < topSources; i++ {
-		if t.ns[i] < t.ns[m] {
-			m = i
-		}
-	}
-	t.hs[m], t.ns[m], t.srcs[m] = r.h, satAdd(t.ns[m], n), append(t.srcs[m][:0], r.b...)
+	t.put(victim, h, r.b, satAdd(t.ns[victim], n))
 }
 
-// queueSource queues the source of the access about to be queued; the
-// accesses of one record share one copy and hash.
+// put places source h, named b, in slot i with count n.
+func (t *srcTracker) put(i int, h uint64, b []byte, n uint64) {
+	t.hs[i], t.ns[i], t.names[i] = h, n, append(t.names[i][:0], b...)
+	t.sketched[i/64] &^= 1 << (i % 64)
+}
+
+// inSketch reports whether slot i's source is in this period's sketch.
+func (t *srcTracker) inSketch(i int) bool { return t.sketched[i/64]&(1<<(i%64)) != 0 }
+
+// queueSource sets src (empty: none) as the source of the access about to
+// be queued and those after it: a run of accesses of one record shares
+// one copy and hash of it.
 func (c *counter) queueSource(src []byte) {
 	q := &c.q
-	if k := len(q.refs); k == 0 || !bytes.Equal(q.refs[k-1].b, src) {
-		var b []byte
-		if k < cap(q.refs) {
-			b = q.refs[:k+1][k].b[:0] // reuse the copy's buffer
-		}
-		b = append(b, src...)
-		q.refs = append(q.refs, srcRef{b: b, h: xxhash.Sum64(b)})
+	k := len(q.srcs)
+	if q.srcOn && bytes.Equal(q.srcs[k-1].b, src) {
+		return
 	}
-	q.srcs = append(q.srcs, queuedSource{at: uint32(len(q.ends)), ref: uint32(len(q.refs) - 1)})
+	var b []byte
+	if k < cap(q.srcs) {
+		b = q.srcs[:k+1][k].b[:0] // reuse the copy's buffer
+	}
+	b = append(b, src...)
+	q.srcs = append(q.srcs, srcRun{at: uint32(len(q.ends)), srcRef: srcRef{b: b, h: xxhash.Sum64(b)}})
+	q.srcOn = len(src) > 0
 }
 
-// take returns the round's sources of key app/key, busiest first, with the
-// sketch every sketchEvery rounds, and starts the next round.
+// take returns the round's sources of key app/key, the topSources
+// busiest first, with the sketch every sketchEvery rounds, and starts the
+// next round.
 func (t *srcTracker) take(app, key string) KeySources {
-	ks := KeySources{App: app, Key: key, Top: make([]api.SourceCount, t.n)}
-	for i := range t.n {
-		ks.Top[i] = api.SourceCount{Src: string(t.srcs[i]), N: t.ns[i]}
-	}
-	slices.SortFunc(ks.Top, func(a, b api.SourceCount) int {
-		if a.N != b.N {
-			if a.N > b.N {
-				return -1
-			}
-			return 1
+	var live [srcSlots]uint8
+	k := 0
+	for i, n := range t.ns {
+		if n == 0 {
+			continue
 		}
-		return 0
-	})
+		live[k] = uint8(i)
+		k++
+		if !t.inSketch(i) {
+			t.hll.InsertHash(t.hs[i])
+			t.sketched[i/64] |= 1 << (i % 64)
+		}
+	}
+	order := live[:k]
+	slices.SortFunc(order, func(a, b uint8) int { return cmp.Compare(t.ns[b], t.ns[a]) })
+	order = order[:min(k, topSources)]
+	ks := KeySources{App: app, Key: key, Top: make([]api.SourceCount, len(order))}
+	for j, i := range order {
+		ks.Top[j] = api.SourceCount{Src: string(t.names[i]), N: t.ns[i]}
+	}
 	if t.rounds++; t.rounds >= sketchEvery {
 		ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
 		t.hll.Reset()
-		t.rounds = 0
+		t.rounds, t.sketched = 0, [srcSlots / 64]uint64{}
 	}
-	t.n, t.seen = 0, false
+	t.ns = [srcSlots]uint64{}
+	t.seen = false
 	return ks
 }
 
-// addSource counts n accesses of entry idx from source r, when the key is
-// near the threshold.
+// addSource counts n accesses of entry idx from source r. The key is near
+// the threshold (its window has reached srcMark) or tracked already.
 func (c *counter) addSource(idx uint32, r *srcRef, n uint64) {
 	e := &c.entries[idx]
 	if e.src == 0 {
-		if e.window < c.srcMark || len(c.trackers)-len(c.freeSrc) >= maxTrackers {
+		if len(c.trackers)-len(c.freeSrc) >= maxTrackers {
 			return
 		}
 		t := &srcTracker{idx: idx}
