@@ -57,11 +57,11 @@ const (
 // the costly part, a register in 4 KiB read per source rather than per
 // access.
 type srcTracker struct {
-	hs       [srcSlots]uint64 // xxhash of each slot's source; 0: empty
-	ns       [srcSlots]uint64 // the round's count of each
-	names    [srcSlots][]byte // buffers reused as sources come and go
+	hs       [srcSlots]uint64      // xxhash of each slot's source; 0: empty
+	ns       [srcSlots]uint64      // the round's count of each
+	names    [srcSlots][]byte      // buffers reused as sources come and go
 	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this period's sketch
-	idx      uint32           // the key's entry
+	idx      uint32                // the key's entry
 	seen     bool
 	rounds   int // since the sketch last went out
 	hll      *hyperloglog.Sketch
