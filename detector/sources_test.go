@@ -23,7 +23,8 @@ func TestSourcesAndEffects(t *testing.T) {
 		src.assign(0)
 		_, stop := startFake(t, Config{}, src, sink)
 		share := map[string]int{"pod-a": 105, "pod-b": 15, "pod-c": 15, "pod-d": 15} // per 50 ms: 3000/s
-		for range 60 {                                                               // 3 s of rounds: at least two sketches
+		// 3 s of rounds: at least two sketches.
+		for range 60 {
 			for s, n := range share {
 				topic.append(0, fmt.Appendf(nil, `{"app":"shop","key":"item:42","count":%d,"src":%q}`, n, s))
 			}
