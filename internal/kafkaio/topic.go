@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,26 +16,39 @@ import (
 // ErrNoBroker is returned (wrapped) by EnsureTopic when no broker answers.
 var ErrNoBroker = errors.New("kafkaio: no Kafka broker answers")
 
-// EnsureTopic creates topic with the given number of partitions (replication
-// factor 1) unless it exists, then waits until every partition has a leader
-// that serves it, so that the first records written are not refused. It leaves an existing
-// topic as it is, whatever its partition count, and reports that count.
-// When no broker answers, the error wraps ErrNoBroker.
+// EnsureTopic creates topic with the given number of partitions and the
+// brokers' default replication factor unless it exists, then waits until
+// every partition has a leader that serves it, so that the first records
+// written are not refused. It leaves an existing topic as it is, whatever its
+// partition count, and reports that count. When no broker answers, the error
+// wraps ErrNoBroker.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
 	return EnsureTopicWith(ctx, nil, brokers, topic, partitions)
 }
 
 // EnsureTopicWith is EnsureTopic through a client with sec's TLS and SASL.
 func EnsureTopicWith(ctx context.Context, sec *Security, brokers []string, topic string, partitions int) (int, error) {
-	return EnsureTopicConfig(ctx, sec, brokers, topic, partitions, nil)
+	return EnsureTopicSpec(ctx, sec, brokers, topic, TopicSpec{Partitions: partitions})
 }
 
-// EnsureTopicConfig is EnsureTopicWith for a topic created with the given
-// topic settings (e.g. message.timestamp.type: LogAppendTime); an existing
-// topic keeps its own.
-func EnsureTopicConfig(ctx context.Context, sec *Security, brokers []string, topic string, partitions int, config map[string]string) (int, error) {
-	if len(brokers) == 0 || topic == "" || partitions < 1 {
-		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic and partitions >= 1")
+// TopicSpec is how EnsureTopicSpec creates a missing topic.
+type TopicSpec struct {
+	Partitions int // at least 1
+	// Replicas is the replication factor; 0 takes the brokers'
+	// default.replication.factor (CreateTopics with -1, KIP-464).
+	Replicas int
+	// Config holds topic settings (e.g. message.timestamp.type:
+	// LogAppendTime); nil keeps the brokers' defaults.
+	Config map[string]string
+}
+
+// EnsureTopicSpec is EnsureTopicWith for a topic created as spec says; an
+// existing topic keeps its own partitions, replicas and settings. A
+// replication factor the cluster cannot meet (more than its brokers) is an
+// error that names the topic and wraps kafka.InvalidReplicationFactor.
+func EnsureTopicSpec(ctx context.Context, sec *Security, brokers []string, topic string, spec TopicSpec) (int, error) {
+	if len(brokers) == 0 || topic == "" || spec.Partitions < 1 || spec.Replicas < 0 {
+		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic, partitions >= 1 and replicas >= 0")
 	}
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second, Transport: sec.Transport()}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -45,16 +59,20 @@ func EnsureTopicConfig(ctx context.Context, sec *Security, brokers []string, top
 		return 0, fmt.Errorf("%w at %s: %w", ErrNoBroker, strings.Join(brokers, ","), err)
 	}
 	if n == 0 {
-		tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}
-		for _, k := range slices.Sorted(maps.Keys(config)) {
-			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: config[k]})
+		tc := kafka.TopicConfig{Topic: topic, NumPartitions: spec.Partitions, ReplicationFactor: spec.Replicas}
+		replicas := strconv.Itoa(spec.Replicas)
+		if spec.Replicas == 0 {
+			tc.ReplicationFactor, replicas = -1, "the brokers' default"
+		}
+		for _, k := range slices.Sorted(maps.Keys(spec.Config)) {
+			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: spec.Config[k]})
 		}
 		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
-		if err != nil {
-			return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+		if err == nil {
+			err = res.Errors[topic]
 		}
-		if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			return 0, fmt.Errorf("kafkaio: create topic %s: %w", topic, err)
+		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			return 0, fmt.Errorf("kafkaio: create topic %s (%d partitions, replication factor %s): %w", topic, spec.Partitions, replicas, err)
 		}
 	}
 	for {

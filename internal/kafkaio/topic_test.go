@@ -1,8 +1,12 @@
 package kafkaio
 
 import (
+	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -16,14 +20,15 @@ func TestEnsureTopicNoBroker(t *testing.T) {
 	}
 }
 
-// TestEnsureTopicConfig: a topic created with settings has them; an
+// TestEnsureTopicSpecConfig: a topic created with settings has them; an
 // existing one is left as it is.
-func TestEnsureTopicConfig(t *testing.T) {
+func TestEnsureTopicSpecConfig(t *testing.T) {
 	addr := stacktest.Kafka(t)
 	topic := stacktest.Name(t)
 	cfg := map[string]string{"message.timestamp.type": "LogAppendTime"}
-	if n, err := EnsureTopicConfig(t.Context(), nil, []string{addr}, topic, 2, cfg); err != nil || n != 2 {
-		t.Fatalf("EnsureTopicConfig = %d, %v; want 2 partitions", n, err)
+	deleteAtCleanup(t, addr, topic)
+	if n, err := EnsureTopicSpec(t.Context(), nil, []string{addr}, topic, TopicSpec{Partitions: 2, Config: cfg}); err != nil || n != 2 {
+		t.Fatalf("EnsureTopicSpec = %d, %v; want 2 partitions", n, err)
 	}
 	client := &kafka.Client{Addr: kafka.TCP(addr)}
 	res, err := client.DescribeConfigs(t.Context(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
@@ -32,7 +37,73 @@ func TestEnsureTopicConfig(t *testing.T) {
 		res.Resources[0].ConfigEntries[0].ConfigValue != "LogAppendTime" {
 		t.Fatalf("topic config %+v, %v; want message.timestamp.type LogAppendTime", res, err)
 	}
-	if n, err := EnsureTopicConfig(t.Context(), nil, []string{addr}, topic, 5, nil); err != nil || n != 2 {
+	if n, err := EnsureTopicSpec(t.Context(), nil, []string{addr}, topic, TopicSpec{Partitions: 5}); err != nil || n != 2 {
 		t.Errorf("existing topic: %d, %v; want it left with 2 partitions", n, err)
 	}
+}
+
+// TestEnsureTopicSpecReplicas: Replicas 0 creates the topic with the
+// brokers' default.replication.factor, Replicas 1 with one replica per
+// partition, and more replicas than the cluster has brokers is refused with
+// an error that names the topic.
+func TestEnsureTopicSpecReplicas(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	md, err := client.Metadata(t.Context(), &kafka.MetadataRequest{Topics: []string{}})
+	if err != nil || len(md.Brokers) == 0 {
+		t.Fatalf("cluster metadata: %+v, %v", md, err)
+	}
+	def := brokerDefaultReplicas(t, client, md.Brokers[0].ID)
+	for _, tc := range []struct{ replicas, want int }{{0, def}, {1, 1}} {
+		topic := stacktest.Name(t)
+		deleteAtCleanup(t, addr, topic)
+		if n, err := EnsureTopicSpec(t.Context(), nil, []string{addr}, topic, TopicSpec{Partitions: 3, Replicas: tc.replicas}); err != nil || n != 3 {
+			t.Fatalf("Replicas %d: EnsureTopicSpec = %d, %v; want 3 partitions", tc.replicas, n, err)
+		}
+		md, err := client.Metadata(t.Context(), &kafka.MetadataRequest{Topics: []string{topic}})
+		if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
+			t.Fatalf("Replicas %d: metadata of %s: %+v, %v", tc.replicas, topic, md, err)
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if len(p.Replicas) != tc.want {
+				t.Errorf("Replicas %d: partition %d has %d replicas, want %d", tc.replicas, p.ID, len(p.Replicas), tc.want)
+			}
+		}
+	}
+
+	topic := stacktest.Name(t)
+	deleteAtCleanup(t, addr, topic)
+	too := len(md.Brokers) + 1 // 2 on the one-broker local stack
+	n, err := EnsureTopicSpec(t.Context(), nil, []string{addr}, topic, TopicSpec{Partitions: 1, Replicas: too})
+	if err == nil || n != 0 || !errors.Is(err, kafka.InvalidReplicationFactor) || !strings.Contains(err.Error(), topic) {
+		t.Fatalf("Replicas %d on %d brokers: %d, %v; want an InvalidReplicationFactor error naming %s", too, len(md.Brokers), n, err, topic)
+	}
+	t.Logf("Replicas %d on %d brokers: %v", too, len(md.Brokers), err)
+	if md, err := client.Metadata(t.Context(), &kafka.MetadataRequest{Topics: []string{topic}}); err != nil ||
+		len(md.Topics) != 1 || !errors.Is(md.Topics[0].Error, kafka.UnknownTopicOrPartition) {
+		t.Errorf("topic %s after the refusal: %+v, %v; want it not created", topic, md, err)
+	}
+}
+
+// brokerDefaultReplicas returns broker id's default.replication.factor.
+func brokerDefaultReplicas(t *testing.T, client *kafka.Client, id int) int {
+	t.Helper()
+	res, err := client.DescribeConfigs(t.Context(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeBroker, ResourceName: strconv.Itoa(id), ConfigNames: []string{"default.replication.factor"}}}})
+	if err != nil || len(res.Resources) != 1 || len(res.Resources[0].ConfigEntries) != 1 {
+		t.Fatalf("broker %d default.replication.factor: %+v, %v", id, res, err)
+	}
+	n, err := strconv.Atoi(res.Resources[0].ConfigEntries[0].ConfigValue)
+	if err != nil || n < 1 {
+		t.Fatalf("broker %d default.replication.factor %q", id, res.Resources[0].ConfigEntries[0].ConfigValue)
+	}
+	return n
+}
+
+// deleteAtCleanup deletes topic when the test ends.
+func deleteAtCleanup(t *testing.T, addr, topic string) {
+	t.Cleanup(func() {
+		client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
 }

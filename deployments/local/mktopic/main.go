@@ -1,7 +1,8 @@
 // Command mktopic creates a topic for deployments/local/shipper.sh: with
 // the broker's append time as record timestamps (omkafka stamps whole
-// seconds; docs/ingest.md), unless it exists, then waits until every
-// partition is served and prints the partition count.
+// seconds; docs/ingest.md) and the brokers' default replication factor,
+// unless it exists, then waits until every partition is served and prints
+// the partition count.
 //
 //	mktopic BROKERS TOPIC PARTITIONS
 package main
@@ -26,8 +27,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mktopic: PARTITIONS must be a number >= 1")
 		os.Exit(2)
 	}
-	n, err := kafkaio.EnsureTopicConfig(context.Background(), nil, envflag.SplitList(os.Args[1]), os.Args[2], partitions,
-		map[string]string{"message.timestamp.type": "LogAppendTime"})
+	n, err := kafkaio.EnsureTopicSpec(context.Background(), nil, envflag.SplitList(os.Args[1]), os.Args[2], kafkaio.TopicSpec{
+		Partitions: partitions, Config: map[string]string{"message.timestamp.type": "LogAppendTime"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mktopic: %v\n", err)
 		os.Exit(1)
