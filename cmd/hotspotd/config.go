@@ -41,6 +41,7 @@ type config struct {
 	fetchMin    int
 	commitEvery time.Duration
 	partitions  int
+	replicas    int // replication factor of a created access topic; 0: the brokers' default
 	adminToken  string
 	pprof       bool
 	logLevel    slog.Level
@@ -109,6 +110,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
 	fs.DurationVar(&c.commitEvery, "commit-interval", 0, "how often a detector commits its offsets, each commit a log append on the broker (0: every 1s, or every 100ms round with a --window of 5s or more)")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
+	fs.IntVar(&c.replicas, "replication-factor", 0, "replication factor of the access topic when the detector has to create it; 0 takes the brokers'\ndefault.replication.factor")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token that authorizes pin, block and webhook changes; empty refuses them")
 	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "Redis for the promotion history: host:port or redis://[:password@]host:port/db; empty keeps no history")
@@ -202,6 +204,9 @@ func (c config) check() error {
 	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)
+	}
+	if c.replicas < 0 {
+		return fmt.Errorf("--replication-factor: %d must be >= 0 (0: the brokers' default)", c.replicas)
 	}
 	if c.commitEvery < 0 {
 		return fmt.Errorf("--commit-interval: %v must be >= 0", c.commitEvery)

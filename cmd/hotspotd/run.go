@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
@@ -212,13 +213,17 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 
 // ensureTopic makes sure the access topics exist: a group formed before its
 // topic exists gets no partitions of it until the next rebalance. Only a
-// missing broker is an error; otherwise the detector waits for the topic.
+// missing broker and a replication factor the cluster cannot meet are
+// errors; otherwise the detector waits for the topic.
 func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
+	spec := kafkaio.TopicSpec{Partitions: cfg.partitions, Replicas: cfg.replicas}
 	for _, topic := range cfg.topics() {
-		n, err := kafkaio.EnsureTopicWith(ctx, cfg.sec.kafka, cfg.brokers, topic, cfg.partitions)
+		n, err := kafkaio.EnsureTopicSpec(ctx, cfg.sec.kafka, cfg.brokers, topic, spec)
 		switch {
 		case errors.Is(err, kafkaio.ErrNoBroker):
 			return fmt.Errorf("%w (is Kafka running? `make up` starts one)", err)
+		case errors.Is(err, kafka.InvalidReplicationFactor):
+			return fmt.Errorf("%w (--replication-factor: 0 takes the brokers' default.replication.factor, and no factor can exceed the brokers' count)", err)
 		case err != nil:
 			log.Warn("could not make sure the access topic exists; the detector waits for it", "topic", topic, "err", err)
 		default:
