@@ -91,6 +91,7 @@ type workload struct {
 	flashes              flashFlag
 	brokers, topic       *string
 	partitions           *int
+	replicas             *int
 	rate                 *float64
 	keys                 *uint64
 	skew                 *float64
@@ -119,6 +120,7 @@ func addWorkloadFlags(fs *flag.FlagSet, duration time.Duration) *workload {
 	w.brokers = fs.String("brokers", "127.0.0.1:19092", "Kafka bootstrap brokers, comma-separated")
 	w.topic = fs.String("topic", hotset.DefaultTopic, "topic to write")
 	w.partitions = fs.Int("partitions", 8, "partitions of the topic when it has to be created")
+	w.replicas = fs.Int("replication-factor", 0, "replication factor of the topic when it has to be created; 0 takes the brokers'\ndefault.replication.factor")
 	w.rate = fs.Float64("rate", 50_000, "background events/s over all keys; 0 for planted keys only")
 	w.keys = fs.Uint64("keys", 1_000_000, "distinct background keys")
 	w.skew = fs.Float64("skew", 1.1, "Zipf exponent s > 0 (P(rank k) ∝ k^-s); 0.8 and 1.1 are typical")
@@ -179,6 +181,9 @@ func (w *workload) config() (loadgen.Config, error) {
 	if *w.partitions < 1 {
 		return cfg, usagef("--partitions must be >= 1")
 	}
+	if *w.replicas < 0 {
+		return cfg, usagef("--replication-factor must be >= 0 (0: the brokers' default)")
+	}
 	for _, spec := range w.flashes {
 		f, err := loadgen.ParseFlash(spec, *w.threshold)
 		if err != nil {
@@ -206,7 +211,7 @@ func (w *workload) config() (loadgen.Config, error) {
 // ensureTopic creates the workload's topic if it is missing and returns its
 // partition count, with an error that says what to do when no broker answers.
 func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
-	n, err := kafkaio.EnsureTopicWith(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, *w.partitions)
+	n, err := kafkaio.EnsureTopicSpec(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, kafkaio.TopicSpec{Partitions: *w.partitions, Replicas: *w.replicas})
 	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
 	}

@@ -178,3 +178,21 @@ func readTruth(path string) (*loadgen.Truth, error) {
 	}
 	return &tr, nil
 }
+
+// TestLoadReplicationFactor: --replication-factor below 0 is a usage error,
+// and one the cluster cannot meet stops the run with an error naming the
+// topic before anything is produced.
+func TestLoadReplicationFactor(t *testing.T) {
+	var out bytes.Buffer
+	err := load(t.Context(), []string{"--replication-factor", "-1", "--brokers", "127.0.0.1:1"}, func(string) string { return "" }, &out)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "--replication-factor must be >= 0") {
+		t.Errorf("--replication-factor -1: %v, want a usage error", err)
+	}
+	addr := stacktest.Kafka(t)
+	topic := stacktest.Name(t)
+	env := map[string]string{"HOTSPOT_REPLICATION_FACTOR": "100"}
+	err = load(t.Context(), []string{"--brokers", addr, "--topic", topic, "--duration", "1s", "--hotspotd", ""}, func(k string) string { return env[k] }, &out)
+	if err == nil || !strings.Contains(err.Error(), topic) || !strings.Contains(err.Error(), "replication factor 100") {
+		t.Errorf("HOTSPOT_REPLICATION_FACTOR=100: %v, want an error naming the topic and the factor", err)
+	}
+}
