@@ -13,8 +13,10 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-# SECURE=1: the secured stack (TLS, SASL, ZooKeeper and Redis auth) instead.
-SECURE_FLAG := $(if $(SECURE),--secure)
+# SECURE=1: the secured stack (TLS, SASL, ZooKeeper and Redis auth) instead;
+# CLUSTER=1: the clustered one (3 Kafka brokers, replication factor 3, a
+# 3-server ZooKeeper ensemble).
+SECURE_FLAG := $(if $(SECURE),--secure,$(if $(CLUSTER),--cluster))
 
 up:
 	@$(STACK) up $(SECURE_FLAG)

@@ -143,7 +143,7 @@ type producer struct {
 }
 
 func newProducer(t *testing.T, brokers, topic string, binary bool) *producer {
-	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
+	w := &kafka.Writer{Addr: kafka.TCP(strings.Split(brokers, ",")...), Topic: topic, Balancer: &kafka.RoundRobin{},
 		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireOne}
 	t.Cleanup(func() { w.Close() })
 	return &producer{w: w, binary: binary, sends: make(map[string][]time.Time)}
@@ -626,7 +626,7 @@ func TestLivePage(t *testing.T) {
 // effect report every second, as hotcache sends it: 95 % of its reads
 // answered from its L1, 4 % from Redis, 1 % refused by the rate limit.
 func sourcedReads(ctx context.Context, t *testing.T, brokers, topic, key string, rate float64) {
-	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Balancer: &kafka.RoundRobin{},
+	w := &kafka.Writer{Addr: kafka.TCP(strings.Split(brokers, ",")...), Topic: topic, Balancer: &kafka.RoundRobin{},
 		BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireOne}
 	defer w.Close()
 	srcs := []struct {

@@ -157,7 +157,7 @@ func faultWorkload(brokers, topic string, d, coldAt time.Duration) loadgen.Confi
 		fl = append(fl, loadgen.Flash{App: "shop", Key: "cools:" + strconv.Itoa(i), Rate: 2 * faultThreshold, End: coldAt})
 	}
 	return loadgen.Config{
-		Brokers: []string{brokers}, Topic: topic, App: "shop",
+		Brokers: strings.Split(brokers, ","), Topic: topic, App: "shop",
 		Rate: 4000, Keys: 20_000, Skew: 1.1, KeyPrefix: "bg:",
 		Flashes: fl, Duration: d, Threshold: faultThreshold,
 	}
@@ -190,8 +190,9 @@ func (r *faultRun) runLoad(cfg loadgen.Config) {
 
 // finish waits for the load to end and scores every view against its truth,
 // leaving out of the stale and missing checks the samples taken during
-// excused (an outage during which no view can change).
-func (r *faultRun) finish(excused ...[2]time.Time) {
+// excused (an outage during which no view can change). It returns what the
+// load generator reported.
+func (r *faultRun) finish(excused ...[2]time.Time) loadResult {
 	t := r.t
 	res := <-r.load
 	if res.err != nil && !(r.lossy && res.stats.FailedRecords > 0 && res.stats.Truth != nil) {
@@ -219,6 +220,7 @@ func (r *faultRun) finish(excused ...[2]time.Time) {
 	if t.Failed() && os.Getenv("HOTSPOT_E2E_LOGS") == "" {
 		t.Logf("process logs in %s (set HOTSPOT_E2E_LOGS=1 to print them)", r.c.dir)
 	}
+	return res
 }
 
 // trailing returns, per slot, the key's true rate over the window ending at

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# stack.sh up|down|status|env|install [--secure]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
-# --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh).
+# stack.sh up|down|status|env|install [--secure|--cluster]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
+# --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh);
+# --cluster the clustered one (3 Kafka brokers, replication factor 3, a 3-server ZooKeeper ensemble; cluster.sh).
 #
 # On a fresh Debian machine `up` installs what is missing (Debian's zookeeper,
 # redis-server, openjdk-17-jre-headless and maven packages; Apache Kafka and
@@ -301,6 +302,21 @@ status() {
 	((rc == 0)) && probe -wait 5s >/dev/null && echo "all answer" || rc=1
 	return $rc
 }
+
+# --cluster: the clustered stack instead (cluster.sh; docs/operations.md, "Clusters").
+if [[ ${2:-} == --cluster || ${3:-} == --cluster ]]; then
+	. "$here/cluster.sh"
+	case ${1:-} in
+	up) cluster_up ;;
+	down) cluster_down ;;
+	status) cluster_status ;;
+	env) cluster_env ;;
+	start | stop | kill) cluster_member "$1" "${2:-}" ;;
+	purge) cluster_down; rm -rf "$cstate" ;;
+	*) echo "usage: $0 up|down|status|env|purge --cluster, or $0 start|stop|kill MEMBER --cluster" >&2; exit 2 ;;
+	esac
+	exit
+fi
 
 # --secure: the secured stack instead (secure.sh; docs/security.md).
 if [[ ${2:-} == --secure ]]; then

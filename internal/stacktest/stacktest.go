@@ -79,7 +79,8 @@ func need(t testing.TB, env, def, what string) string {
 	if addr == "" {
 		addr = def
 	}
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	first, _, _ := strings.Cut(addr, ",") // a cluster's list (stack.sh env --cluster)
+	conn, err := net.DialTimeout("tcp", first, 2*time.Second)
 	if err != nil {
 		msg := fmt.Sprintf("%s is not reachable at %s (%v); start it with `make up`", what, addr, err)
 		if os.Getenv("CI") == "true" {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -24,8 +23,9 @@ import (
 )
 
 func main() {
-	kafkaAddr := flag.String("kafka", "127.0.0.1:19092", "Kafka bootstrap address")
-	zkAddr := flag.String("zk", "127.0.0.1:12181", "ZooKeeper address")
+	kafkaAddr := flag.String("kafka", "127.0.0.1:19092", "Kafka broker addresses, comma-separated: each is probed")
+	zkAddr := flag.String("zk", "127.0.0.1:12181", "ZooKeeper server addresses, comma-separated: each is probed")
+	flag.IntVar(&minBrokers, "brokers", 1, "how many brokers the Kafka metadata must list (a cluster has formed)")
 	redisAddr := flag.String("redis", "127.0.0.1:16379", "Redis address")
 	wait := flag.Duration("wait", 60*time.Second, "how long to keep trying")
 	// The secured stack (stack.sh up --secure): each service is probed with
@@ -42,13 +42,17 @@ func main() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
-	checks := []struct {
+	type check struct {
 		name string
 		fn   func(context.Context) error
-	}{
-		{"zookeeper " + *zkAddr, func(ctx context.Context) error { return probeZK(ctx, *zkAddr) }},
-		{"redis " + *redisAddr, func(ctx context.Context) error { return probeRedis(ctx, *redisAddr) }},
-		{"kafka " + *kafkaAddr, func(ctx context.Context) error { return probeKafka(ctx, *kafkaAddr) }},
+	}
+	var checks []check
+	for _, a := range strings.Split(*zkAddr, ",") {
+		checks = append(checks, check{"zookeeper " + a, func(ctx context.Context) error { return probeZK(ctx, a) }})
+	}
+	checks = append(checks, check{"redis " + *redisAddr, func(ctx context.Context) error { return probeRedis(ctx, *redisAddr) }})
+	for _, a := range strings.Split(*kafkaAddr, ",") {
+		checks = append(checks, check{"kafka " + a, func(ctx context.Context) error { return probeKafka(ctx, a) }})
 	}
 	for _, c := range checks {
 		if err := retry(ctx, c.fn); err != nil {
@@ -99,6 +103,9 @@ func tlsConfig() (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
+// minBrokers is how many brokers a Kafka metadata answer must list.
+var minBrokers = 1
+
 func probeKafka(ctx context.Context, addr string) error {
 	d := &kafka.Dialer{Timeout: 2 * time.Second}
 	var err error
@@ -119,8 +126,8 @@ func probeKafka(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if len(brokers) == 0 {
-		return errors.New("metadata lists no broker")
+	if len(brokers) < minBrokers {
+		return fmt.Errorf("metadata lists %d brokers, want %d", len(brokers), minBrokers)
 	}
 	if _, err = conn.Controller(); err != nil {
 		return err

@@ -1,0 +1,284 @@
+package main
+
+// Fault tests on the clustered stack (stack.sh up --cluster: three Kafka
+// brokers, replication factor 3 and min.insync.replicas 2, a ZooKeeper
+// ensemble of three): three hotspotd under 50,000 accesses/s, scored against
+// the load generator's truth as the other fault tests are (faults_test.go).
+// They run when HOTSPOT_CLUSTER=1 (`stack.sh env --cluster` sets it; `make
+// test` runs them in a pass of their own), and leave the cluster whole.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// clusterDetectTarget: a key that turns hot when a broker dies is listed by
+// every view within this long of the failure (issue 25).
+const clusterDetectTarget = 2 * time.Second
+
+// clusterZKTarget: publication resumes within this long of a new ZooKeeper
+// leader's election.
+const clusterZKTarget = 2 * time.Second
+
+// onClusterStack is newCluster on the clustered stack.
+func onClusterStack(t *testing.T, partitions int) *cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault test on the clustered stack; -short skips it")
+	}
+	if os.Getenv("HOTSPOT_CLUSTER") != "1" {
+		t.Skip("needs the clustered stack: `deployments/local/stack.sh up --cluster` and `eval \"$(deployments/local/stack.sh env --cluster)\"`")
+	}
+	c := &cluster{t: t, brokers: stacktest.Kafka(t), zk: stacktest.ZK(t), dir: t.TempDir()}
+	name := stacktest.Name(t)
+	c.topic, c.group, c.root = name, name, "/"+name
+	c.bin = filepath.Join(c.dir, "hotspotd")
+	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if _, err := kafkaio.EnsureTopic(context.Background(), strings.Split(c.brokers, ","), c.topic, partitions); err != nil {
+		t.Fatal(err)
+	}
+	if rf := replicas(t, c); rf != 3 {
+		t.Fatalf("topic %s has %d replicas per partition, want the cluster's default of 3", c.topic, rf)
+	}
+	return c
+}
+
+// faultAt is when, after the load starts, a cluster test injects its fault.
+const faultAt = 12 * time.Second
+
+// clusterWorkload is faultWorkload at 50,000 accesses/s (the background
+// spread over a million keys, Zipf 0.7, its busiest key at about 0.24x),
+// plus after:2x, hot from hotAt on.
+func clusterWorkload(c *cluster, d, coldAt, hotAt time.Duration) loadgen.Config {
+	cfg := faultWorkload(c.brokers, c.topic, d, coldAt)
+	cfg.Flashes = append(cfg.Flashes, loadgen.Flash{App: "shop", Key: "after:2x", Start: hotAt, Rate: 2 * faultThreshold})
+	cfg.Rate, cfg.Keys, cfg.Skew = 50_000, 1_000_000, 0.7
+	cfg.MaxInflight = 256 << 20
+	return cfg
+}
+
+// member runs `stack.sh verb name --cluster`.
+func member(t *testing.T, verb, name string) {
+	t.Helper()
+	out, err := exec.Command("../../deployments/local/stack.sh", verb, name, "--cluster").CombinedOutput()
+	if err != nil {
+		t.Fatalf("stack.sh %s %s --cluster: %v\n%s", verb, name, err, out)
+	}
+}
+
+// leaders returns, per broker id, how many partitions of c's topic it leads.
+func leaders(t *testing.T, c *cluster) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	for _, p := range partitionsOf(t, c) {
+		out[p.Leader.ID]++
+	}
+	return out
+}
+
+// replicas returns how many replicas the partitions of c's topic have (the
+// least of them).
+func replicas(t *testing.T, c *cluster) int {
+	t.Helper()
+	n := -1
+	for _, p := range partitionsOf(t, c) {
+		if n < 0 || len(p.Replicas) < n {
+			n = len(p.Replicas)
+		}
+	}
+	return n
+}
+
+// insync reports whether every partition of c's topic has all its replicas
+// in sync.
+func insync(t *testing.T, c *cluster) bool {
+	for _, p := range partitionsOf(t, c) {
+		if len(p.Isr) < len(p.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+func partitionsOf(t *testing.T, c *cluster) []kafka.Partition {
+	t.Helper()
+	var last error
+	for _, addr := range strings.Split(c.brokers, ",") {
+		conn, err := kafka.DialContext(context.Background(), "tcp", addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		ps, err := conn.ReadPartitions(c.topic)
+		conn.Close()
+		if err == nil {
+			return ps
+		}
+		last = err
+	}
+	t.Fatalf("metadata of %s: %v", c.topic, last)
+	return nil
+}
+
+// zkMode returns a ZooKeeper server's mode (leader, follower) from its srvr
+// command, or "" when it does not answer.
+func zkMode(addr string) string {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return m
+		}
+	}
+	return ""
+}
+
+// zkLeader returns the number (1 to 3) of the ensemble's leader, or 0.
+func zkLeader(c *cluster) int {
+	for i, addr := range strings.Split(c.zk, ",") {
+		if zkMode(addr) == "leader" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// listedBy returns, per view, how long after from a sample of it first
+// listed key.
+func (r *faultRun) listedBy(key string, from time.Time) map[string]time.Duration {
+	r.views.mu.Lock()
+	defer r.views.mu.Unlock()
+	seen := map[string]time.Duration{}
+	for _, sm := range r.views.samples {
+		if _, ok := seen[sm.view]; !ok && sm.at.After(from) && slices.Contains(sm.keys, key) {
+			seen[sm.view] = sm.at.Sub(from)
+		}
+	}
+	return seen
+}
+
+// keptDuring reports the views that did not list key in a sample between
+// from and to.
+func (r *faultRun) keptDuring(key string, from, to time.Time) []string {
+	r.views.mu.Lock()
+	defer r.views.mu.Unlock()
+	var lost []string
+	for _, sm := range r.views.samples {
+		if sm.at.After(from) && sm.at.Before(to) && !slices.Contains(sm.keys, key) && !slices.Contains(lost, sm.view) {
+			lost = append(lost, fmt.Sprintf("%s at +%v", sm.view, sm.at.Sub(r.start).Round(time.Millisecond)))
+		}
+	}
+	return lost
+}
+
+// TestClusterBrokerKill: the broker that leads the most partitions of the
+// access topic is killed (SIGKILL) under load. A key that turns hot at 2x at
+// that moment is listed by every view within clusterDetectTarget, the
+// load generator (acks=all, retrying) loses no record, and the views agree
+// with the truth throughout. The broker is started again at the end.
+func TestClusterBrokerKill(t *testing.T) {
+	c := onClusterStack(t, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(clusterWorkload(c, 40*time.Second, 14*time.Second, faultAt))
+	time.Sleep(faultAt)
+	by := leaders(t, c)
+	victim := 0
+	for id, n := range by {
+		if victim == 0 || n > by[victim] {
+			victim = id
+		}
+	}
+	t.Cleanup(func() {
+		member(t, "start", "kafka"+strconv.Itoa(victim))
+		waitFor(t, 120*time.Second, "every replica back in sync", func() bool { return insync(t, c) })
+	})
+	killed := time.Now()
+	member(t, "kill", "kafka"+strconv.Itoa(victim))
+	t.Logf("killed broker %d (leader of %d of 8 partitions) at +%v", victim, by[victim], killed.Sub(r.start).Round(time.Millisecond))
+	waitFor(t, recoveryBound, "after:2x in every view", func() bool { return len(r.listedBy("after:2x", killed)) == 3 })
+	seen := r.listedBy("after:2x", killed)
+	t.Logf("after:2x, hot from the kill, listed by the views after %v; partitions now led by %v", seen, leaders(t, c))
+	for view, d := range seen {
+		if d > clusterDetectTarget {
+			t.Errorf("view %s listed after:2x %v after the broker died, want within %v", view, d.Round(time.Millisecond), clusterDetectTarget)
+		}
+	}
+	if lost := r.keptDuring("fixed:3x", killed, killed.Add(recoveryBound)); len(lost) > 0 {
+		t.Errorf("fixed:3x missing from %v after the broker died", lost)
+	}
+	r.faults = append(r.faults, [2]time.Time{killed, killed.Add(clusterDetectTarget)})
+	res := r.finish()
+	if res.stats.FailedRecords > 0 {
+		t.Errorf("the load generator lost %d records (%d events) to the broker's death, want none with acks=all", res.stats.FailedRecords, res.stats.FailedEvents)
+	}
+}
+
+// TestClusterZooKeeperLeaderKill: the ensemble's leader is killed (SIGKILL)
+// under load. Every view keeps the hot set while the others elect a new
+// leader, and a key that turned hot meanwhile is listed within
+// clusterZKTarget of the election. The server is started again at the end.
+func TestClusterZooKeeperLeaderKill(t *testing.T) {
+	c := onClusterStack(t, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(clusterWorkload(c, 35*time.Second, 30*time.Second, faultAt))
+	time.Sleep(faultAt)
+	victim := zkLeader(c)
+	if victim == 0 {
+		t.Fatal("no ZooKeeper server says it leads")
+	}
+	addrs := strings.Split(c.zk, ",")
+	t.Cleanup(func() {
+		member(t, "start", "zookeeper"+strconv.Itoa(victim))
+		waitFor(t, 60*time.Second, "the server back in the ensemble", func() bool { return zkMode(addrs[victim-1]) != "" })
+	})
+	killed := time.Now()
+	member(t, "kill", "zookeeper"+strconv.Itoa(victim))
+	var elected time.Time
+	waitFor(t, 30*time.Second, "a new ZooKeeper leader", func() bool {
+		if l := zkLeader(c); l != 0 && l != victim {
+			elected = time.Now()
+			return true
+		}
+		return false
+	})
+	t.Logf("killed ZooKeeper %d at +%v; a new leader at +%v", victim, killed.Sub(r.start).Round(time.Millisecond), elected.Sub(r.start).Round(time.Millisecond))
+	waitFor(t, recoveryBound, "after:2x in every view", func() bool { return len(r.listedBy("after:2x", killed)) == 3 })
+	seen := r.listedBy("after:2x", killed)
+	t.Logf("after:2x, hot from the kill, listed by the views after %v (from the kill)", seen)
+	for view, d := range seen {
+		if after := killed.Add(d).Sub(elected); after > clusterZKTarget {
+			t.Errorf("view %s listed after:2x %v after the election, want within %v", view, after.Round(time.Millisecond), clusterZKTarget)
+		}
+	}
+	if lost := r.keptDuring("fixed:3x", killed, elected.Add(clusterZKTarget)); len(lost) > 0 {
+		t.Errorf("fixed:3x missing from %v during the election", lost)
+	}
+	r.faults = append(r.faults, [2]time.Time{killed, elected.Add(clusterZKTarget)})
+	r.finish()
+}

@@ -1,0 +1,214 @@
+# cluster.sh: the clustered local stack, sourced by stack.sh for `--cluster`.
+#
+# Three Apache Kafka nodes in KRaft mode, each both broker and controller (a
+# static quorum of three voters), whose topics get three replicas and need two
+# in sync (default.replication.factor=3, min.insync.replicas=2, the internal
+# topics alike); a ZooKeeper ensemble of three servers; and one Redis. All on
+# 127.0.0.1, beside the plain and the secured stacks: its own state folder
+# ($state/cluster) and ports, from HOTSPOT_CLUSTER_KAFKA_PORT (19192: brokers
+# on 19192, 19194, 19196, their controllers one above each), and
+# HOTSPOT_CLUSTER_ZK_PORT (12281: clients on 12281-12283, quorum on
+# 12381-12383, elections on 12481-12483), HOTSPOT_CLUSTER_REDIS_PORT (16479).
+# It reuses the plain stack's Kafka jars.
+#
+# A dead broker is fenced, its partitions given new leaders and dropped from
+# their in-sync replicas, once it missed heartbeats for
+# broker.session.timeout.ms: 1.5 s here (Kafka's default is 9 s). Until then
+# no write with acks=all to a partition it replicates is acknowledged and no
+# consumer reads past it, so this bounds how long a broker's death stalls
+# detection. The controllers elect a new active one after 1 s without it.
+#
+# `start NAME` and `stop NAME` (kafka1..3, zookeeper1..3, redis) start or stop
+# one member, `kill NAME` sends it SIGKILL: the fault tests use them.
+
+cstate=$state/cluster
+c_kafka_base=${HOTSPOT_CLUSTER_KAFKA_PORT:-19192}
+c_zk_base=${HOTSPOT_CLUSTER_ZK_PORT:-12281}
+c_redis_port=${HOTSPOT_CLUSTER_REDIS_PORT:-16479}
+c_nodes=(1 2 3)
+
+c_kafka_port() { echo $((c_kafka_base + 2 * ($1 - 1))); }
+c_ctl_port() { echo $((c_kafka_base + 2 * ($1 - 1) + 1)); }
+c_zk_port() { echo $((c_zk_base + $1 - 1)); }
+
+c_join() { # c_join FUNC: FUNC's output for every node, comma-separated
+	local out="" i
+	for i in "${c_nodes[@]}"; do out+=${out:+,}127.0.0.1:$("$1" "$i"); done
+	echo "$out"
+}
+
+cluster_zookeeper() { # cluster_zookeeper N: start ensemble member N
+	local n=$1 dir port i
+	dir=$cstate/zookeeper$n
+	alive zookeeper "$dir" && return
+	port=$(c_zk_port "$n")
+	port_open "$port" && die "port $port is taken by a process this script did not start (set HOTSPOT_CLUSTER_ZK_PORT)"
+	mkdir -p "$dir/data"
+	echo "$n" >"$dir/data/myid"
+	{
+		cat <<EOF
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+maxSessionTimeout=60000
+minSessionTimeout=1000
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,mntr,cons,stat
+EOF
+		for i in "${c_nodes[@]}"; do
+			echo "server.$i=127.0.0.1:$((c_zk_base + 100 + i - 1)):$((c_zk_base + 200 + i - 1))"
+		done
+	} >"$dir/zoo.cfg"
+	log "starting ZooKeeper $n of 3 on 127.0.0.1:$port"
+	launch_zookeeper "$dir" "$dir"
+}
+
+cluster_kafka() { # cluster_kafka N: start Kafka node N (broker and controller)
+	local n=$1 dir port ctl voters="" i
+	dir=$cstate/kafka$n
+	alive kafka "$dir" && return
+	port=$(c_kafka_port "$n")
+	ctl=$(c_ctl_port "$n")
+	port_open "$port" && die "port $port is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
+	for i in "${c_nodes[@]}"; do voters+=${voters:+,}$i@127.0.0.1:$(c_ctl_port "$i"); done
+	mkdir -p "$dir"
+	cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$ctl
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+$(kafka_broker_settings "$dir")
+default.replication.factor=3
+min.insync.replicas=2
+offsets.topic.replication.factor=3
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=2
+unclean.leader.election.enable=false
+broker.heartbeat.interval.ms=250
+broker.session.timeout.ms=1500
+controller.quorum.fetch.timeout.ms=1000
+controller.quorum.election.timeout.ms=500
+EOF
+	c_log4j >"$dir/log4j2.yaml"
+	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
+		[[ -f $cstate/cluster.id ]] || kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$cstate/cluster.id"
+		kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
+			-t "$(cat "$cstate/cluster.id")" -c "$dir/server.properties" >"$dir/kafka-format.log" 2>&1 ||
+			die "formatting Kafka node $n failed; see $dir/kafka-format.log"
+	fi
+	log "starting Apache Kafka $kafka_version node $n of 3 on 127.0.0.1:$port"
+	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-384m} launch_kafka "$dir" "$dir"
+}
+
+c_log4j() {
+	cat <<'EOF'
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+EOF
+}
+
+cluster_redis() {
+	state=$cstate redis_port=$c_redis_port start_redis
+}
+
+cluster_env() {
+	echo "export HOTSPOT_KAFKA=$(c_join c_kafka_port)"
+	echo "export HOTSPOT_ZK=$(c_join c_zk_port)"
+	echo "export HOTSPOT_REDIS=127.0.0.1:$c_redis_port"
+	echo "export HOTSPOT_CLUSTER=1"
+}
+
+cluster_up() {
+	local i
+	mkdir -p "$cstate"
+	install_debs
+	install_kafka
+	for i in "${c_nodes[@]}"; do cluster_zookeeper "$i"; done
+	cluster_redis
+	for i in "${c_nodes[@]}"; do cluster_kafka "$i"; done
+	for i in "${c_nodes[@]}"; do
+		alive zookeeper "$cstate/zookeeper$i" || die "ZooKeeper $i exited at start; see $cstate/zookeeper$i/zookeeper.log"
+		alive kafka "$cstate/kafka$i" || die "Kafka node $i exited at start; see $cstate/kafka$i/kafka.log"
+	done
+	alive redis "$cstate" || die "Redis exited at start; see $cstate/redis.log"
+	(cd "$top" && go run ./deployments/local/probe -wait 180s -brokers 3 \
+		-kafka "$(c_join c_kafka_port)" -zk "$(c_join c_zk_port)" -redis "127.0.0.1:$c_redis_port") ||
+		die "the cluster did not answer in time; logs are in $cstate"
+	log "cluster up; state and logs in $cstate"
+	cluster_env
+}
+
+cluster_down() {
+	local i
+	for i in "${c_nodes[@]}"; do stop_one kafka "$cstate/kafka$i" "Kafka node $i"; done
+	stop_one redis "$cstate" "Redis (cluster)"
+	for i in "${c_nodes[@]}"; do stop_one zookeeper "$cstate/zookeeper$i" "ZooKeeper $i"; done
+}
+
+cluster_status() {
+	local i rc=0
+	for i in "${c_nodes[@]}"; do
+		if alive zookeeper "$cstate/zookeeper$i"; then
+			echo "zookeeper$i: running (pid $(cat "$cstate/zookeeper$i/zookeeper.pid")), $(c_zk_mode "$i")"
+		else
+			echo "zookeeper$i: stopped"
+			rc=1
+		fi
+	done
+	for i in "${c_nodes[@]}"; do
+		if alive kafka "$cstate/kafka$i"; then echo "kafka$i: running (pid $(cat "$cstate/kafka$i/kafka.pid"))"; else echo "kafka$i: stopped"; rc=1; fi
+	done
+	if alive redis "$cstate"; then echo "redis: running (pid $(cat "$cstate/redis.pid"))"; else echo "redis: stopped"; rc=1; fi
+	return $rc
+}
+
+c_zk_mode() { # c_zk_mode N: leader, follower or observer, from the srvr command
+	local mode
+	mode=$(exec 3<>"/dev/tcp/127.0.0.1/$(c_zk_port "$1")" && printf srvr >&3 && grep -m1 '^Mode:' <&3) 2>/dev/null || true
+	echo "${mode#Mode: }"
+}
+
+cluster_member() { # cluster_member start|stop|kill NAME
+	local verb=$1 name=$2 dir what
+	case $name in
+	kafka[1-3]) dir=$cstate/$name what=kafka ;;
+	zookeeper[1-3]) dir=$cstate/$name what=zookeeper ;;
+	redis) dir=$cstate what=redis ;;
+	*) die "unknown cluster member $name (kafka1..3, zookeeper1..3, redis)" ;;
+	esac
+	case $verb in
+	start)
+		case $what in
+		kafka) cluster_kafka "${name#kafka}" ;;
+		zookeeper) cluster_zookeeper "${name#zookeeper}" ;;
+		redis) cluster_redis ;;
+		esac
+		;;
+	stop) stop_one "$what" "$dir" "$name" ;;
+	kill)
+		alive "$what" "$dir" || return 0
+		log "killing $name (SIGKILL, pid $(cat "$dir/$what.pid"))"
+		kill -9 "$(cat "$dir/$what.pid")"
+		rm -f "$dir/$what.pid"
+		;;
+	esac
+}
