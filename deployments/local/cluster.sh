@@ -13,7 +13,7 @@
 #
 # A dead broker is fenced, its partitions given new leaders and dropped from
 # their in-sync replicas, once it missed heartbeats for
-# broker.session.timeout.ms: 1.5 s here (Kafka's default is 9 s). Until then
+# broker.session.timeout.ms: 1 s here (heartbeats every 250 ms) (Kafka's default is 9 s). Until then
 # no write with acks=all to a partition it replicates is acknowledged and no
 # consumer reads past it, so this bounds how long a broker's death stalls
 # detection. The controllers elect a new active one after 1 s without it.
@@ -95,7 +95,7 @@ share.coordinator.state.topic.replication.factor=3
 share.coordinator.state.topic.min.isr=2
 unclean.leader.election.enable=false
 broker.heartbeat.interval.ms=250
-broker.session.timeout.ms=1500
+broker.session.timeout.ms=1000
 controller.quorum.fetch.timeout.ms=1000
 controller.quorum.election.timeout.ms=500
 EOF

@@ -196,9 +196,15 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		// Lag comes from each fetch's high-water mark; kafka-go's own lag
 		// poller would cost a request per partition per minute.
 		ReadLagInterval: -1,
-		Logger:          debug,
-		ErrorLogger:     debug,
-		Dialer:          cfg.Security.Dialer(10 * time.Second),
+		// A partition whose leader died is read again as soon as its new
+		// leader serves it: kafka-go's default backoff grows to 1 s
+		// between attempts, which came on top of the broker's failover
+		// (docs/detector.md, "Broker restart").
+		ReadBackoffMin: 50 * time.Millisecond,
+		ReadBackoffMax: 250 * time.Millisecond,
+		Logger:         debug,
+		ErrorLogger:    debug,
+		Dialer:         cfg.Security.Dialer(10 * time.Second),
 	}
 	// NewReader panics on a bad config: validate once, here.
 	if err := rc.Validate(); err != nil {
