@@ -168,7 +168,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	kafkaTransport, err := o.sec.kafkaTransport()
+	kafkaTransport, err := o.sec.kafkaTransport(o.topic)
 	if err != nil {
 		return nil, err
 	}
@@ -248,24 +248,17 @@ func (c *Client) openRedis() error {
 }
 
 // setSink chooses where the reporter sends the access counts: the sink the
-// options set, else Kafka over tr (a Transport of the Client's own when tr
-// is nil), else nowhere.
-func (c *Client) setSink(tr kafka.RoundTripper) {
+// options set, else Kafka over tr, else nowhere. tr is the Client's own, not
+// kafka-go's shared default: that caches the cluster's topic list for up to
+// 6 s, so a Client whose topic was created after another Client of the
+// process last asked would lose its reports until the cache expires.
+func (c *Client) setSink(tr *kafka.Transport) {
 	switch {
 	case c.o.sink != nil:
 		c.sink = c.o.sink
 	case len(c.o.brokers) > 0:
-		ks := newKafkaSink(c.o.brokers, c.o.topic, c.m, c.log)
-		if tr == nil {
-			// A Transport of its own, not kafka-go's shared default: that
-			// caches the cluster's topic list for up to 6 s, so a Client
-			// whose topic was created after another Client of the process
-			// last asked would lose its reports until the cache expires.
-			tr = &kafka.Transport{}
-		}
-		ks.w.Transport = tr
-		c.kafkaTr, _ = tr.(*kafka.Transport)
-		c.sink = ks
+		c.sink = newKafkaSink(c.o.brokers, c.o.topic, tr, c.m, c.log)
+		c.kafkaTr = tr
 	}
 }
 

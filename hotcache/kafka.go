@@ -13,6 +13,27 @@ import (
 
 var errBacklog = errors.New("hotcache: Kafka backlog full")
 
+// Delivery of the reports. A batch counts as delivered once every in-sync
+// replica of its partition has it (acks=all: with min.insync.replicas=2 it is
+// on two brokers at least, and survives the loss of one). A failed attempt is
+// retried while kafka-go deems the error temporary (a leader change, too few
+// in-sync replicas, a refused connection, a timeout), reportAttempts attempts
+// in all with 0.1, 0.4, 0.9 and then 1 s between them: 5.4 s of waiting, over
+// which the Transport (kafkaio.WriterTransport) has asked for the cluster
+// layout twice at least and found a new leader. A batch whose attempts all
+// failed is counted (reporter_failed_records_total). A partition's batches go
+// out one after another, so a batch that retries holds back the ones behind
+// it; maxInflight bounds them all, and past it new batches are dropped and
+// counted, so the app never waits for Kafka.
+const (
+	reportAttempts   = 8
+	reportBackoffMin = 100 * time.Millisecond
+	reportBackoffMax = time.Second
+	// closeWait bounds how long close waits for the batches in flight
+	// (kafka-go's Close waits for every retry of every one of them).
+	closeWait = 10 * time.Second
+)
+
 // kafkaSink hands batches to an asynchronous kafka-go Writer. Records are not
 // keyed (the writer spreads them round-robin over partitions), so a hot key
 // never pins a partition.
@@ -23,19 +44,22 @@ type kafkaSink struct {
 	log      *slog.Logger
 }
 
-func newKafkaSink(brokers []string, topic string, m *metrics, log *slog.Logger) *kafkaSink {
+func newKafkaSink(brokers []string, topic string, tr *kafka.Transport, m *metrics, log *slog.Logger) *kafkaSink {
 	s := &kafkaSink{m: m, log: log}
 	s.w = &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Topic:        topic,
-		Balancer:     &kafka.RoundRobin{},
-		BatchTimeout: 5 * time.Millisecond, // the default (1 s) would delay detection by a second
-		RequiredAcks: kafka.RequireOne,
-		WriteTimeout: 2 * time.Second,
-		MaxAttempts:  2,
-		Compression:  kafka.Lz4,
-		Async:        true,
-		Completion:   s.completed,
+		Addr:            kafka.TCP(brokers...),
+		Topic:           topic,
+		Balancer:        &kafka.RoundRobin{},
+		BatchTimeout:    5 * time.Millisecond, // the default (1 s) would delay detection by a second
+		RequiredAcks:    kafka.RequireAll,
+		WriteTimeout:    2 * time.Second,
+		MaxAttempts:     reportAttempts,
+		WriteBackoffMin: reportBackoffMin,
+		WriteBackoffMax: reportBackoffMax,
+		Compression:     kafka.Lz4,
+		Async:           true,
+		Completion:      s.completed,
+		Transport:       tr,
 	}
 	return s
 }
@@ -69,9 +93,21 @@ func (s *kafkaSink) completed(msgs []kafka.Message, err error) {
 	}
 }
 
+// close flushes the Writer and waits for its batches, closeWait at most:
+// what is still in flight then is left to the Writer and lost if the process
+// exits.
 func (s *kafkaSink) close() error {
-	if err := s.w.Close(); err != nil {
-		return fmt.Errorf("hotcache: close Kafka writer: %w", err)
+	done := make(chan error, 1)
+	go func() { done <- s.w.Close() }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("hotcache: close Kafka writer: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("hotcache: close Kafka writer: %d bytes of reports still unacknowledged after %v, given up", s.inflight.Load(), closeWait)
 	}
-	return nil
 }

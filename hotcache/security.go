@@ -56,12 +56,12 @@ func WithRedisAuth(user, password string) Option {
 // WithRedisTLS makes the clients WithRedis builds talk TLS with cfg.
 func WithRedisTLS(cfg *tls.Config) Option { return func(o *options) { o.sec.redisTLS = cfg } }
 
-// kafkaTransport returns the reporter's transport; nil (kafka-go's default)
-// without TLS or SASL.
-func (s secOptions) kafkaTransport() (kafka.RoundTripper, error) {
+// kafkaTransport returns the reporter's transport for topic, one of its own
+// (kafkaio.WriterTransport).
+func (s secOptions) kafkaTransport(topic string) (*kafka.Transport, error) {
 	mech, err := kafkaio.NewSASL(s.kafkaSASL, s.kafkaUser, s.kafkaPassword)
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: WithKafkaSASL: %w", err)
 	}
-	return (&kafkaio.Security{TLS: s.kafkaTLS, SASL: mech}).Transport(), nil
+	return (&kafkaio.Security{TLS: s.kafkaTLS, SASL: mech}).WriterTransport(topic), nil
 }
