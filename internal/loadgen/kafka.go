@@ -47,13 +47,21 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		BatchTimeout: cmp.Or(c.BatchTimeout, 5*time.Millisecond), // kafka-go's default (1 s) would delay every record by a second
 		BatchSize:    10_000,                                     // messages per partition batch; BatchBytes is the real bound
 		BatchBytes:   1 << 20,                                    // under the broker's default message.max.bytes
-		RequiredAcks: kafka.RequireOne,                           // acknowledged: fire-and-forget loses records silently
-		MaxAttempts:  10,                                         // kafka-go backs off 100 ms to 1 s between attempts
-		WriteTimeout: 10 * time.Second,
-		Compression:  codec,
-		Async:        true,
-		Completion:   s.completed,
-		Transport:    c.Kafka.Transport(),
+		// Acknowledged by every in-sync replica: fire-and-forget loses
+		// records silently, acks=1 loses those the leader had not passed on
+		// when it died.
+		RequiredAcks: kafka.RequireAll,
+		// Across a leader change: 10 attempts, 0.1, 0.4, 0.9 s, then 1 s
+		// apart (7.4 s of waiting), while the Transport learns the new
+		// leader within kafkaio.WriterMetadataTTL.
+		MaxAttempts:     10,
+		WriteBackoffMin: 100 * time.Millisecond,
+		WriteBackoffMax: time.Second,
+		WriteTimeout:    10 * time.Second,
+		Compression:     codec,
+		Async:           true,
+		Completion:      s.completed,
+		Transport:       c.Kafka.WriterTransport(c.Topic),
 	}
 	return s, nil
 }

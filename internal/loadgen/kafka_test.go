@@ -64,6 +64,32 @@ func TestKafkaRoundTrip(t *testing.T) {
 	}
 }
 
+// TestKafkaSinkDurable: records are acknowledged by every in-sync replica,
+// and a batch is retried for more than 5 s, over which the Transport asks
+// for the cluster layout twice at least: a partition's leader change loses
+// nothing.
+func TestKafkaSinkDurable(t *testing.T) {
+	s, err := newKafkaSink(Config{Brokers: []string{"127.0.0.1:1"}, Topic: "t", MaxInflight: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.w.RequiredAcks != kafka.RequireAll {
+		t.Errorf("RequiredAcks %v, want RequireAll", s.w.RequiredAcks)
+	}
+	var wait time.Duration // kafka-go sleeps attempt²·min, at most max, before retry number attempt
+	for a := 1; a < s.w.MaxAttempts; a++ {
+		wait += min(time.Duration(a*a)*s.w.WriteBackoffMin, s.w.WriteBackoffMax)
+	}
+	tr, ok := s.w.Transport.(*kafka.Transport)
+	if !ok || tr.MetadataTTL != kafkaio.WriterMetadataTTL {
+		t.Fatalf("Transport %#v, want kafkaio.WriterTransport's", s.w.Transport)
+	}
+	if wait < 5*time.Second || wait < 2*tr.MetadataTTL {
+		t.Errorf("retries wait %v in all, metadata refreshed every %v at most; want 5 s and two refreshes at least", wait, tr.MetadataTTL)
+	}
+}
+
 // checkMappedRecords decodes the records of a mapped form, as read back
 // from Kafka, with the form's input file and compares them with the truth;
 // each record's Kafka timestamp must be the start of a tick of the run.
