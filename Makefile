@@ -6,7 +6,7 @@ STACK := deployments/local/stack.sh
 BIN := bin
 PKGS := ./...
 
-.PHONY: all build test unit bench demo up down status lint check browser tools image clean soak
+.PHONY: all build test test-cluster unit bench demo up down status lint check browser tools image clean soak
 
 all: build
 
@@ -35,6 +35,14 @@ test: up browser tools
 	$(GO) vet $(PKGS)
 	eval "$$($(STACK) env)" && $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	eval "$$($(STACK) env --secure)" && $(GO) test -race -count=1 -timeout 10m -run 'TestSecure' ./cmd/hotspotd
+	$(MAKE) --no-print-directory test-cluster
+
+# The fault tests on the clustered stack (3 brokers, a 3-server ZooKeeper
+# ensemble), started for them and stopped after: about 5 minutes.
+test-cluster:
+	@$(STACK) up --cluster
+	eval "$$($(STACK) env --cluster)" && $(GO) test -race -count=1 -timeout 15m -run 'TestCluster' -v ./cmd/hotspotd; \
+		rc=$$?; $(STACK) down --cluster; exit $$rc
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).
 unit:

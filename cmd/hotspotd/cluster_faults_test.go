@@ -282,3 +282,72 @@ func TestClusterZooKeeperLeaderKill(t *testing.T) {
 	r.faults = append(r.faults, [2]time.Time{killed, elected.Add(clusterZKTarget)})
 	r.finish()
 }
+
+// TestClusterRollingRestart: the three brokers restart one at a time
+// (SIGTERM, start, every replica back in sync before the next) under load.
+// No hot key leaves any view at any moment (no gap), and the views agree
+// with the truth throughout.
+func TestClusterRollingRestart(t *testing.T) {
+	c := onClusterStack(t, 8)
+	r := newFaultRun(t, c)
+	r.runLoad(clusterWorkload(c, 90*time.Second, 85*time.Second, faultAt))
+	time.Sleep(faultAt)
+	began := time.Now()
+	for i := 1; i <= 3; i++ {
+		name := "kafka" + strconv.Itoa(i)
+		member(t, "stop", name)
+		member(t, "start", name)
+		waitFor(t, 60*time.Second, name+"'s replicas back in sync", func() bool { return insync(t, c) })
+		t.Logf("%s restarted and in sync at +%v", name, time.Since(r.start).Round(time.Millisecond))
+	}
+	ended := time.Now()
+	if ended.Sub(r.start) > 80*time.Second {
+		t.Fatalf("the restarts took until +%v, past the load's hot keys", ended.Sub(r.start).Round(time.Second))
+	}
+	for _, key := range []string{"fixed:2x", "fixed:3x"} {
+		if lost := r.keptDuring(key, began, ended); len(lost) > 0 {
+			t.Errorf("%s missing from %v during the rolling restart", key, lost)
+		}
+	}
+	r.faults = append(r.faults, [2]time.Time{began, ended})
+	r.finish()
+}
+
+// TestClusterZooKeeperFollowerDown: a follower of the ensemble is away for
+// 30 s under load while keys turn hot (after:2x) and cold (cools:*). The
+// sessions on it move to the others: every view and an app's watcher follow
+// each change, and the watcher ends with the views' hot set.
+func TestClusterZooKeeperFollowerDown(t *testing.T) {
+	c := onClusterStack(t, 8)
+	r := newFaultRun(t, c)
+	w := c.watch(t)
+	r.runLoad(clusterWorkload(c, 50*time.Second, faultAt+15*time.Second, faultAt+10*time.Second))
+	time.Sleep(faultAt)
+	victim := 0
+	for i, addr := range strings.Split(c.zk, ",") {
+		if zkMode(addr) == "follower" {
+			victim = i + 1
+			break
+		}
+	}
+	if victim == 0 {
+		t.Fatal("no ZooKeeper server says it follows")
+	}
+	name := "zookeeper" + strconv.Itoa(victim)
+	member(t, "stop", name)
+	down := time.Now()
+	t.Cleanup(func() { member(t, "start", name) })
+	time.Sleep(30 * time.Second)
+	member(t, "start", name)
+	t.Logf("%s down from +%v for 30 s", name, down.Sub(r.start).Round(time.Millisecond))
+	r.faults = append(r.faults, [2]time.Time{down, down.Add(2 * time.Second)})
+	r.finish()
+	// The watcher saw what the views see: after:2x hot, the cools:* keys
+	// cold again.
+	waitFor(t, recoveryBound, "the watcher to agree with the views", func() bool {
+		snap := w.Snapshot()
+		_, after := snap.Key("shop", "after:2x")
+		_, cools := snap.Key("shop", "cools:0")
+		return after && !cools
+	})
+}

@@ -465,7 +465,7 @@ func (c *cluster) session(t *testing.T) *zkgroup.Session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := zkgroup.Connect(ctx, []string{c.zk}, zkgroup.Config{})
+	s, err := zkgroup.Connect(ctx, strings.Split(c.zk, ","), zkgroup.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
