@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,4 +351,167 @@ func TestClusterZooKeeperFollowerDown(t *testing.T) {
 		_, cools := snap.Key("shop", "cools:0")
 		return after && !cools
 	})
+}
+
+// zkProxy forwards loopback connections to one ZooKeeper server until cut.
+// Cut, it forwards nothing in either direction and holds every connection,
+// old and new, open: a partition drops packets, it does not refuse them, so
+// the client learns of it only from its own timeouts.
+type zkProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func newZKProxy(t *testing.T, target string) *zkProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &zkProxy{ln: ln, target: target}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); p.drop() })
+	return p
+}
+
+func (p *zkProxy) serve(c net.Conn) {
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	cut := p.cut
+	p.mu.Unlock()
+	if cut {
+		p.pipe(nil, c)
+		return
+	}
+	up, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	p.mu.Unlock()
+	go p.pipe(up, c)
+	p.pipe(c, up)
+}
+
+// pipe copies src to dst (nil: nowhere) until either closes, dropping what
+// it reads while the proxy is cut.
+func (p *zkProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			src.Close()
+			if dst != nil {
+				dst.Close()
+			}
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if !cut && dst != nil {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				src.Close()
+				return
+			}
+		}
+	}
+}
+
+// set cuts (true) or heals the link; healing closes every connection, which
+// the partition broke mid-stream, so that the client opens new ones.
+func (p *zkProxy) set(cut bool) {
+	p.mu.Lock()
+	p.cut = cut
+	p.mu.Unlock()
+	if !cut {
+		p.drop()
+	}
+}
+
+func (p *zkProxy) drop() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// TestClusterZooKeeperPartition: one hotspotd (n3) loses ZooKeeper, and only
+// ZooKeeper, for 25 s under load (its links to the ensemble go through
+// proxies that then drop every packet). Its session expires; its published
+// decisions go with it; the other two take over its shard: their views and
+// an app's watcher keep every hot key and drop the keys that turn cold
+// meanwhile, within the recovery bound. Healed, it joins again and its view
+// agrees with the others.
+func TestClusterZooKeeperPartition(t *testing.T) {
+	c := onClusterStack(t, 8)
+	var proxies []*zkProxy
+	var addrs []string
+	for _, a := range strings.Split(c.zk, ",") {
+		p := newZKProxy(t, a)
+		proxies = append(proxies, p)
+		addrs = append(addrs, p.ln.Addr().String())
+	}
+	c.zkOf = map[string]string{"n3": strings.Join(addrs, ",")}
+	r := newFaultRun(t, c)
+	w := c.watch(t)
+	r.runLoad(clusterWorkload(c, 60*time.Second, faultAt+8*time.Second, faultAt+4*time.Second))
+	time.Sleep(faultAt)
+	cut := time.Now()
+	for _, p := range proxies {
+		p.set(true)
+	}
+	r.views.mu.Lock()
+	delete(r.views.procs, "n3") // its own view is what it last saw: not scored while cut off
+	r.views.mu.Unlock()
+	zc := stacktest.ZKConn(t)
+	waitFor(t, 20*time.Second, "n3's members to leave ZooKeeper", func() bool {
+		ok, _, err := zc.Exists(c.root + "/members/aggregators/n3")
+		return err == nil && !ok
+	})
+	t.Logf("n3 cut off at +%v; its membership gone after %v", cut.Sub(r.start).Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
+	time.Sleep(time.Until(cut.Add(25 * time.Second)))
+	healed := time.Now()
+	for _, p := range proxies {
+		p.set(false)
+	}
+	waitFor(t, 30*time.Second, "n3 to join again", func() bool {
+		ok, _, err := zc.Exists(c.root + "/members/aggregators/n3")
+		return err == nil && ok
+	})
+	r.views.set("n3", r.procs["n3"].addr)
+	t.Logf("healed at +%v; n3 a member again after %v", healed.Sub(r.start).Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	// n3's view is not scored between the cut and the recovery bound after
+	// its return: it kept its last hot set, as every reader does.
+	r.views.mu.Lock()
+	r.views.samples = slices.DeleteFunc(r.views.samples, func(sm sample) bool {
+		return sm.view == "n3" && sm.at.After(cut) && sm.at.Before(time.Now().Add(recoveryBound))
+	})
+	r.views.mu.Unlock()
+	r.faults = append(r.faults, [2]time.Time{cut, healed.Add(recoveryBound)})
+	r.finish()
+	snap := w.Snapshot()
+	for _, key := range []string{"fixed:2x", "fixed:3x", "after:2x"} {
+		if _, ok := snap.Key("shop", key); !ok {
+			t.Errorf("the app's watcher lost %s", key)
+		}
+	}
+	if _, ok := snap.Key("shop", "cools:0"); ok {
+		t.Error("the app's watcher still has cools:0, cold since the partition")
+	}
 }

@@ -39,7 +39,8 @@ type cluster struct {
 	bin                     string
 	brokers, zk             string
 	topic, group, root, dir string
-	extra                   []string // more flags for every process
+	extra                   []string          // more flags for every process
+	zkOf                    map[string]string // a process's own --zk, by id (default zk)
 }
 
 func newCluster(t *testing.T, partitions int) *cluster {
@@ -76,7 +77,11 @@ func (c *cluster) start(id string) *proc {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, "--brokers", c.brokers, "--zk", c.zk, "--topic", c.topic,
+	zk := c.zk
+	if z := c.zkOf[id]; z != "" {
+		zk = z
+	}
+	cmd := exec.Command(c.bin, "--brokers", c.brokers, "--zk", zk, "--topic", c.topic,
 		"--group", c.group, "--zk-root", c.root, "--http-addr", addr, "--id", id, "--from-oldest=true",
 		"--admin-token", "e2e-secret")
 	cmd.Args = append(cmd.Args, c.extra...)
@@ -143,8 +148,13 @@ type producer struct {
 }
 
 func newProducer(t *testing.T, brokers, topic string, binary bool) *producer {
+	// As the SDK writes (hotcache/kafka.go): acks=all over a Transport of
+	// its own that learns a new leader within 2 s. kafka-go's shared
+	// default Transport, which the test's other clients used before a
+	// broker restart, kept sending to the old connections for up to 6 s.
 	w := &kafka.Writer{Addr: kafka.TCP(strings.Split(brokers, ",")...), Topic: topic, Balancer: &kafka.RoundRobin{},
-		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireOne}
+		BatchTimeout: 2 * time.Millisecond, BatchSize: 2000, RequiredAcks: kafka.RequireAll,
+		Transport: (*kafkaio.Security)(nil).WriterTransport(topic)}
 	t.Cleanup(func() { w.Close() })
 	return &producer{w: w, binary: binary, sends: make(map[string][]time.Time)}
 }

@@ -3,7 +3,10 @@ package hotwatch
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,16 +19,25 @@ import (
 )
 
 // BenchmarkFanout measures how long a hot-set change takes to reach many
-// watching apps: 500 ZooKeeper sessions, each with its own Watcher of one
-// app, as 500 app instances would have. Each iteration publishes a new key
-// in a shard node and waits until every watcher has it; the reported
-// percentiles are over every (change, watcher) pair, from the write's
-// acknowledgement to the watcher's OnChange.
+// watching apps: 500 ZooKeeper sessions (HOTSPOT_FANOUT_WATCHERS), each with
+// its own Watcher of one app, as 500 app instances would have, spread evenly
+// over the servers HOTSPOT_ZK lists (an ensemble: `stack.sh env --cluster`).
+// Each iteration publishes a new key in a shard node and waits until every
+// watcher has it; the reported percentiles are over every (change, watcher)
+// pair, from the write's acknowledgement to the watcher's OnChange.
 //
 //	go test -run '^$' -bench Fanout -benchtime 20x ./internal/hotwatch
 func BenchmarkFanout(b *testing.B) {
-	const watchers = 500
-	addr := stacktest.ZK(b)
+	watchers := 500
+	if v := os.Getenv("HOTSPOT_FANOUT_WATCHERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("HOTSPOT_FANOUT_WATCHERS=%q: want a count", v)
+		}
+		watchers = n
+	}
+	servers := strings.Split(stacktest.ZK(b), ",")
+	addr := servers[0]
 	root := "/" + stacktest.Name(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -48,7 +60,7 @@ func BenchmarkFanout(b *testing.B) {
 	defer cancel()
 	ready := make([]<-chan struct{}, 0, watchers)
 	for i := range watchers {
-		s, err := zkgroup.Connect(ctx, []string{addr}, zkgroup.Config{SessionTimeout: 20 * time.Second})
+		s, err := zkgroup.Connect(ctx, []string{servers[i%len(servers)]}, zkgroup.Config{SessionTimeout: 20 * time.Second})
 		if err != nil {
 			b.Fatalf("session %d: %v", i, err)
 		}

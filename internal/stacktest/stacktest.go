@@ -45,7 +45,7 @@ func ZKConn(t testing.TB) *zk.Conn {
 	if c := zkConns[t]; c != nil {
 		return c
 	}
-	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	c, _, err := zk.Connect(strings.Split(addr, ","), 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatalf("ZooKeeper at %s: %v", addr, err)
 	}
