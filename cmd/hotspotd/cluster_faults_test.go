@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -46,16 +44,7 @@ func onClusterStack(t *testing.T, partitions int) *cluster {
 	if os.Getenv("HOTSPOT_CLUSTER") != "1" {
 		t.Skip("needs the clustered stack: `deployments/local/stack.sh up --cluster` and `eval \"$(deployments/local/stack.sh env --cluster)\"`")
 	}
-	c := &cluster{t: t, brokers: stacktest.Kafka(t), zk: stacktest.ZK(t), dir: t.TempDir()}
-	name := stacktest.Name(t)
-	c.topic, c.group, c.root = name, name, "/"+name
-	c.bin = filepath.Join(c.dir, "hotspotd")
-	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if _, err := kafkaio.EnsureTopic(context.Background(), strings.Split(c.brokers, ","), c.topic, partitions); err != nil {
-		t.Fatal(err)
-	}
+	c := buildCluster(t, stacktest.Kafka(t), stacktest.ZK(t), stacktest.Name(t), partitions)
 	if rf := replicas(t, c); rf != 3 {
 		t.Fatalf("topic %s has %d replicas per partition, want the cluster's default of 3", c.topic, rf)
 	}

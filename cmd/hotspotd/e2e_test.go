@@ -48,15 +48,23 @@ func newCluster(t *testing.T, partitions int) *cluster {
 	if testing.Short() {
 		t.Skip("end-to-end test; -short skips it")
 	}
-	c := &cluster{t: t, brokers: stacktest.Kafka(t), zk: stacktest.ZK(t), dir: t.TempDir()}
-	name := stacktest.Name(t)
+	c := buildCluster(t, stacktest.Kafka(t), stacktest.ZK(t), stacktest.Name(t), partitions)
+	c.cleanHistory(t) // every hotspotd keeps a history in the shared Redis (--redis)
+	return c
+}
+
+// buildCluster builds hotspotd for a cluster on the given stack (Kafka
+// brokers and ZooKeeper servers, comma-separated), whose topic, group and
+// ZooKeeper root are named name, and creates its topic.
+func buildCluster(t *testing.T, brokers, zk, name string, partitions int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, brokers: brokers, zk: zk, dir: t.TempDir()}
 	c.topic, c.group, c.root = name, name, "/"+name
 	c.bin = filepath.Join(c.dir, "hotspotd")
 	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	c.cleanHistory(t) // every hotspotd keeps a history in the shared Redis (--redis)
-	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
+	if _, err := kafkaio.EnsureTopic(context.Background(), strings.Split(brokers, ","), c.topic, partitions); err != nil {
 		t.Fatal(err)
 	}
 	return c

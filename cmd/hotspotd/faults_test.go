@@ -630,17 +630,7 @@ func (s *privateStack) waitZK(limit time.Duration) {
 // clusterOn is newCluster on the private stack.
 func clusterOn(t *testing.T, s *privateStack, partitions int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, brokers: s.kafka, zk: s.zk, dir: t.TempDir()}
-	name := "faults"
-	c.topic, c.group, c.root = name, name, "/"+name
-	c.bin = filepath.Join(c.dir, "hotspotd")
-	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if _, err := kafkaio.EnsureTopic(context.Background(), []string{c.brokers}, c.topic, partitions); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return buildCluster(t, s.kafka, s.zk, "faults", partitions)
 }
 
 // brokerRestartTarget is how soon after `stack.sh up` returns with the

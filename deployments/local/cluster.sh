@@ -99,31 +99,14 @@ broker.session.timeout.ms=1000
 controller.quorum.fetch.timeout.ms=1000
 controller.quorum.election.timeout.ms=500
 EOF
-	c_log4j >"$dir/log4j2.yaml"
+	kafka_log4j "$dir"
 	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
+		# The three nodes share one cluster id.
 		[[ -f $cstate/cluster.id ]] || kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$cstate/cluster.id"
-		kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
-			-t "$(cat "$cstate/cluster.id")" -c "$dir/server.properties" >"$dir/kafka-format.log" 2>&1 ||
-			die "formatting Kafka node $n failed; see $dir/kafka-format.log"
+		KAFKA_CLUSTER_ID=$(cat "$cstate/cluster.id") format_kafka "$dir" "$dir"
 	fi
 	log "starting Apache Kafka $kafka_version node $n of 3 on 127.0.0.1:$port"
 	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-384m} launch_kafka "$dir" "$dir"
-}
-
-c_log4j() {
-	cat <<'EOF'
-Configuration:
-  Appenders:
-    Console:
-      name: STDOUT
-      PatternLayout:
-        pattern: "[%d] %p %m (%c)%n"
-  Loggers:
-    Root:
-      level: WARN
-      AppenderRef:
-        - ref: STDOUT
-EOF
 }
 
 cluster_redis() {

@@ -146,19 +146,7 @@ ssl.endpoint.identification.algorithm=https
 $(kafka_broker_settings "$dir")
 EOF
 	chmod 600 "$dir/server.properties"
-	cat >"$dir/log4j2.yaml" <<'EOF'
-Configuration:
-  Appenders:
-    Console:
-      name: STDOUT
-      PatternLayout:
-        pattern: "[%d] %p %m (%c)%n"
-  Loggers:
-    Root:
-      level: WARN
-      AppenderRef:
-        - ref: STDOUT
-EOF
+	kafka_log4j "$dir"
 	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
 		log "formatting the secured Kafka's storage with its SCRAM users"
 		format_kafka "$dir" "$sstate" \

@@ -173,7 +173,18 @@ inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 $(kafka_broker_settings "$dir")
 EOF
-	cat >"$dir/log4j2.yaml" <<'EOF'
+	kafka_log4j "$dir"
+	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
+		log "formatting Kafka storage (KRaft)"
+		format_kafka "$dir" "$state"
+	fi
+	log "starting Apache Kafka $kafka_version (KRaft) on 127.0.0.1:$kafka_port"
+	launch_kafka "$dir" "$state"
+	echo "$kafka_version" >"$state/kafka.version"
+}
+
+kafka_log4j() { # kafka_log4j DIR: the log4j2 settings of a local broker, in DIR/log4j2.yaml
+	cat >"$1/log4j2.yaml" <<'EOF'
 Configuration:
   Appenders:
     Console:
@@ -189,13 +200,6 @@ Configuration:
       - name: kafka.server.KafkaRaftServer
         level: INFO
 EOF
-	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
-		log "formatting Kafka storage (KRaft)"
-		format_kafka "$dir" "$state"
-	fi
-	log "starting Apache Kafka $kafka_version (KRaft) on 127.0.0.1:$kafka_port"
-	launch_kafka "$dir" "$state"
-	echo "$kafka_version" >"$state/kafka.version"
 }
 
 kafka_broker_settings() { # kafka_broker_settings DIR: the server.properties lines every local broker shares
@@ -217,10 +221,10 @@ EOF
 	[[ -z ${HOTSPOT_KAFKA_SETTINGS:-} ]] || printf '%s\n' "$HOTSPOT_KAFKA_SETTINGS"
 }
 
-format_kafka() { # format_kafka DIR STATE [ARG...]: format DIR's KRaft storage; ARGs go to StorageTool format
-	local dir=$1 st=$2 id
+format_kafka() { # format_kafka DIR STATE [ARG...]: format DIR's KRaft storage (cluster id $KAFKA_CLUSTER_ID, else a new one); ARGs go to StorageTool format
+	local dir=$1 st=$2 id=${KAFKA_CLUSTER_ID:-}
 	shift 2
-	id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+	[[ -n $id ]] || id=$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
 	kafka_java -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool format \
 		-t "$id" -c "$dir/server.properties" "$@" >"$st/kafka-format.log" 2>&1 ||
 		die "formatting Kafka storage failed; see $st/kafka-format.log"
