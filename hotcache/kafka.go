@@ -18,7 +18,8 @@ var errBacklog = errors.New("hotcache: Kafka backlog full")
 // on two brokers at least, and survives the loss of one). A failed attempt is
 // retried while kafka-go deems the error temporary (a leader change, too few
 // in-sync replicas, a refused connection, a timeout), reportAttempts attempts
-// in all with 0.1, 0.4, 0.9 and then 1 s between them: 5.4 s of waiting, over
+// in all with 50 and 200 ms and then 250 ms between them (5.5 s of waiting,
+// so a batch goes out within 250 ms of its partition being served again), over
 // which the Transport (kafkaio.WriterTransport) has asked for the cluster
 // layout twice at least and found a new leader. A batch whose attempts all
 // failed is counted (reporter_failed_records_total). A partition's batches go
@@ -26,9 +27,9 @@ var errBacklog = errors.New("hotcache: Kafka backlog full")
 // it; maxInflight bounds them all, and past it new batches are dropped and
 // counted, so the app never waits for Kafka.
 const (
-	reportAttempts   = 8
-	reportBackoffMin = 100 * time.Millisecond
-	reportBackoffMax = time.Second
+	reportAttempts   = 24
+	reportBackoffMin = 50 * time.Millisecond
+	reportBackoffMax = 250 * time.Millisecond
 	// closeWait bounds how long close waits for the batches in flight
 	// (kafka-go's Close waits for every retry of every one of them).
 	closeWait = 10 * time.Second

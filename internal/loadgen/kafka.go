@@ -51,12 +51,14 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		// records silently, acks=1 loses those the leader had not passed on
 		// when it died.
 		RequiredAcks: kafka.RequireAll,
-		// Across a leader change: 10 attempts, 0.1, 0.4, 0.9 s, then 1 s
-		// apart (7.4 s of waiting), while the Transport learns the new
-		// leader within kafkaio.WriterMetadataTTL.
-		MaxAttempts:     10,
-		WriteBackoffMin: 100 * time.Millisecond,
-		WriteBackoffMax: time.Second,
+		// Across a leader change: 32 attempts, 50 and 200 ms, then 250 ms
+		// apart (7.5 s of waiting), while the Transport learns the new
+		// leader within kafkaio.WriterMetadataTTL: a batch goes out within
+		// 250 ms of its partition being served again (a backoff growing to
+		// 1 s added up to a second to detection after a broker's death).
+		MaxAttempts:     32,
+		WriteBackoffMin: 50 * time.Millisecond,
+		WriteBackoffMax: 250 * time.Millisecond,
 		WriteTimeout:    10 * time.Second,
 		Compression:     codec,
 		Async:           true,
