@@ -31,22 +31,11 @@ import (
 //	go test -run '^$' -bench Fanout -benchtime 20x ./internal/hotwatch
 func BenchmarkFanout(b *testing.B) {
 	watchers := fanoutWatchers(b)
-	servers := strings.Split(stacktest.ZK(b), ",")
-	addr := servers[0]
-	root := "/" + stacktest.Name(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	writer, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
+	servers, writer, root, shardPath := fanoutNode(b)
 	defer writer.Close()
 	defer deleteTree(writer, root)
-	shardPath := hotset.ShardPath(root, "shop", "s1")
-	if err := zkgroup.EnsurePath(writer, shardPath); err != nil {
-		b.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
 	var mu sync.Mutex
 	arrived := make(map[string][]time.Time) // key -> when each watcher saw it
@@ -91,6 +80,24 @@ func fanoutWatchers(b *testing.B) int {
 		b.Fatalf("HOTSPOT_FANOUT_WATCHERS=%q: want a count", v)
 	}
 	return n
+}
+
+// fanoutNode connects the writer of the fan-out benchmarks to the servers
+// HOTSPOT_ZK lists and makes the shard node they change, under a root of
+// the benchmark's own. The caller closes writer and deletes root.
+func fanoutNode(b *testing.B) (servers []string, writer *zk.Conn, root, shardPath string) {
+	servers = strings.Split(stacktest.ZK(b), ",")
+	root = "/" + stacktest.Name(b)
+	writer, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	shardPath = hotset.ShardPath(root, "shop", "s1")
+	if err := zkgroup.EnsurePath(writer, shardPath); err != nil {
+		writer.Close()
+		b.Fatal(err)
+	}
+	return servers, writer, root, shardPath
 }
 
 // changeAndWait is the timed part of the fan-out benchmarks: b.N times, it
@@ -168,18 +175,9 @@ func processCPU() time.Duration {
 //	HOTSPOT_FANOUT_WATCHERS=10000 go test -run '^$' -bench FanoutRaw -benchtime 20x ./internal/hotwatch
 func BenchmarkFanoutRaw(b *testing.B) {
 	watchers := fanoutWatchers(b)
-	servers := strings.Split(stacktest.ZK(b), ",")
-	root := "/" + stacktest.Name(b)
-	writer, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
+	servers, writer, root, shardPath := fanoutNode(b)
 	defer writer.Close()
 	defer deleteTree(writer, root)
-	shardPath := hotset.ShardPath(root, "shop", "s1")
-	if err := zkgroup.EnsurePath(writer, shardPath); err != nil {
-		b.Fatal(err)
-	}
 	var mu sync.Mutex
 	arrived := make(map[string][]time.Time) // key -> when each session read it
 	var wg sync.WaitGroup
