@@ -2,6 +2,9 @@
 # stack.sh up|down|status|env|install [--secure|--cluster]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
 # --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh);
 # --cluster the clustered one (3 Kafka brokers, replication factor 3, a 3-server ZooKeeper ensemble; cluster.sh).
+# stack.sh up|down|status|env|purge --redis-cluster|--redis-sentinel, and start|stop|kill MEMBER with either:
+# a Redis Cluster (3 masters, 3 replicas, ports 17001-17006) or a Redis primary, replica and 3 sentinels
+# (17101, 17102, 17201-17203), beside the stack (redis.sh).
 #
 # On a fresh Debian machine `up` installs what is missing (Debian's zookeeper,
 # redis-server, openjdk-17-jre-headless and maven packages; Apache Kafka and
@@ -321,6 +324,19 @@ if [[ ${2:-} == --cluster || ${3:-} == --cluster ]]; then
 	esac
 	exit
 fi
+
+# --redis-cluster, --redis-sentinel: a Redis Cluster, or a primary, a replica
+# and three sentinels (redis.sh; docs/operations.md, "Redis Cluster and Sentinel").
+for kind in cluster sentinel; do
+	[[ ${2:-} == --redis-$kind || ${3:-} == --redis-$kind ]] || continue
+	. "$here/redis.sh"
+	case ${1:-} in
+	up | down | status | env | purge) "r${kind}_$1" ;;
+	start | stop | kill) "r${kind}_member" "$1" "${2:-}" ;;
+	*) echo "usage: $0 up|down|status|env|purge --redis-$kind, or $0 start|stop|kill MEMBER --redis-$kind" >&2; exit 2 ;;
+	esac
+	exit
+done
 
 # --secure: the secured stack instead (secure.sh; docs/security.md).
 if [[ ${2:-} == --secure ]]; then
