@@ -179,6 +179,9 @@ cluster-config-file nodes.conf
 cluster-node-timeout 1000
 save ""
 appendonly no
+# A replica's full sync starts at once, not after 5 s of waiting for more
+# replicas to share the transfer (there is one per master here).
+repl-diskless-sync-delay 0
 EOF
 }
 
@@ -366,6 +369,8 @@ port $port
 dir $dir
 save ""
 appendonly no
+# a replica's full sync starts at once (the default waits 5 s for more replicas)
+repl-diskless-sync-delay 0
 EOF
 			if [[ $name == replica ]]; then echo "replicaof 127.0.0.1 $(rs_port primary)"; fi
 		} >"$dir/redis.conf"
@@ -377,7 +382,7 @@ rs_field() { # rs_field KEY: the value after KEY in redis-cli's key/value lines 
 }
 
 rsentinel_healthy() { # every sentinel sees the same primary, up, with 1 replica (up, linked) and 2 other sentinels
-	local i port info addr first=""
+	local i port info addr first="" replica=""
 	for i in 1 2 3; do
 		port=$(rs_port "sentinel$i")
 		info=$(rcli "$port" SENTINEL MASTER "$rs_master") || return 1
@@ -387,10 +392,15 @@ rsentinel_healthy() { # every sentinel sees the same primary, up, with 1 replica
 		[[ -z $first || $addr == "$first" ]] || return 1
 		first=$addr
 		info=$(rcli "$port" SENTINEL REPLICAS "$rs_master") || return 1
-		[[ $(rs_field flags <<<"$info") == slave && $(rs_field master-link-status <<<"$info") == ok ]] || return 1
+		[[ $(rs_field flags <<<"$info") == slave ]] || return 1
+		replica=$(rs_field ip <<<"$info"):$(rs_field port <<<"$info")
 	done
+	# the replication link itself, from both ends (the sentinels' view of it
+	# is up to 10 s old)
 	info=$(rcli "${first##*:}" INFO replication) || return 1
-	[[ $info == *role:master* && $info == *connected_slaves:1* ]]
+	[[ $info == *role:master* && $info == *connected_slaves:1* ]] || return 1
+	info=$(rcli "${replica##*:}" INFO replication) || return 1
+	[[ $info == *role:slave* && $info == *master_link_status:up* && $info == *master_port:${first##*:}$'\n'* ]]
 }
 
 rsentinel_up() {
