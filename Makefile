@@ -6,7 +6,7 @@ STACK := deployments/local/stack.sh
 BIN := bin
 PKGS := ./...
 
-.PHONY: all build test test-cluster unit bench demo up down status lint check browser tools image clean soak
+.PHONY: all build test test-cluster test-redis unit bench demo up down status lint check browser tools image clean soak
 
 all: build
 
@@ -36,6 +36,7 @@ test: up browser tools
 	eval "$$($(STACK) env)" && $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	eval "$$($(STACK) env --secure)" && $(GO) test -race -count=1 -timeout 10m -run 'TestSecure' ./cmd/hotspotd
 	$(MAKE) --no-print-directory test-cluster
+	$(MAKE) --no-print-directory test-redis
 
 # The fault tests on the clustered stack (3 brokers, a 3-server ZooKeeper
 # ensemble), started for them and stopped after: about 5 minutes.
@@ -43,6 +44,17 @@ test-cluster:
 	@$(STACK) up --cluster
 	eval "$$($(STACK) env --cluster)" && $(GO) test -race -count=1 -timeout 15m -run 'TestCluster' -v ./cmd/hotspotd; \
 		rc=$$?; $(STACK) down --cluster; exit $$rc
+
+# The Redis Cluster and Sentinel tests, on a Redis Cluster (3 masters, 3
+# replicas) and a primary, a replica and 3 sentinels (deployments/local/redis.sh),
+# started for them beside the plain stack (they also use its ZooKeeper and
+# Kafka) and stopped after. Each setup is up in about 3 s.
+test-redis: up
+	@$(STACK) up --redis-cluster
+	@$(STACK) up --redis-sentinel
+	eval "$$($(STACK) env)" && eval "$$($(STACK) env --redis-cluster)" && eval "$$($(STACK) env --redis-sentinel)" && \
+		$(GO) test -race -count=1 -timeout 15m -run 'TestRedisCluster|TestRedisSentinel' -v ./hotcache ./cmd/... ./deployments/local; \
+		rc=$$?; $(STACK) down --redis-cluster; $(STACK) down --redis-sentinel; exit $$rc
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).
 unit:
