@@ -181,6 +181,9 @@ type ReplyTicket struct {
 	gen          uint64
 }
 
+// Key is the key of the read t stands for.
+func (t ReplyTicket) Key() string { return t.key }
+
 // NewReplyCache returns a ReplyCache over c's hot set of at most maxBytes
 // bytes of replies (keys and variants included).
 func (c *Client) NewReplyCache(maxBytes int64) *ReplyCache {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// cmdInfo is what the proxy knows of a command, from the upstream's COMMAND
+// table.
+type cmdInfo struct {
+	name       string
+	write      bool
+	readonly   bool
+	movable    bool // keys not given by first/last/step alone
+	first      int  // first key's position, 0: no key
+	last       int  // last key's position, negative from the end
+	step       int
+	cacheable  bool // readonly, one key, answered the same to any client: may be served from L1
+	numkeysArg int  // position of a numkeys argument (EVAL, ZUNION...), 0 if none
+}
+
+// commandTable maps lowercase command names to their info.
+type commandTable struct {
+	m map[string]*cmdInfo
+}
+
+// Read-only one-key commands whose reply is not a function of the key's
+// value and arguments alone: never served from L1.
+var notCacheable = []string{
+	"ttl", "pttl", "expiretime", "pexpiretime", "object", "touch", "srandmember", "hrandfield", "zrandmember",
+	"sort_ro", "memory", "debug", "dump", "type", "exists", "httl", "hpttl", "hexpiretime", "hpexpiretime",
+	"xread", "xreadgroup", "xpending", "xinfo", "waitaof", "wait",
+}
+
+// Commands with a numkeys argument: its position, the keys following it.
+var numkeysAt = map[string]int{
+	"eval": 2, "evalsha": 2, "eval_ro": 2, "evalsha_ro": 2, "fcall": 2, "fcall_ro": 2,
+	"zunion": 1, "zinter": 1, "zdiff": 1, "zintercard": 1, "sintercard": 1,
+	"zunionstore": 2, "zinterstore": 2, "zdiffstore": 2,
+	"lmpop": 1, "zmpop": 1, "blmpop": 2, "bzmpop": 2,
+}
+
+// Commands that are not flagged "write" but change keys (scripts, functions).
+var writesKeys = []string{"eval", "evalsha", "fcall"}
+
+// loadCommands reads the upstream's COMMAND table.
+func loadCommands(ctx context.Context, rdb redis.UniversalClient) (*commandTable, error) {
+	infos, err := rdb.Command(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	t := &commandTable{m: make(map[string]*cmdInfo, len(infos))}
+	for name, ci := range infos {
+		in := &cmdInfo{name: name, first: int(ci.FirstKeyPos), last: int(ci.LastKeyPos), step: int(ci.StepCount)}
+		in.write = slices.Contains(ci.Flags, "write") || slices.Contains(writesKeys, name)
+		in.readonly = ci.ReadOnly || slices.Contains(ci.Flags, "readonly")
+		in.movable = slices.Contains(ci.Flags, "movablekeys")
+		in.numkeysArg = numkeysAt[name]
+		in.cacheable = in.readonly && !in.write && !in.movable && in.first == 1 && in.last == 1 &&
+			!slices.Contains(ci.Flags, "blocking") && !slices.Contains(notCacheable, name)
+		t.m[name] = in
+	}
+	return t, nil
+}
+
+// lookup returns name's info (any case), nil for a command the table lacks.
+func (t *commandTable) lookup(name []byte) *cmdInfo {
+	if t == nil || len(name) > 32 {
+		return nil
+	}
+	var buf [32]byte
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return t.m[string(buf[:len(name)])]
+}
+
+// keys appends the keys of args (args[0] is the command) to dst.
+func (in *cmdInfo) keys(dst [][]byte, args [][]byte) [][]byte {
+	if in.numkeysArg > 0 {
+		p := in.numkeysArg
+		if p >= len(args) {
+			return dst
+		}
+		n, err := strconv.Atoi(string(args[p]))
+		if err != nil || n < 0 {
+			return dst
+		}
+		if in.first > 0 && in.first < p { // the destination of ZUNIONSTORE and the like
+			dst = append(dst, args[in.first])
+		}
+		for i := p + 1; i <= p+n && i < len(args); i++ {
+			dst = append(dst, args[i])
+		}
+		return dst
+	}
+	if in.first <= 0 {
+		return dst
+	}
+	last := in.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	step := max(in.step, 1)
+	for i := in.first; i <= last && i < len(args); i += step {
+		dst = append(dst, args[i])
+	}
+	return dst
+}
+
+// commands holds the table, loaded in the background until the upstream
+// answers.
+type commands struct {
+	t atomic.Pointer[commandTable]
+}
+
+func (c *commands) get() *commandTable { return c.t.Load() }
+
+// load tries until it has the table or ctx ends.
+func (c *commands) load(ctx context.Context, rdb redis.UniversalClient, logf func(error)) {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		t, err := loadCommands(cctx, rdb)
+		cancel()
+		if err == nil {
+			c.t.Store(t)
+			return
+		}
+		logf(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}

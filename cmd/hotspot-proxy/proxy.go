@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mediocregopher/radix/v4/resp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/tidwall/redcon"
+
+	"github.com/hotspot-dev/hotspot/hotcache"
+)
+
+// respOpts wraps radix's options for RawMessage.
+type respOpts struct{ o *resp.Opts }
+
+var p3opts = &respOpts{o: resp.NewOpts()}
+
+// appClient is one app's SDK Client and reply cache.
+type appClient struct {
+	name    string
+	c       *hotcache.Client
+	replies *hotcache.ReplyCache
+}
+
+// stats are the proxy's own counts (HOTSPOT INFO, /metrics).
+type stats struct {
+	hits, misses, limited, passthrough, local atomic.Uint64
+	bcastFailed                               atomic.Uint64
+	conns                                     atomic.Int64
+}
+
+func (s *stats) count(hs hotcache.HotState) {
+	switch hs {
+	case hotcache.HotHit:
+		s.hits.Add(1)
+	case hotcache.HotMiss:
+		s.misses.Add(1)
+	case hotcache.HotLimited:
+		s.limited.Add(1)
+	}
+}
+
+// Proxy is a RESP proxy in front of one Redis, with the SDK's L1.
+type Proxy struct {
+	cfg   config
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	rdb   *redis.Client // the SDK Clients' Redis, and COMMAND
+	cmds  commands
+	stats stats
+
+	defaultApp *appClient
+	appsMu     sync.Mutex
+	apps       map[string]*appClient
+
+	sessMu   sync.Mutex
+	sessions map[*session]struct{}
+	wg       sync.WaitGroup
+
+	bcast chan bcastReq
+	bg    context.Context
+	stop  context.CancelFunc
+}
+
+type bcastReq struct {
+	app *appClient
+	key string
+}
+
+// wrongTypeAsMiss makes a GET that finds a key of another type a miss for
+// the SDK Clients: the SDK loads a hot key's value with GET, and would count
+// WRONGTYPE as a Redis failure (its breaker). The proxy's clients still get
+// Redis' own reply: the proxy serves GET from the SDK's value only when it
+// has one, and other commands from replies read on their own connections.
+type wrongTypeAsMiss struct{}
+
+func (wrongTypeAsMiss) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (wrongTypeAsMiss) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (wrongTypeAsMiss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && cmd.Name() == "get" && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			cmd.SetErr(redis.Nil)
+			return redis.Nil
+		}
+		return err
+	}
+}
+
+// newProxy connects the default app's Client and starts loading the command
+// table; it does not listen yet.
+func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
+	p := &Proxy{cfg: cfg, log: log, reg: prometheus.NewRegistry(), apps: map[string]*appClient{},
+		sessions: map[*session]struct{}{}, bcast: make(chan bcastReq, 10_000)}
+	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p.registerMetrics()
+	p.bg, p.stop = context.WithCancel(context.Background())
+	p.rdb = redis.NewClient(&redis.Options{
+		Addr: cfg.redis, Username: cfg.redisUser, Password: cfg.redisPassword, TLSConfig: cfg.redisTLS,
+		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+	})
+	p.rdb.AddHook(wrongTypeAsMiss{})
+	go p.cmds.load(p.bg, p.rdb, func(err error) {
+		log.Warn("hotspot-proxy: COMMAND table not read yet; commands pass through", "err", err)
+	})
+	a, err := p.newApp(ctx, cfg.app)
+	if err != nil {
+		return nil, err
+	}
+	p.defaultApp = a
+	p.apps[cfg.app] = a
+	for range 4 {
+		go p.broadcaster()
+	}
+	go p.sweeper()
+	return p, nil
+}
+
+func (p *Proxy) newApp(ctx context.Context, name string) (*appClient, error) {
+	cfg := p.cfg
+	opts := []hotcache.Option{
+		hotcache.WithApp(name),
+		hotcache.WithInstanceID(cfg.instance),
+		hotcache.WithRedisClient(p.rdb),
+		hotcache.WithHotReadLimit(hotcache.Rate(cfg.hotRate)),
+		hotcache.WithL1(cfg.l1Bytes, cfg.l1TTL),
+		hotcache.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"app": name}, p.reg)),
+		hotcache.WithLogger(p.log),
+	}
+	if len(cfg.zk) > 0 {
+		opts = append(opts, hotcache.WithZooKeeper(cfg.zk, cfg.zkRoot))
+		if cfg.zkUser != "" {
+			opts = append(opts, hotcache.WithZooKeeperAuth(cfg.zkUser, cfg.zkPassword))
+		}
+	}
+	if len(cfg.brokers) > 0 {
+		opts = append(opts, hotcache.WithKafka(cfg.brokers, cfg.topic))
+		if cfg.kafkaTLS != nil {
+			opts = append(opts, hotcache.WithKafkaTLS(cfg.kafkaTLS))
+		}
+		if cfg.kafkaSASL != "" {
+			opts = append(opts, hotcache.WithKafkaSASL(cfg.kafkaSASL, cfg.kafkaUser, cfg.kafkaPassword))
+		}
+	}
+	c, err := hotcache.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", name, err)
+	}
+	return &appClient{name: name, c: c, replies: c.NewReplyCache(cfg.replyBytes)}, nil
+}
+
+// appFor returns the Client of app name, started on first use; past
+// --max-apps it returns nil (the connection keeps its app).
+func (p *Proxy) appFor(name string) *appClient {
+	p.appsMu.Lock()
+	defer p.appsMu.Unlock()
+	if a := p.apps[name]; a != nil {
+		return a
+	}
+	if len(p.apps) >= p.cfg.maxApps {
+		p.log.Warn("hotspot-proxy: --max-apps reached; connection keeps its app", "app", name)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(p.bg, time.Second)
+	defer cancel()
+	a, err := p.newApp(ctx, name)
+	if err != nil {
+		p.log.Warn("hotspot-proxy: app Client", "app", name, "err", err)
+		return nil
+	}
+	p.apps[name] = a
+	return a
+}
+
+// broadcast hands a hot key written through this proxy to the broadcasters.
+func (p *Proxy) broadcast(a *appClient, key string) {
+	select {
+	case p.bcast <- bcastReq{a, key}:
+	default:
+		p.stats.bcastFailed.Add(1)
+		p.log.Warn("hotspot-proxy: invalidation queue full; other instances keep the key up to the L1 TTL", "key", key)
+	}
+}
+
+func (p *Proxy) broadcaster() {
+	for {
+		select {
+		case <-p.bg.Done():
+			return
+		case r := <-p.bcast:
+			ctx, cancel := context.WithTimeout(p.bg, time.Second)
+			if err := r.app.c.Broadcast(ctx, r.key); err != nil {
+				p.stats.bcastFailed.Add(1)
+				p.log.Warn("hotspot-proxy: invalidation broadcast failed; other instances keep the key up to the L1 TTL", "key", r.key, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (p *Proxy) sweeper() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.bg.Done():
+			return
+		case <-t.C:
+			p.appsMu.Lock()
+			for _, a := range p.apps {
+				a.replies.Sweep()
+			}
+			p.appsMu.Unlock()
+		}
+	}
+}
+
+// serve accepts client connections until ln is closed.
+func (p *Proxy) serve(ln net.Listener) error {
+	for {
+		cc, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handleConn(cc)
+		}()
+	}
+}
+
+func (p *Proxy) dialUpstream() (net.Conn, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+	uc, err := d.Dial("tcp", p.cfg.redis)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.redisTLS != nil {
+		return tls.Client(uc, p.cfg.redisTLS), nil
+	}
+	return uc, nil
+}
+
+func (p *Proxy) handleConn(cc net.Conn) {
+	uc, err := p.dialUpstream()
+	if err != nil {
+		// Redis is not there: say so to the first command, and close.
+		p.log.Debug("hotspot-proxy: upstream", "err", err)
+		_, _ = cc.Write([]byte("-ERR hotspot-proxy: Redis unavailable\r\n"))
+		cc.Close()
+		return
+	}
+	s := newSession(p, cc, uc, p.defaultApp)
+	p.sessMu.Lock()
+	if p.sessions == nil { // shutting down
+		p.sessMu.Unlock()
+		cc.Close()
+		uc.Close()
+		return
+	}
+	p.sessions[s] = struct{}{}
+	p.sessMu.Unlock()
+	p.stats.conns.Add(1)
+	s.run()
+	p.stats.conns.Add(-1)
+	p.sessMu.Lock()
+	delete(p.sessions, s)
+	p.sessMu.Unlock()
+}
+
+// shutdown stops every session (replies of commands already read are still
+// written, within grace), then closes the Clients, flushing their reports.
+func (p *Proxy) shutdown(grace time.Duration) error {
+	p.sessMu.Lock()
+	for s := range p.sessions {
+		s.shutdown(grace)
+	}
+	p.sessions = nil
+	p.sessMu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace + time.Second):
+		p.log.Warn("hotspot-proxy: connections still open after the grace period")
+	}
+	p.stop()
+	var errs []string
+	p.appsMu.Lock()
+	for _, a := range p.apps {
+		if err := a.c.Close(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	p.appsMu.Unlock()
+	p.rdb.Close()
+	if len(errs) > 0 {
+		return fmt.Errorf("closing: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// blank is the reply to a read the hot-read limit refused.
+func (p *Proxy) blank(proto int) []byte {
+	if p.cfg.limitedError {
+		return []byte("-HOTKEY_LIMITED hotspot-proxy: hot key read over this instance's limit\r\n")
+	}
+	return p.null(proto)
+}
+
+func (p *Proxy) null(proto int) []byte {
+	if proto >= 3 {
+		return []byte("_\r\n")
+	}
+	return []byte("$-1\r\n")
+}
+
+// hotspotCommand answers HOTSPOT INFO and HOTSPOT KEYS.
+func (p *Proxy) hotspotCommand(a *appClient, args [][]byte) []byte {
+	if len(args) != 2 {
+		return []byte("-ERR wrong number of arguments for 'hotspot' command\r\n")
+	}
+	switch strings.ToLower(string(args[1])) {
+	case "info":
+		return redcon.AppendBulkString(nil, p.info(a))
+	case "keys":
+		hot := a.c.Hot()
+		b := redcon.AppendArray(nil, len(hot))
+		for _, h := range hot {
+			b = redcon.AppendBulkString(b, h.Key)
+		}
+		return b
+	}
+	return []byte("-ERR unknown HOTSPOT subcommand (INFO, KEYS)\r\n")
+}
+
+func (p *Proxy) info(a *appClient) string {
+	s := &p.stats
+	hits, misses, limited := s.hits.Load(), s.misses.Load(), s.limited.Load()
+	ratio := 0.0
+	if n := hits + misses + limited; n > 0 {
+		ratio = float64(hits) / float64(n)
+	}
+	rs := a.replies.Stats()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Hotspot proxy\r\napp:%s\r\ninstance:%s\r\nupstream:%s\r\n", a.name, a.c.Instance(), p.cfg.redis)
+	fmt.Fprintf(&b, "hits:%d\r\nmisses:%d\r\nlimited:%d\r\npassthrough:%d\r\nhit_ratio:%s\r\n",
+		hits, misses, limited, s.passthrough.Load(), strconv.FormatFloat(ratio, 'f', 4, 64))
+	fmt.Fprintf(&b, "hot_keys:%d\r\nreply_cache_keys:%d\r\nreply_cache_bytes:%d\r\nconnections:%d\r\nbroadcasts_failed:%d\r\n",
+		len(a.c.Hot()), rs.Keys, rs.Bytes, s.conns.Load(), s.bcastFailed.Load())
+	return b.String()
+}
+
+func (p *Proxy) registerMetrics() {
+	s := &p.stats
+	counter := func(name, help string, f func() float64) {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hotspot_proxy_" + name, Help: help}, f))
+	}
+	counter("l1_hits_total", "Reads of hot keys answered from L1.", func() float64 { return float64(s.hits.Load()) })
+	counter("l1_misses_total", "Reads of hot keys that L1 could not answer (read from Redis).", func() float64 { return float64(s.misses.Load()) })
+	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { return float64(s.limited.Load()) })
+	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { return float64(s.passthrough.Load()) })
+	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
+	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
+		func() float64 { return float64(s.conns.Load()) }))
+}
+
+// httpHandler serves /metrics and /healthz.
+func (p *Proxy) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := p.rdb.Ping(ctx).Err(); err != nil {
+			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

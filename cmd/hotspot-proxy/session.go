@@ -1,0 +1,656 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mediocregopher/radix/v4/resp/resp3"
+	"github.com/tidwall/redcon"
+
+	"github.com/hotspot-dev/hotspot/hotcache"
+)
+
+// A session is one client connection and its own upstream connection.
+//
+// Two goroutines: the reader parses the client's commands (redcon's reader),
+// answers some from L1 and writes the others, unchanged, to the upstream; for
+// each command it queues what the reply needs, in order. The writer takes the
+// queue in order: a reply the proxy made is written as it is, any other is
+// read from the upstream, one RESP message (radix's RawMessage: the exact
+// bytes), and copied. So a pipeline keeps its order and the bytes are Redis'.
+//
+// Connection state the proxy must know (database, protocol, MULTI, WATCH, app
+// name) is taken from the replies, by the writer. A command that may change
+// it, and any write, raises a barrier: before answering a later command from
+// L1 the reader waits until the writer has seen every reply up to it.
+// SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR, CLIENT REPLY, CLIENT TRACKING
+// and the replication commands turn the session into a plain pipe both ways
+// for good.
+type session struct {
+	p  *Proxy
+	cc net.Conn // client
+	uc net.Conn // upstream
+	rd *redcon.Reader
+	uw *bufio.Writer // to upstream; the reader's
+	ur *bufio.Reader // from upstream; the writer's
+	cw *bufio.Writer // to the client; the writer's
+	q  chan *item
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	sent    uint64 // barriers queued by the reader
+	done    uint64 // barriers the writer has passed
+	st      connState
+	closing bool
+
+	multiWrites []string // keys written by commands queued in MULTI: dropped at EXEC
+}
+
+// connState is what the replies have told of the connection.
+type connState struct {
+	db    int // -1: unknown (a SELECT inside MULTI)
+	proto int
+	multi bool
+	watch bool
+	app   *appClient
+}
+
+// item is one command's reply to come.
+type item struct {
+	local   []byte // a reply the proxy made; nil: read one from upstream
+	kind    itemKind
+	args    [][]byte // the command, for state changes
+	app     *appClient
+	keys    [][]byte // keys to report
+	write   bool
+	ticket  hotcache.ReplyTicket
+	store   bool
+	barrier bool
+	pipe    bool // switch to a plain pipe after this reply
+}
+
+type itemKind uint8
+
+const (
+	kindPlain itemKind = iota
+	kindSelect
+	kindHello
+	kindMulti
+	kindExec // EXEC or DISCARD
+	kindWatch
+	kindUnwatch
+	kindReset
+	kindSetName
+)
+
+func newSession(p *Proxy, cc, uc net.Conn, app *appClient) *session {
+	s := &session{p: p, cc: cc, uc: uc, rd: redcon.NewReader(cc),
+		uw: bufio.NewWriterSize(uc, 32<<10), ur: bufio.NewReaderSize(uc, 64<<10), cw: bufio.NewWriterSize(cc, 32<<10),
+		q: make(chan *item, 4096)}
+	s.cond = sync.NewCond(&s.mu)
+	s.st = connState{db: 0, proto: 2, app: app}
+	return s
+}
+
+// run serves the session until either side closes.
+func (s *session) run() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.writer()
+	}()
+	s.reader()
+	<-done
+	s.cc.Close()
+	s.uc.Close()
+}
+
+// shutdown stops reading the client's commands; the replies of those already
+// sent are still written, within grace.
+func (s *session) shutdown(grace time.Duration) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	_ = s.cc.SetReadDeadline(time.Now())
+	_ = s.uc.SetReadDeadline(time.Now().Add(grace))
+}
+
+func (s *session) reader() {
+	defer close(s.q)
+	pipe := false
+	for {
+		cmds, err := s.rd.ReadCommands()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !isNetErr(err) {
+				// A protocol error: Redis answers one and closes.
+				s.q <- &item{local: []byte("-ERR Protocol error: " + err.Error() + "\r\n")}
+			}
+			_ = s.uw.Flush()
+			s.closeUpstreamWrite()
+			return
+		}
+		for _, cmd := range cmds {
+			if pipe {
+				if _, err := s.uw.Write(cmd.Raw); err != nil {
+					return
+				}
+				continue
+			}
+			it := s.handle(cmd)
+			if it == nil {
+				continue
+			}
+			if it.local == nil {
+				if _, err := s.uw.Write(cmd.Raw); err != nil {
+					return
+				}
+			}
+			if it.barrier {
+				s.mu.Lock()
+				s.sent++
+				s.mu.Unlock()
+			}
+			select {
+			case s.q <- it:
+			default: // the writer is behind: let it have the commands it waits for
+				if s.uw.Flush() != nil {
+					return
+				}
+				s.q <- it
+			}
+			if it.pipe {
+				pipe = true
+			}
+		}
+		if err := s.uw.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func (s *session) closeUpstreamWrite() {
+	if tc, ok := s.uc.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}
+
+// settled waits until the writer has passed every barrier queued so far and
+// returns the connection's state then; ok is false when the session is
+// closing.
+func (s *session) settled() (connState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done < s.sent {
+		// The replies waited for may belong to commands still in the buffer.
+		s.mu.Unlock()
+		err := s.uw.Flush()
+		s.mu.Lock()
+		if err != nil {
+			return s.st, false
+		}
+	}
+	for s.done < s.sent && !s.closing {
+		s.cond.Wait()
+	}
+	return s.st, !s.closing
+}
+
+// handle decides what to do with one command: an item whose local reply is
+// set is answered by the proxy, any other is forwarded.
+func (s *session) handle(cmd redcon.Command) *item {
+	p := s.p
+	args := cmd.Args
+	name := args[0]
+	s.mu.Lock()
+	it := &item{app: s.st.app}
+	s.mu.Unlock()
+	switch {
+	case eqFold(name, "hotspot"):
+		p.stats.local.Add(1)
+		st, _ := s.settled()
+		it.local = p.hotspotCommand(st.app, args)
+		return it
+	case eqFold(name, "select"):
+		it.kind, it.barrier = kindSelect, true
+	case eqFold(name, "hello"):
+		it.kind, it.barrier = kindHello, true
+	case eqFold(name, "multi"):
+		it.kind, it.barrier = kindMulti, true
+	case eqFold(name, "exec"), eqFold(name, "discard"):
+		it.kind, it.barrier = kindExec, true
+	case eqFold(name, "watch"):
+		it.kind, it.barrier = kindWatch, true
+	case eqFold(name, "unwatch"):
+		it.kind, it.barrier = kindUnwatch, true
+	case eqFold(name, "reset"):
+		it.kind, it.barrier = kindReset, true
+	case eqFold(name, "auth"):
+		it.barrier = true
+	case eqFold(name, "subscribe"), eqFold(name, "psubscribe"), eqFold(name, "ssubscribe"),
+		eqFold(name, "monitor"), eqFold(name, "sync"), eqFold(name, "psync"):
+		it.pipe = true
+	case eqFold(name, "client") && len(args) > 1:
+		switch {
+		case eqFold(args[1], "reply"), eqFold(args[1], "tracking"):
+			it.pipe = true
+		case eqFold(args[1], "setname") && len(args) == 3:
+			it.kind, it.barrier = kindSetName, true
+		}
+	}
+	if it.kind != kindPlain || it.pipe || it.barrier {
+		it.args = args
+		p.stats.passthrough.Add(1)
+		return it
+	}
+	in := p.cmds.get().lookup(name)
+	if in == nil {
+		p.stats.passthrough.Add(1)
+		return it
+	}
+	it.keys = in.keys(nil, args)
+	it.write = in.write
+	if in.write {
+		it.barrier = true // read-your-writes: no L1 answer before its reply is in
+		it.args = args
+	}
+	if len(it.keys) > 0 && eqFold(name, "get") && len(args) == 2 {
+		return s.get(it, args)
+	}
+	if eqFold(name, "mget") && len(args) > 1 {
+		return s.mget(it, args)
+	}
+	if in.cacheable && len(args) >= 2 {
+		return s.cached(it, args)
+	}
+	p.stats.passthrough.Add(1)
+	return it
+}
+
+// eligible reports whether this session may be answered from L1 now, once
+// every state change sent before is known, and sets it.app to the app then.
+func (s *session) eligible(it *item) (connState, bool) {
+	st, ok := s.settled()
+	it.app = st.app
+	if !ok || st.app == nil || st.db != 0 || st.multi || st.watch {
+		return st, false
+	}
+	return st, true
+}
+
+func (s *session) get(it *item, args [][]byte) *item {
+	p := s.p
+	if !it.app.c.IsHot(string(args[1])) {
+		p.stats.passthrough.Add(1)
+		return it
+	}
+	st, ok := s.eligible(it)
+	if !ok || !st.app.c.IsHot(string(args[1])) {
+		p.stats.passthrough.Add(1)
+		return it
+	}
+	app := st.app
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	v, hs, _ := app.c.LookupHot(ctx, string(args[1]))
+	cancel()
+	switch hs {
+	case hotcache.HotHit, hotcache.HotMiss:
+		if v != nil || hs == hotcache.HotHit {
+			p.stats.count(hs)
+			it.local = appendBulk(nil, v)
+			it.keys = nil // counted by LookupHot
+			return it
+		}
+	case hotcache.HotLimited:
+		p.stats.limited.Add(1)
+		it.local = p.blank(st.proto)
+		it.keys = nil
+		return it
+	}
+	// Not found in L1 (a missing key or another type), or a failed read: the
+	// reply cache, which reads on this connection.
+	return s.cachedFor(it, args, st)
+}
+
+func (s *session) cached(it *item, args [][]byte) *item {
+	if !it.app.c.IsHot(string(args[1])) {
+		s.p.stats.passthrough.Add(1)
+		return it
+	}
+	st, ok := s.eligible(it)
+	if !ok {
+		s.p.stats.passthrough.Add(1)
+		return it
+	}
+	return s.cachedFor(it, args, st)
+}
+
+func (s *session) cachedFor(it *item, args [][]byte, st connState) *item {
+	p := s.p
+	rc := st.app.replies
+	data, tk, hs := rc.Get(string(args[1]), variant(st.proto, args))
+	switch hs {
+	case hotcache.HotHit:
+		p.stats.hits.Add(1)
+		it.local = data
+		it.keys = nil
+	case hotcache.HotLimited:
+		p.stats.limited.Add(1)
+		it.local = p.blank(st.proto)
+		it.keys = nil
+	case hotcache.HotMiss:
+		p.stats.misses.Add(1)
+		it.ticket, it.store = tk, true
+		it.keys = nil // Put counts it
+	default:
+		p.stats.passthrough.Add(1)
+	}
+	return it
+}
+
+// mget answers MGET from L1 when every key is hot and has a value there.
+func (s *session) mget(it *item, args [][]byte) *item {
+	p := s.p
+	for _, k := range args[1:] {
+		if !it.app.c.IsHot(string(k)) {
+			p.stats.passthrough.Add(1)
+			return it
+		}
+	}
+	st, ok := s.eligible(it)
+	if !ok {
+		p.stats.passthrough.Add(1)
+		return it
+	}
+	app := st.app
+	out := redcon.AppendArray(nil, len(args)-1)
+	for i, k := range args[1:] {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		v, hs, _ := app.c.LookupHot(ctx, string(k))
+		cancel()
+		switch {
+		case hs == hotcache.HotLimited:
+			p.stats.limited.Add(1)
+			out = append(out, p.null(st.proto)...)
+		case (hs == hotcache.HotHit || hs == hotcache.HotMiss) && v != nil:
+			p.stats.count(hs)
+			out = appendBulk(out, v)
+		default:
+			// Not in L1 after all: forward, reporting only the keys not
+			// counted yet.
+			it.keys = args[1+i:]
+			p.stats.passthrough.Add(1)
+			return it
+		}
+	}
+	it.local = out
+	it.keys = nil
+	return it
+}
+
+// variant names a reply: protocol, then every argument, length-prefixed.
+func variant(proto int, args [][]byte) string {
+	n := 1
+	for _, a := range args {
+		n += len(a) + binary.MaxVarintLen32
+	}
+	b := make([]byte, 0, n)
+	b = append(b, byte(proto))
+	for i, a := range args {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		if i == 0 {
+			b = append(b, bytes.ToLower(a)...)
+			continue
+		}
+		b = append(b, a...)
+	}
+	return string(b)
+}
+
+func appendBulk(b, v []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(v)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, v...)
+	return append(b, '\r', '\n')
+}
+
+// writer writes the replies in order and applies what they say.
+func (s *session) writer() {
+	defer s.release()
+	var rm resp3.RawMessage
+	opts := p3opts
+	for it := range s.q {
+		switch {
+		case it.local != nil:
+			if _, err := s.cw.Write(it.local); err != nil {
+				return
+			}
+			s.pass(it, nil)
+		case it.pipe:
+			// Everything before it has been answered: what comes next from
+			// upstream is its replies and whatever follows them (messages,
+			// MONITOR lines, RESP3 pushes).
+			if s.cw.Flush() != nil {
+				return
+			}
+			s.pipe()
+			return
+		default:
+			if err := s.readReply(&rm, opts); err != nil {
+				return
+			}
+			if _, err := s.cw.Write(rm); err != nil {
+				return
+			}
+			s.after(it, rm)
+		}
+		if len(s.q) == 0 && s.ur.Buffered() == 0 {
+			if err := s.cw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+	_ = s.cw.Flush()
+}
+
+// readReply reads one reply from upstream into rm: a push message before it
+// (RESP3, e.g. client tracking in the same connection) is copied to the
+// client as it comes; an attribute is kept with the reply it annotates.
+func (s *session) readReply(rm *resp3.RawMessage, opts *respOpts) error {
+	for {
+		if err := rm.UnmarshalRESP(s.ur, opts.o); err != nil {
+			return err
+		}
+		switch (*rm)[0] {
+		case '>':
+			if _, err := s.cw.Write(*rm); err != nil {
+				return err
+			}
+			continue
+		case '|':
+			var next resp3.RawMessage
+			if err := s.readReply(&next, opts); err != nil {
+				return err
+			}
+			*rm = append(*rm, next...)
+		}
+		return nil
+	}
+}
+
+// pipe copies upstream to the client until either closes; the reader goes on
+// forwarding the client's commands unchanged.
+func (s *session) pipe() {
+	_, _ = io.Copy(s.cc, s.ur)
+	s.cc.Close()
+	for range s.q { // the reader stops queueing once in pipe mode
+	}
+}
+
+// release wakes a reader waiting on a barrier and drains the queue when the
+// writer stops early (upstream gone): the client then sees its connection
+// closed.
+func (s *session) release() {
+	s.mu.Lock()
+	s.closing = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.cc.Close()
+	s.uc.Close()
+	for range s.q {
+	}
+}
+
+// pass marks an item's barrier passed.
+func (s *session) pass(it *item, _ []byte) {
+	if !it.barrier {
+		return
+	}
+	s.mu.Lock()
+	s.done++
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// after applies a forwarded command's reply: state, cache, reports and
+// invalidations.
+func (s *session) after(it *item, reply []byte) {
+	isErr := len(reply) > 0 && (reply[0] == '-' || reply[0] == '!')
+	s.mu.Lock()
+	st := &s.st
+	inMulti := st.multi
+	var execWrites []string
+	switch it.kind {
+	case kindSelect:
+		if !isErr && len(it.args) == 2 {
+			if st.multi {
+				st.db = -1 // applies at EXEC, if it does
+			} else if n, err := strconv.Atoi(string(it.args[1])); err == nil {
+				st.db = n
+			}
+		}
+	case kindHello:
+		if !isErr && len(it.args) >= 2 {
+			if n, err := strconv.Atoi(string(it.args[1])); err == nil {
+				st.proto = n
+			}
+		}
+	case kindMulti:
+		if !isErr {
+			st.multi = true
+		}
+	case kindExec:
+		st.multi, st.watch = false, false
+		execWrites, s.multiWrites = s.multiWrites, nil
+	case kindWatch:
+		if !isErr && !st.multi {
+			st.watch = true
+		}
+	case kindUnwatch:
+		if !isErr && !st.multi {
+			st.watch = false
+		}
+	case kindReset:
+		if !isErr {
+			*st = connState{db: 0, proto: 2, app: s.p.defaultApp}
+			s.multiWrites = nil
+		}
+	case kindSetName:
+		if !isErr {
+			if name, ok := bytes.CutPrefix(it.args[2], []byte("app:")); ok && len(name) > 0 {
+				if a := s.p.appFor(string(name)); a != nil {
+					st.app = a // the reader takes it after the barrier
+				}
+			}
+		}
+	}
+	if inMulti && it.write && !isErr {
+		for _, k := range it.keys {
+			s.multiWrites = append(s.multiWrites, string(k))
+		}
+	}
+	s.mu.Unlock()
+	app := it.app
+	if app != nil {
+		if it.store {
+			if !isErr || bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+				app.replies.Put(it.ticket, reply)
+			} else {
+				app.c.ReportRead(it.ticket.Key(), 0)
+			}
+		}
+		if len(it.keys) > 0 {
+			s.report(app, it, reply, isErr || inMulti)
+		}
+		for _, k := range execWrites {
+			s.invalidate(app, k)
+		}
+	}
+	s.pass(it, reply)
+}
+
+// report counts the command's keys and, for a write that took effect (not
+// one queued in MULTI: EXEC does that), drops hot ones in every instance's
+// L1. A write counts the bytes of its arguments after the first key.
+func (s *session) report(app *appClient, it *item, reply []byte, noInvalidate bool) {
+	if it.write {
+		n := 0
+		for i, a := range it.args {
+			if i > 1 {
+				n += len(a)
+			}
+		}
+		for _, k := range it.keys {
+			key := string(k)
+			app.c.ReportWrite(key, n)
+			if !noInvalidate {
+				s.invalidate(app, key)
+			}
+		}
+		return
+	}
+	per := len(reply) / len(it.keys)
+	for _, k := range it.keys {
+		app.c.ReportRead(string(k), per)
+	}
+}
+
+// invalidate drops a hot key written through this session here at once (a
+// later read on any connection then misses) and broadcasts it to every
+// instance, without deleting it in Redis.
+func (s *session) invalidate(app *appClient, key string) {
+	if app.c.IsHot(key) {
+		app.c.DropLocal(key)
+		s.p.broadcast(app, key)
+	}
+}
+
+// eqFold reports whether b is s (lowercase ASCII) in any case.
+func eqFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
