@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/mediocregopher/radix/v4/resp"
+	"github.com/mediocregopher/radix/v4/resp/resp3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// testProxy is a proxy run in the test's process.
+type testProxy struct {
+	addr, http string
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// startProxy runs a proxy in front of redisAddr; mod adjusts its config
+// (by default: no ZooKeeper, no Kafka, app "compat").
+func startProxy(t *testing.T, redisAddr string, mod func(*config)) *testProxy {
+	t.Helper()
+	cfg, err := parseConfig([]string{"--app", "compat", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--redis", redisAddr, "--zk", "", "--brokers", "", "--shutdown-grace", "2s"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tp := &testProxy{cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	go func() {
+		tp.done <- run(ctx, cfg, log, func(r, h string) { tp.addr, tp.http = r, h; close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-tp.done:
+		t.Fatalf("proxy: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("proxy did not start")
+	}
+	t.Cleanup(tp.stop)
+	// The COMMAND table arrives in the background: wait for it.
+	waitUntil(t, 10*time.Second, "the proxy's COMMAND table", func() bool {
+		c := dialRaw(t, tp.addr)
+		defer c.close()
+		return strings.Contains(string(c.do("HOTSPOT", "INFO")), "hits:")
+	})
+	return tp
+}
+
+func (tp *testProxy) stop() {
+	if tp.cancel == nil {
+		return
+	}
+	tp.cancel()
+	tp.cancel = nil
+	select {
+	case <-tp.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// rawConn is a raw RESP connection: commands out, exact reply bytes in.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawConn{t: t, c: c, br: bufio.NewReaderSize(c, 1<<20)}
+}
+
+func (r *rawConn) close() { r.c.Close() }
+
+func encode(args ...string) []byte {
+	b := fmt.Appendf(nil, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b
+}
+
+func (r *rawConn) send(args ...string) {
+	r.t.Helper()
+	if _, err := r.c.Write(encode(args...)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+var respOptions = resp.NewOpts()
+
+// read reads one RESP message, exactly as sent.
+func (r *rawConn) read() []byte {
+	r.t.Helper()
+	b, err := r.tryRead(10 * time.Second)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+func (r *rawConn) tryRead(timeout time.Duration) ([]byte, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(timeout))
+	var rm resp3.RawMessage
+	err := rm.UnmarshalRESP(r.br, respOptions)
+	return rm, err
+}
+
+func (r *rawConn) do(args ...string) []byte {
+	r.t.Helper()
+	r.send(args...)
+	return r.read()
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newRedis(addr string) *redis.Client { return redis.NewClient(&redis.Options{Addr: addr}) }
+
+// cleanKeys deletes every key under prefix (database 0) when the test ends.
+func cleanKeys(t *testing.T, addr, prefix string) {
+	t.Cleanup(func() {
+		c := newRedis(addr)
+		defer c.Close()
+		ctx := context.Background()
+		for _, db := range []int{0, 1} {
+			c.Do(ctx, "SELECT", db)
+			keys, _ := c.Keys(ctx, prefix+"*").Result()
+			for _, k := range keys {
+				c.Del(ctx, k)
+			}
+		}
+	})
+}
+
+// commandCalls returns how many times Redis ran cmd (INFO commandstats).
+func commandCalls(t *testing.T, addr, cmd string) int64 {
+	t.Helper()
+	c := newRedis(addr)
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// hotSet writes an app's hot set in ZooKeeper as an aggregator would.
+type hotSet struct {
+	t    *testing.T
+	conn *zk.Conn
+	root string
+	app  string
+}
+
+func newHotSet(t *testing.T, zkAddr string) *hotSet {
+	conn, _, err := zk.Connect([]string{zkAddr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := stacktest.Name(t)
+	h := &hotSet{t: t, conn: conn, root: "/" + name, app: name}
+	for _, dir := range []string{h.root, hotset.HotDir(h.root), hotset.AppDir(h.root, h.app)} {
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		p := hotset.AppDir(h.root, h.app)
+		children, _, _ := conn.Children(p)
+		for _, c := range children {
+			_ = conn.Delete(p+"/"+c, -1)
+		}
+		for _, d := range []string{p, hotset.HotDir(h.root), h.root} {
+			_ = conn.Delete(d, -1)
+		}
+		conn.Close()
+	})
+	return h
+}
+
+func (h *hotSet) set(keys ...string) {
+	h.t.Helper()
+	ks := make([]hotset.Key, len(keys))
+	for i, k := range keys {
+		ks[i] = hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()}
+	}
+	s := &hotset.Shard{App: h.app, Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 60_000, Keys: ks}
+	b, err := hotset.Encode(s)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p := hotset.ShardPath(h.root, h.app, "agg-1")
+	if _, err := h.conn.Set(p, b, -1); errors.Is(err, zk.ErrNoNode) {
+		if _, err = h.conn.Create(p, b, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			h.t.Fatal(err)
+		}
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// redisServer is a redis-server of the test's own, which it may restart.
+type redisServer struct {
+	t    *testing.T
+	port int
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startRedisServer(t *testing.T) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		stacktest.Redis(t)
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not installed")
+		}
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisServer{t: t, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	c := newRedis(r.addr)
+	defer c.Close()
+	for i := 0; ; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			return
+		}
+		if i > 300 {
+			r.t.Fatalf("redis-server on %s did not start", r.addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *redisServer) stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+// drain discards what r still has to read, for at most d.
+func (r *rawConn) drain(d time.Duration) {
+	_ = r.c.SetReadDeadline(time.Now().Add(d))
+	_, _ = io.Copy(io.Discard, r.br)
+}
