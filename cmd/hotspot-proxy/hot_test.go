@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// infoField reads a number from HOTSPOT INFO.
+func infoField(t *testing.T, addr, field string) int64 {
+	t.Helper()
+	c := dialRaw(t, addr)
+	defer c.close()
+	m := regexp.MustCompile(field + `:(\d+)`).FindSubmatch(c.do("HOTSPOT", "INFO"))
+	if m == nil {
+		t.Fatalf("HOTSPOT INFO has no %s", field)
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
+}
+
+// TestHotKeyFromL1 makes keys hot in ZooKeeper, hammers them through the
+// proxy and checks Redis saw next to none of the reads; a write through one
+// proxy reaches another proxy and an SDK instance at once.
+func TestHotKeyFromL1(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	h := newHotSet(t, zkAddr)
+	prefix := h.app + ":"
+	cleanKeys(t, redisAddr, prefix)
+	withZK := func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.root, h.app }
+	p1 := startProxy(t, redisAddr, withZK)
+	p2 := startProxy(t, redisAddr, withZK)
+	sdk, err := hotcache.New(t.Context(), hotcache.WithApp(h.app), hotcache.WithZooKeeper([]string{zkAddr}, h.root),
+		hotcache.WithRedis(redisAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sdk.Close() })
+
+	hot, hash := prefix+"hot", prefix+"hash"
+	rdb := newRedis(redisAddr)
+	defer rdb.Close()
+	ctx := context.Background()
+	rdb.Set(ctx, hot, "v1", 0)
+	rdb.HSet(ctx, hash, "f", "1", "g", "2")
+	h.set(hot, hash)
+	waitUntil(t, 10*time.Second, "the keys hot in both proxies", func() bool {
+		c1, c2 := dialRaw(t, p1.addr), dialRaw(t, p2.addr)
+		defer c1.close()
+		defer c2.close()
+		return string(c1.do("HOTSPOT", "KEYS")) != "*0\r\n" && string(c2.do("HOTSPOT", "KEYS")) != "*0\r\n" && sdk.IsHot(hot)
+	})
+
+	// Warm: one read of each, then count.
+	c := dialRaw(t, p1.addr)
+	defer c.close()
+	if got := string(c.do("GET", hot)); got != "$2\r\nv1\r\n" {
+		t.Fatalf("GET through the proxy: %q", got)
+	}
+	hgetall := string(c.do("HGETALL", hash))
+	time.Sleep(100 * time.Millisecond)
+	gets, hgetalls := commandCalls(t, redisAddr, "get"), commandCalls(t, redisAddr, "hgetall")
+	hits := infoField(t, p1.addr, "hits")
+	const n = 20_000
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dialRaw(t, p1.addr)
+			defer c.close()
+			var batch []byte
+			for range 100 {
+				batch = append(batch, encode("GET", hot)...)
+				batch = append(batch, encode("HGETALL", hash)...)
+			}
+			for range n / 4 / 100 {
+				if _, err := c.c.Write(batch); err != nil {
+					t.Error(err)
+					return
+				}
+				for range 100 {
+					if r := string(c.read()); r != "$2\r\nv1\r\n" {
+						t.Errorf("worker %d: GET %q", w, r)
+						return
+					}
+					if r := string(c.read()); r != hgetall {
+						t.Errorf("worker %d: HGETALL %q, want %q", w, r, hgetall)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	dg, dh := commandCalls(t, redisAddr, "get")-gets, commandCalls(t, redisAddr, "hgetall")-hgetalls
+	dhits := infoField(t, p1.addr, "hits") - hits
+	t.Logf("%d GETs and %d HGETALLs through the proxy: Redis ran %d GETs and %d HGETALLs; HOTSPOT INFO hits +%d", n, n, dg, dh, dhits)
+	if dg > 20 || dh > 20 {
+		t.Errorf("Redis ran %d GETs and %d HGETALLs for %d reads of each hot key, want next to none", dg, dh, n)
+	}
+	if dhits < 2*n-20 {
+		t.Errorf("HOTSPOT INFO counted %d hits, want about %d", dhits, 2*n)
+	}
+
+	// A write through p2 reaches p1's L1 and the SDK's at once.
+	c2 := dialRaw(t, p2.addr)
+	defer c2.close()
+	if _, err := sdk.Get(ctx, hot); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c2.do("SET", hot, "v2")
+	c2.do("HSET", hash, "f", "changed")
+	waitUntil(t, 2*time.Second, "the new values in p1 and the SDK", func() bool {
+		v, _ := sdk.Get(ctx, hot)
+		return string(c.do("GET", hot)) == "$2\r\nv2\r\n" && string(c.do("HGET", hash, "f")) == "$7\r\nchanged\r\n" && string(v) == "v2"
+	})
+	t.Logf("a write through one proxy seen by the other proxy and an SDK instance after %v", time.Since(start).Round(time.Millisecond))
+	// Read your writes on the same connection, pipelined.
+	if _, err := c2.c.Write(append(encode("SET", hot, "v3"), encode("GET", hot)...)); err != nil {
+		t.Fatal(err)
+	}
+	if c2.read(); string(c2.read()) != "$2\r\nv3\r\n" {
+		t.Error("a GET pipelined after a SET on the same connection did not see it")
+	}
+	// Never from L1 inside MULTI, or in another database.
+	before := commandCalls(t, redisAddr, "get")
+	c.do("MULTI")
+	c.do("GET", hot)
+	c.do("EXEC")
+	c.do("SELECT", "1")
+	if r := string(c.do("GET", hot)); r != "$-1\r\n" {
+		t.Errorf("GET of the hot key in database 1: %q, want a null (no such key there)", r)
+	}
+	c.do("SELECT", "0")
+	if d := commandCalls(t, redisAddr, "get") - before; d != 2 {
+		t.Errorf("Redis ran %d GETs for a GET in MULTI and one in database 1, want 2", d)
+	}
+}
+
+// TestHotReadLimit checks that reads of a hot key that L1 cannot answer
+// are bounded by the hot-read limit, the rest answered with a null, or an
+// error with --limited-reply error.
+func TestHotReadLimit(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	h := newHotSet(t, zkAddr)
+	prefix := h.app + ":"
+	cleanKeys(t, redisAddr, prefix)
+	for _, mode := range []string{"null", "error"} {
+		t.Run(mode, func(t *testing.T) {
+			tp := startProxy(t, redisAddr, func(c *config) {
+				c.zk, c.zkRoot, c.app, c.hotRate, c.limitedError = []string{zkAddr}, h.root, h.app, 10, mode == "error"
+			})
+			key := prefix + "limited-" + mode
+			rdb := newRedis(redisAddr)
+			defer rdb.Close()
+			rdb.HSet(context.Background(), key, "f", "v")
+			h.set(key)
+			c := dialRaw(t, tp.addr)
+			defer c.close()
+			waitUntil(t, 10*time.Second, "the key hot", func() bool { return string(c.do("HOTSPOT", "KEYS")) != "*0\r\n" })
+			// Every read is a new variant: none can come from L1.
+			blank := "$-1\r\n"
+			if mode == "error" {
+				blank = "-HOTKEY_LIMITED hotspot-proxy: hot key read over this instance's limit\r\n"
+			}
+			served, blanks := 0, 0
+			for i := range 200 {
+				switch r := string(c.do("HMGET", key, "f", strconv.Itoa(i))); r {
+				case "*2\r\n$1\r\nv\r\n$-1\r\n":
+					served++
+				case blank:
+					blanks++
+				default:
+					t.Fatalf("reply %q", r)
+				}
+			}
+			t.Logf("200 distinct reads at once, limit 10/s (burst 10): %d read from Redis, %d blanks", served, blanks)
+			if served > 12 || blanks < 188 {
+				t.Errorf("%d served and %d blanks, want at most about 10 served", served, blanks)
+			}
+			if n := infoField(t, tp.addr, "limited"); n < int64(blanks) {
+				t.Errorf("HOTSPOT INFO limited:%d, want %d", n, blanks)
+			}
+		})
+	}
+}
