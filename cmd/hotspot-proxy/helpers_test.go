@@ -308,3 +308,5 @@ func (r *rawConn) drain(d time.Duration) {
 	_ = r.c.SetReadDeadline(time.Now().Add(d))
 	_, _ = io.Copy(io.Discard, r.br)
 }
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 1<<20) }
