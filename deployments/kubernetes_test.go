@@ -53,6 +53,8 @@ func decodeStrict(doc []byte) (any, error) {
 		obj = &corev1.Namespace{}
 	case "apps/v1 StatefulSet":
 		obj = &appsv1.StatefulSet{}
+	case "apps/v1 Deployment": // sidecar/: an app with hotspot-proxy beside it
+		obj = &appsv1.Deployment{}
 	case "policy/v1 PodDisruptionBudget":
 		obj = &policyv1.PodDisruptionBudget{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
