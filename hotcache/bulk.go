@@ -68,27 +68,7 @@ func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 	pattern := globEscape(c.o.redisPrefix+prefix) + "*"
 	var total atomic.Int64 // Ring and Cluster walk their servers in parallel
 	walk := func(ctx context.Context, shard *redis.Client) error {
-		var cursor uint64
-		for {
-			keys, next, err := shard.Scan(ctx, cursor, pattern, bulkBatch).Result()
-			if err != nil {
-				return fmt.Errorf("%w: redis scan %q: %w", ErrUnavailable, pattern, err)
-			}
-			for len(keys) > 0 {
-				n := min(len(keys), c.bulkLim.Burst())
-				if err := c.bulkLim.WaitN(ctx, n); err != nil {
-					return fmt.Errorf("hotcache: invalidate prefix %q: %w", prefix, err)
-				}
-				if err := shard.Unlink(ctx, keys[:n]...).Err(); err != nil {
-					return fmt.Errorf("%w: redis unlink: %w", ErrUnavailable, err)
-				}
-				total.Add(int64(n))
-				keys = keys[n:]
-			}
-			if cursor = next; cursor == 0 {
-				return nil
-			}
-		}
+		return c.unlinkMatching(ctx, shard, pattern, prefix, &total)
 	}
 	var err error
 	switch r := c.rdb.(type) {
@@ -97,7 +77,11 @@ func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 	case *redis.Ring:
 		err = r.ForEachShard(ctx, walk)
 	case *redis.ClusterClient:
-		err = r.ForEachMaster(ctx, walk)
+		// The untagged keys and the hot keys' copies (rediscluster.go).
+		tagged := "{" + replicaTagPrefix + "*}" + pattern
+		err = r.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
+			return errors.Join(walk(ctx, shard), c.unlinkMatching(ctx, shard, tagged, prefix, &total))
+		})
 	default:
 		err = fmt.Errorf("hotcache: InvalidatePrefix: unsupported Redis client %T", c.rdb)
 	}
@@ -105,6 +89,40 @@ func (c *Client) deletePrefix(ctx context.Context, prefix string) (int, error) {
 		return int(total.Load()), err
 	}
 	return int(total.Load()), c.publish(ctx, c.prefixChannel, prefix)
+}
+
+// unlinkMatching unlinks the keys of shard that match pattern, within the
+// bulk limit, and adds their number to total. Each key is a command of its
+// own, pipelined: on a cluster node, one UNLINK of keys in several slots
+// fails (CROSSSLOT).
+func (c *Client) unlinkMatching(ctx context.Context, shard *redis.Client, pattern, prefix string, total *atomic.Int64) error {
+	var cursor uint64
+	for {
+		keys, next, err := shard.Scan(ctx, cursor, pattern, bulkBatch).Result()
+		if err != nil {
+			return fmt.Errorf("%w: redis scan %q: %w", ErrUnavailable, pattern, err)
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), c.bulkLim.Burst())
+			if err := c.bulkLim.WaitN(ctx, n); err != nil {
+				return fmt.Errorf("hotcache: invalidate prefix %q: %w", prefix, err)
+			}
+			_, err := shard.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range keys[:n] {
+					p.Unlink(ctx, k)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%w: redis unlink: %w", ErrUnavailable, err)
+			}
+			total.Add(int64(n))
+			keys = keys[n:]
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
 }
 
 // globEscape escapes the characters SCAN MATCH treats as a pattern.

@@ -237,7 +237,7 @@ func (c *Client) openRedis() error {
 	c.logID = redisLogIDs.Add(1)
 	c.rdb, c.ownRedis = newRedis(c.o, c.redisDialer())
 	var err error
-	if c.rep, err = newReplicas(c.o, c.redisDialer()); err != nil {
+	if c.rep, err = newReplicas(c.o, c.redisDialer(), c.rdb, c.log); err != nil {
 		return err
 	}
 	if c.rdb != nil {
@@ -307,6 +307,10 @@ func newRedis(o options, dial func(ctx context.Context, network, addr string) (n
 	switch {
 	case o.redisClient != nil:
 		return o.redisClient, false
+	case len(o.redisCluster) > 0:
+		return newRedisCluster(o, dial), true
+	case len(o.redisSentinels) > 0:
+		return newRedisSentinel(o, dial), true
 	case len(o.redisAddrs) == 1:
 		return redis.NewClient(&redis.Options{
 			Addr: o.redisAddrs[0], Dialer: dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,

@@ -28,11 +28,16 @@ type options struct {
 	redisAddrs  []string
 	redisClient redis.UniversalClient
 	redisPrefix string
-	redisTTL    time.Duration
-	opTimeout   time.Duration
-	brokers     []string
-	topic       string
-	loader      Loader
+
+	redisCluster   []string // WithRedisCluster (rediscluster.go)
+	redisSentinels []string // WithRedisSentinel
+	redisMaster    string
+
+	redisTTL  time.Duration
+	opTimeout time.Duration
+	brokers   []string
+	topic     string
+	loader    Loader
 
 	l1Bytes     int64
 	l1TTL       time.Duration
@@ -107,8 +112,8 @@ func (o *options) validate() error {
 	if o.app == "" {
 		return errors.New("hotcache: WithApp is required")
 	}
-	if o.redisClient != nil && len(o.redisAddrs) > 0 {
-		return errors.New("hotcache: WithRedis and WithRedisClient are exclusive")
+	if err := o.validateRedis(); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string
@@ -155,8 +160,9 @@ func WithZooKeeper(servers []string, root string) Option {
 
 // WithRedis sets the Redis servers of the shared cache (L2). One address
 // means one server; several are sharded by Hotspot's consistent-hash ring
-// (package router) through go-redis's Ring. Without Redis (no WithRedis or
-// WithRedisClient), misses go straight to the Loader.
+// (package router) through go-redis's Ring. For a Redis Cluster or a
+// Sentinel-managed primary, see WithRedisCluster and WithRedisSentinel.
+// Without Redis (none of the four options), misses go straight to the Loader.
 func WithRedis(addrs ...string) Option { return func(o *options) { o.redisAddrs = addrs } }
 
 // WithRedisClient uses an existing client for L2 and invalidations. The

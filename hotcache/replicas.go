@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -39,6 +40,10 @@ import (
 //   - Invalidation (Set, Delete, and the delayed second delete): DEL on all R
 //     replicas of every key, hot or not here: another instance may have
 //     replicated it, or this key may have been hot a moment ago.
+//
+// On a Redis Cluster the nodes are hash tags, one per master, and the
+// untagged key is the copy of record that a replica's miss reads and
+// repairs from (rediscluster.go).
 //
 // Measurements. Every sampleEvery, a sampler per node turns this instance's
 // calls to the node since the last tick into one router.Sample: the hit ratio
@@ -102,8 +107,10 @@ type replicas struct {
 	n       int // R
 	table   *router.Table
 	picker  *router.Picker
-	nodes   map[string]*redisNode // by node ID (its address); read-only after newReplicas
+	nodes   map[string]*redisNode // by node ID (its address, or its tag); read-only after newReplicas
 	list    []*redisNode
+	plain   redis.Cmdable // on a cluster: the untagged copy of record; else nil (the owner holds it)
+	own     bool          // the nodes' clients are the replicas' own, closed with them
 	prefix  string
 	ttlBase time.Duration // WithRedisTTL
 	timeout time.Duration
@@ -118,7 +125,9 @@ type replicas struct {
 // the sampler's last tick.
 type redisNode struct {
 	id   string
-	rdb  *redis.Client
+	rdb  redis.Cmdable // the server's client; on a cluster, the cluster's
+	tag  string        // "" or, on a cluster, "{tag}": the copy's name is tag+prefix+key
+	ping func(ctx context.Context) error
 	pool float64 // pool size: the load of pool-size calls in flight is 1
 
 	inflight  atomic.Int64 // calls in flight
@@ -156,23 +165,81 @@ func (nd *redisNode) end(start time.Time, ok bool) time.Time {
 }
 
 // newReplicas returns nil when replication is off: fewer than two addresses
-// (or a client of the caller's own), or R = 1.
-func newReplicas(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*replicas, error) {
+// or masters (or a client of the caller's own that is not a cluster's), or
+// R = 1. rdb is the Client's L2, log its logger.
+func newReplicas(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error), rdb redis.UniversalClient, log *slog.Logger) (*replicas, error) {
 	if o.redisReplicas < 0 || o.redisReplicas > 16 {
 		return nil, fmt.Errorf("hotcache: WithRedisReplicas: %d must be in [1, 16]", o.redisReplicas)
 	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return newClusterReplicas(o, cc, log)
+	}
 	addrs := slices.Compact(slices.Sorted(slices.Values(o.redisAddrs))) // the go-redis Ring keeps one shard per address too
-	n := min(o.redisReplicas, len(addrs))
-	if o.redisClient != nil || n < 2 {
+	if o.redisClient != nil || min(o.redisReplicas, len(addrs)) < 2 {
 		return nil, nil
 	}
-	// The same ring (node ID = address, default virtual nodes) as the
-	// go-redis Ring of cold keys, so a key's owner is the node that holds
-	// its cold copy.
-	table := router.NewTable(router.Config{})
-	nodes := make([]router.Node, 0, len(addrs))
+	r, err := newReplicaSet(o, addrs)
+	if err != nil {
+		return nil, err
+	}
+	r.own = true
 	for _, a := range addrs {
-		nodes = append(nodes, router.Node{ID: a, Addr: a})
+		rdb := redis.NewClient(&redis.Options{
+			Addr: a, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
+			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
+			DialerRetries: 1,    // a node that refuses fails at once: the read moves on
+			Dialer:        dial, // its failures log through the Client's logger (redislog.go); TLS too
+			Username:      o.sec.redisUser, Password: o.sec.redisPassword,
+		})
+		r.addNode(a, rdb, "", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }, rdb.Options().PoolSize)
+	}
+	return r, nil
+}
+
+// newClusterReplicas spreads hot keys over the masters of cc by hash tags
+// (rediscluster.go). Without a tag per master (the cluster unreachable when
+// the Client starts), it logs why and turns replication off.
+func newClusterReplicas(o options, cc *redis.ClusterClient, log *slog.Logger) (*replicas, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*o.opTimeout)
+	defer cancel()
+	tags, err := clusterTags(ctx, cc)
+	if err != nil {
+		log.Warn("hotcache: hot-key replicas off: the cluster's masters are unknown", "err", err)
+		return nil, nil
+	}
+	if min(o.redisReplicas, len(tags)) < 2 {
+		return nil, nil
+	}
+	r, err := newReplicaSet(o, tags)
+	if err != nil {
+		return nil, err
+	}
+	r.plain = cc
+	for _, t := range tags {
+		tag := "{" + t + "}"
+		ping := func(ctx context.Context) error {
+			m, err := cc.MasterForKey(ctx, tag)
+			if err != nil {
+				return err
+			}
+			return m.Ping(ctx).Err()
+		}
+		r.addNode(t, cc, tag, ping, cc.Options().PoolSize)
+	}
+	return r, nil
+}
+
+// newReplicaSet returns replicas over the nodes ids, without their clients
+// (addNode).
+func newReplicaSet(o options, ids []string) (*replicas, error) {
+	n := min(o.redisReplicas, len(ids))
+	// For addresses, the same ring (node ID = address, default virtual
+	// nodes) as the go-redis Ring of cold keys, so a key's owner is the
+	// node that holds its cold copy.
+	table := router.NewTable(router.Config{})
+	nodes := make([]router.Node, 0, len(ids))
+	for _, id := range ids {
+		nodes = append(nodes, router.Node{ID: id, Addr: id})
 	}
 	if err := table.Update(nodes); err != nil {
 		return nil, fmt.Errorf("hotcache: Redis ring: %w", err)
@@ -196,22 +263,17 @@ func newReplicas(o options, dial func(ctx context.Context, network, addr string)
 			Name: "replica_repairs_total",
 			Help: "Hot-key values copied from the owner to a replica that missed them."}),
 	}
-	for _, a := range addrs {
-		rdb := redis.NewClient(&redis.Options{
-			Addr: a, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
-			WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
-			DialerRetries: 1,    // a node that refuses fails at once: the read moves on
-			Dialer:        dial, // its failures log through the Client's logger (redislog.go); TLS too
-			Username:      o.sec.redisUser, Password: o.sec.redisPassword,
-		})
-		nd := &redisNode{id: a, rdb: rdb, pool: float64(rdb.Options().PoolSize), lastHit: 1,
-			hitC: r.reads.WithLabelValues(a, "hit"), missC: r.reads.WithLabelValues(a, "miss"),
-			errC: r.reads.WithLabelValues(a, "error")}
-		nd.lastReply.Store(int64(time.Since(epoch)))
-		r.nodes[a] = nd
-		r.list = append(r.list, nd)
-	}
 	return r, nil
+}
+
+// addNode adds the node id, whose copies are tag+prefix+key in rdb.
+func (r *replicas) addNode(id string, rdb redis.Cmdable, tag string, ping func(context.Context) error, pool int) {
+	nd := &redisNode{id: id, rdb: rdb, tag: tag, ping: ping, pool: float64(pool), lastHit: 1,
+		hitC: r.reads.WithLabelValues(id, "hit"), missC: r.reads.WithLabelValues(id, "miss"),
+		errC: r.reads.WithLabelValues(id, "error")}
+	nd.lastReply.Store(int64(time.Since(epoch)))
+	r.nodes[id] = nd
+	r.list = append(r.list, nd)
 }
 
 // get reads a hot key from the replica the Picker chooses. A miss returns
@@ -241,21 +303,35 @@ func (r *replicas) get(ctx context.Context, key string) ([]byte, error) {
 		}
 	}
 	owner := cands[0].ID
-	if err == nil || node == owner {
+	if err == nil || (node == owner && r.plain == nil) {
 		return data, err
 	}
 	// A replica without the value: the owner holds the copy of record.
-	data, err = r.read(ctx, owner, key)
+	data, err = r.record(ctx, owner, key)
 	if err != nil {
-		if !errors.Is(err, redis.Nil) {
-			r.picker.MarkUnhealthy(owner)
-		}
 		return nil, err
 	}
 	if err := r.set(ctx, node, key, data, r.ttl()); err == nil {
 		r.repairs.Inc()
 	}
 	return data, nil
+}
+
+// record reads the copy of record of key: the untagged key on a cluster,
+// else the copy on owner.
+func (r *replicas) record(ctx context.Context, owner, key string) ([]byte, error) {
+	if r.plain != nil {
+		data, err := r.plain.Get(ctx, r.prefix+key).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			err = fmt.Errorf("redis get %q: %w", key, err)
+		}
+		return data, err
+	}
+	data, err := r.read(ctx, owner, key)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		r.picker.MarkUnhealthy(owner)
+	}
+	return data, err
 }
 
 // pick returns the ID of the replica of key to read. It never goes past the
@@ -277,7 +353,7 @@ func (r *replicas) pick(key string, cands []router.Node) (string, error) {
 func (r *replicas) read(ctx context.Context, id, key string) ([]byte, error) {
 	nd := r.nodes[id]
 	start := nd.begin()
-	data, err := nd.rdb.Get(ctx, r.prefix+key).Bytes()
+	data, err := nd.rdb.Get(ctx, nd.tag+r.prefix+key).Bytes()
 	ok := err == nil || errors.Is(err, redis.Nil)
 	end := nd.end(start, ok)
 	switch {
@@ -301,7 +377,7 @@ func (r *replicas) ttl() time.Duration { return r.ttlBase + rand.N(r.ttlBase/10+
 func (r *replicas) set(ctx context.Context, id, key string, data []byte, ttl time.Duration) error {
 	nd := r.nodes[id]
 	start := nd.begin()
-	err := nd.rdb.Set(ctx, r.prefix+key, data, ttl).Err()
+	err := nd.rdb.Set(ctx, nd.tag+r.prefix+key, data, ttl).Err()
 	nd.end(start, err == nil)
 	if err != nil {
 		return fmt.Errorf("redis set %q on %s: %w", key, id, err)
@@ -322,9 +398,13 @@ func (r *replicas) each(key string, fn func(id string) error) error {
 	return errors.Join(errs...)
 }
 
-// setAll writes key's value to all of its replicas. It fails only if no
-// replica took it: a copy that is missing is repaired by a later read.
+// setAll writes key's value to all of its replicas (and, on a cluster, the
+// copy of record). It fails only if no replica took it: a copy that is
+// missing is repaired by a later read.
 func (r *replicas) setAll(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	if r.plain != nil {
+		_ = r.plain.Set(ctx, r.prefix+key, data, ttl).Err() // for the cold reads once it cools
+	}
 	var ok atomic.Bool
 	err := r.each(key, func(id string) error {
 		if err := r.set(ctx, id, key, data, ttl); err != nil {
@@ -345,7 +425,7 @@ func (r *replicas) delAll(ctx context.Context, key string) error {
 	return r.each(key, func(id string) error {
 		nd := r.nodes[id]
 		start := nd.begin()
-		err := nd.rdb.Del(ctx, r.prefix+key).Err()
+		err := nd.rdb.Del(ctx, nd.tag+r.prefix+key).Err()
 		nd.end(start, err == nil)
 		if err != nil {
 			r.picker.MarkUnhealthy(id)
@@ -411,7 +491,7 @@ func (r *replicas) measure(ctx context.Context, nd *redisNode) (router.Sample, b
 	pctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := nd.begin()
-	err := nd.rdb.Ping(pctx).Err()
+	err := nd.ping(pctx)
 	end := nd.end(start, err == nil)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -425,9 +505,12 @@ func (r *replicas) measure(ctx context.Context, nd *redisNode) (router.Sample, b
 }
 
 func (r *replicas) close() error {
+	if !r.own {
+		return nil // the cluster's client is the Client's L2
+	}
 	var errs []error
 	for _, nd := range r.list {
-		if err := nd.rdb.Close(); err != nil {
+		if err := nd.rdb.(*redis.Client).Close(); err != nil {
 			errs = append(errs, fmt.Errorf("hotcache: close Redis %s: %w", nd.id, err))
 		}
 	}

@@ -73,20 +73,7 @@ func (s *replicaServer) kill() {
 }
 
 // gets returns how many GETs the server has run (INFO commandstats).
-func (s *replicaServer) gets(tb testing.TB) int64 {
-	tb.Helper()
-	info, err := s.rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_get:calls="); ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func (s *replicaServer) gets(tb testing.TB) int64 { return getCalls(tb, s.addr) }
 
 func addrsOf(ss []*replicaServer) []string {
 	out := make([]string, len(ss))

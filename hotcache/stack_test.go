@@ -129,12 +129,16 @@ func (r *redisServer) stop() {
 }
 
 // gets returns how many GET commands the server has run.
-func (r *redisServer) gets(t *testing.T) int64 {
-	c := redis.NewClient(&redis.Options{Addr: r.addr})
+func (r *redisServer) gets(t *testing.T) int64 { return getCalls(t, r.addr) }
+
+// getCalls returns how many GETs the Redis server at addr has run.
+func getCalls(tb testing.TB, addr string) int64 {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for line := range strings.SplitSeq(info, "\n") {
 		if rest, ok := strings.CutPrefix(line, "cmdstat_get:calls="); ok {

@@ -1,0 +1,637 @@
+package hotcache
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// These tests run against the Redis Cluster (3 masters, 3 replicas) and the
+// Sentinel setup (a primary, a replica, 3 sentinels) of the local stack,
+// when HOTSPOT_REDIS_CLUSTER and HOTSPOT_REDIS_SENTINEL name them
+// (`stack.sh env --redis-cluster`, `--redis-sentinel`; `make test-redis`).
+// ZooKeeper is the plain stack's. The fault tests kill a member through
+// stack.sh and start it again: the setups stay whole, though which node is
+// a master may change, so the tests find masters by asking the cluster.
+
+// redisClusterAddrs returns the cluster's seed addresses, or skips.
+func redisClusterAddrs(t *testing.T) []string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Redis Cluster test; -short skips it")
+	}
+	v := os.Getenv("HOTSPOT_REDIS_CLUSTER")
+	if v == "" {
+		t.Skip("needs the Redis Cluster: `deployments/local/stack.sh up --redis-cluster` and `eval \"$(deployments/local/stack.sh env --redis-cluster)\"`")
+	}
+	return strings.Split(v, ",")
+}
+
+// redisSentinel returns the sentinels' master name and addresses, or skips.
+func redisSentinel(t *testing.T) (string, []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Redis Sentinel test; -short skips it")
+	}
+	v := os.Getenv("HOTSPOT_REDIS_SENTINEL")
+	if v == "" {
+		t.Skip("needs the Sentinel setup: `deployments/local/stack.sh up --redis-sentinel` and `eval \"$(deployments/local/stack.sh env --redis-sentinel)\"`")
+	}
+	return os.Getenv("HOTSPOT_REDIS_SENTINEL_MASTER"), strings.Split(v, ",")
+}
+
+// stackMember runs `stack.sh VERB MEMBER FLAG`, to kill or start one member.
+func stackMember(t *testing.T, verb, member, flag string) {
+	t.Helper()
+	out, err := exec.Command("../deployments/local/stack.sh", verb, member, flag).CombinedOutput()
+	if err != nil {
+		t.Fatalf("stack.sh %s %s %s: %v\n%s", verb, member, flag, err, out)
+	}
+}
+
+// clusterAdmin is the test's own client of the cluster.
+func clusterAdmin(t *testing.T, addrs []string) *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { cc.Close() })
+	waitFor(t, "the cluster's state", func() bool { return cc.Ping(t.Context()).Err() == nil })
+	return cc
+}
+
+// masterOf returns the address of the master that owns key's slot now, as
+// the cluster says (the client's own table may lag).
+func masterOf(t *testing.T, cc *redis.ClusterClient, key string) string {
+	t.Helper()
+	slot, err := cc.ClusterKeySlot(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slotMaster(t, cc, int(slot))
+}
+
+// slotMaster returns the address of the master that owns slot now.
+func slotMaster(t *testing.T, cc *redis.ClusterClient, slot int) string {
+	t.Helper()
+	slots, err := cc.ClusterSlots(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range slots {
+		if r.Start <= slot && slot <= r.End {
+			return r.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("slot %d has no master", slot)
+	return ""
+}
+
+// clusterMember names the stack member at addr: the i-th seed address is
+// redisI.
+func clusterMember(t *testing.T, addrs []string, addr string) string {
+	i := slices.Index(addrs, addr)
+	if i < 0 {
+		t.Fatalf("%s is not one of the cluster's addresses %v", addr, addrs)
+	}
+	return fmt.Sprint("redis", i+1)
+}
+
+// awaitHot waits until every instance serves keys from L1.
+func awaitHot(t *testing.T, cs []*Client, keys ...string) {
+	t.Helper()
+	for _, c := range cs {
+		waitFor(t, "promotion", func() bool {
+			n := 0
+			for _, h := range c.Hot() {
+				if h.Loaded && slices.Contains(keys, h.Key) {
+					n++
+				}
+			}
+			return n == len(keys)
+		})
+	}
+}
+
+// TestRedisClusterHotKey: 4 instances on the cluster. Before promotion a
+// key's reads reach its master; once promoted, at least 95 % of them no
+// longer do, and its L2 copies sit on distinct masters.
+func TestRedisClusterHotKey(t *testing.T) {
+	addrs := redisClusterAddrs(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("k", "v1")
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	key := hs.app + ":k"
+	master := masterOf(t, cc, key)
+
+	read := func(n int) (reads int64, masterGets int64) {
+		before := getCalls(t, master)
+		for i := range n {
+			if got := get(t, cs[i%len(cs)], "k"); got != "v1" {
+				t.Fatalf("Get(k) = %q, want v1", got)
+			}
+		}
+		return int64(n), getCalls(t, master) - before
+	}
+	reads, gets := read(2000)
+	t.Logf("cold: %d reads, %d GETs on its master %s", reads, gets, master)
+	if gets < reads/2 { // fewer than all: local protection keeps a busy cold key a moment
+		t.Fatalf("cold: %d GETs on the key's master for %d reads: the reads did not reach it", gets, reads)
+	}
+
+	hs.set("k")
+	awaitHot(t, cs, "k")
+	reads, gets = read(20000)
+	spared := 1 - float64(gets)/float64(reads)
+	t.Logf("hot: %d reads, %d GETs on its master %s: %.2f %% spared", reads, gets, master, 100*spared)
+	if spared < 0.95 {
+		t.Errorf("hot: %.2f %% of the reads spared on the key's master, want >= 95 %%", 100*spared)
+	}
+
+	// The hot key's L2 copies: written on a load, one per replica tag, each
+	// tag on a master of its own.
+	rep := cs[0].rep
+	if rep == nil || rep.n != 3 {
+		t.Fatalf("replicas: %+v, want 3 over the cluster's masters", rep)
+	}
+	if err := cs[0].Invalidate(t.Context(), "k"); err != nil { // the next load writes the copies
+		t.Fatal(err)
+	}
+	awaitHot(t, cs, "k")
+	masters := map[string]string{}
+	for _, nd := range rep.list {
+		m := masterOf(t, cc, nd.tag)
+		if other, dup := masters[m]; dup {
+			t.Errorf("tags %s and %s are both on master %s", other, nd.tag, m)
+		}
+		masters[m] = nd.tag
+		waitFor(t, "the copy under "+nd.tag, func() bool {
+			v, err := cc.Get(t.Context(), nd.tag+key).Result()
+			return err == nil && v == "v1"
+		})
+	}
+}
+
+// TestRedisClusterWrites: a Set on one instance reaches every instance
+// within the broadcast bound whichever master holds the key; Warm and
+// InvalidatePrefix cover every master.
+func TestRedisClusterWrites(t *testing.T) {
+	addrs := redisClusterAddrs(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := newHotSet(t, zkAddr)
+	src := newSource()
+	var keys []string
+	for i := range 300 {
+		k := fmt.Sprint("w", i)
+		keys = append(keys, k)
+		src.data[k] = []byte("v1")
+	}
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+
+	// Warm: every key lands, on every master.
+	st, err := cs[0].Warm(t.Context(), keys)
+	if err != nil || st.Loaded != len(keys) {
+		t.Fatalf("Warm: %+v, %v; want %d loaded", st, err, len(keys))
+	}
+	perMaster := map[string]int{}
+	for _, k := range keys {
+		if n, err := cc.Exists(t.Context(), hs.app+":"+k).Result(); err != nil || n != 1 {
+			t.Fatalf("after Warm, %s: exists %d, %v", k, n, err)
+		}
+		perMaster[masterOf(t, cc, hs.app+":"+k)]++
+	}
+	if len(perMaster) != 3 {
+		t.Fatalf("warmed keys on masters %v, want 3", perMaster)
+	}
+
+	// A hot key per master; a Set of each from instance 0.
+	var hot []string
+	for _, k := range keys {
+		if !slices.ContainsFunc(hot, func(h string) bool {
+			return masterOf(t, cc, hs.app+":"+h) == masterOf(t, cc, hs.app+":"+k)
+		}) {
+			hot = append(hot, k)
+		}
+	}
+	hs.set(hot...)
+	awaitHot(t, cs, hot...)
+	for _, k := range hot {
+		start := time.Now()
+		if err := cs[0].Set(t.Context(), k, []byte("v2")); err != nil {
+			t.Fatal(err)
+		}
+		var worst time.Duration
+		for i, c := range cs {
+			waitFor(t, "the new value of "+k, func() bool {
+				v, err := c.Get(t.Context(), k)
+				return err == nil && string(v) == "v2"
+			})
+			t.Logf("%s: instance %d after %v", k, i, time.Since(start))
+			worst = max(worst, time.Since(start))
+		}
+		t.Logf("%s (master %s): every instance serves the new value after %v", k, masterOf(t, cc, hs.app+":"+k), worst)
+		if worst > 100*time.Millisecond {
+			t.Errorf("%s: slowest instance served the new value after %v, want <= 100ms", k, worst)
+		}
+	}
+
+	// InvalidatePrefix: the untagged keys and the hot keys' tagged copies,
+	// on every master.
+	n, err := cs[1].InvalidatePrefix(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < len(keys) {
+		t.Errorf("InvalidatePrefix deleted %d keys, want at least the %d warmed", n, len(keys))
+	}
+	var left []string
+	var mu sync.Mutex // ForEachMaster runs fn on every master at once
+	for _, pattern := range []string{hs.app + ":w*", "{" + replicaTagPrefix + "*}" + hs.app + ":w*"} {
+		err := cc.ForEachMaster(t.Context(), func(ctx context.Context, m *redis.Client) error {
+			ks, err := m.Keys(ctx, pattern).Result()
+			mu.Lock()
+			left = append(left, ks...)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A hot key's reload may have written it back since: only those.
+	left = slices.DeleteFunc(left, func(k string) bool {
+		return slices.ContainsFunc(hot, func(h string) bool { return strings.HasSuffix(k, ":"+h) })
+	})
+	if len(left) > 0 {
+		t.Errorf("after InvalidatePrefix, %d keys are left, e.g. %q", len(left), left[0])
+	}
+}
+
+// reader reads its keys in a loop until stop, checking every value, and
+// counts reads and errors.
+type reader struct {
+	reads, errs, wrong atomic.Int64
+	lastErr            atomic.Value
+}
+
+func (r *reader) run(c *Client, keys []string, want func(key string) string, stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		k := keys[i%len(keys)]
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		v, err := c.Get(ctx, k)
+		cancel()
+		switch {
+		case err != nil:
+			r.errs.Add(1)
+			r.lastErr.Store(err.Error())
+		case string(v) != want(k):
+			r.wrong.Add(1)
+		default:
+			r.reads.Add(1)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// slotKey returns a key name in slot.
+func slotKey(t *testing.T, cc *redis.ClusterClient, slot int) string {
+	t.Helper()
+	for i := 0; ; i += 1000 {
+		pipe := cc.Pipeline()
+		cmds := make([]*redis.IntCmd, 1000)
+		for j := range cmds {
+			cmds[j] = pipe.ClusterKeySlot(t.Context(), fmt.Sprint("m", i+j))
+		}
+		if _, err := pipe.Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for j, c := range cmds {
+			if int(c.Val()) == slot {
+				return fmt.Sprint("m", i+j)
+			}
+		}
+	}
+}
+
+// nodeID returns the cluster node ID of the node at addr.
+func nodeID(t *testing.T, addr string) string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	id, err := c.Do(context.Background(), "cluster", "myid").Text() // also from a cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// reshard moves count slots, the lowest of from's, to the master to, with
+// redis-cli.
+func reshard(t *testing.T, seed, from, to string, count int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", seed,
+		"--cluster-from", nodeID(t, from), "--cluster-to", nodeID(t, to),
+		"--cluster-slots", strconv.Itoa(count), "--cluster-yes", "--cluster-pipeline", "100").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	return time.Since(start)
+}
+
+// TestRedisClusterReshard migrates the slot of a hot key (slot 0), with
+// 20,000 keys of its own, to another master while 4 instances read it and
+// cold keys of the same slot: no read fails or is wrong, and after the move
+// a Set is seen by every instance (no stale value). Then it moves the slot
+// back: the lowest slot of its new master, so redis-cli picks it.
+func TestRedisClusterReshard(t *testing.T) {
+	addrs := redisClusterAddrs(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := newHotSet(t, zkAddr)
+	const slot = 0
+	from := slotMaster(t, cc, slot)
+	name := slotKey(t, cc, slot)
+	to := slotMaster(t, cc, 16383) // the last master: the first owns slot 0
+	if to == from {
+		t.Fatalf("slots 0 and 16383 are both on %s", from)
+	}
+	// The app's keys: a hot one and 100 cold ones in the slot; 20,000 more
+	// keys in it make the migration take a while.
+	hot := "{" + name + "}hot"
+	src := newSource(hot, "v1")
+	var cold []string
+	for i := range 100 {
+		k := fmt.Sprint("{", name, "}cold", i)
+		cold = append(cold, k)
+		src.data[k] = []byte("c" + k)
+	}
+	pipe := cc.Pipeline()
+	for i := range 20000 {
+		pipe.Set(t.Context(), fmt.Sprint("{", name, "}filler", i), "x", 10*time.Minute)
+	}
+	if _, err := pipe.Exec(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pipe := cc.Pipeline()
+		for i := range 20000 {
+			pipe.Del(context.Background(), fmt.Sprint("{", name, "}filler", i))
+		}
+		_, _ = pipe.Exec(context.Background())
+	})
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src)) // the tag keeps the slot
+	hs.set(hot)
+	awaitHot(t, cs, hot)
+
+	var value atomic.Value
+	value.Store("v1")
+	want := func(k string) string {
+		if k == hot {
+			return value.Load().(string)
+		}
+		return "c" + k
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var hr, cr reader
+	for _, c := range cs {
+		wg.Add(2)
+		go hr.run(c, []string{hot}, want, stop, &wg)
+		go cr.run(c, cold, want, stop, &wg)
+	}
+	time.Sleep(500 * time.Millisecond)
+	took := reshard(t, addrs[0], from, to, 1)
+	t.Cleanup(func() { reshard(t, addrs[0], to, from, 1) }) // after the fillers' deletion: cleanups run last first
+	if m := masterOf(t, cc, hot); m != to {
+		t.Fatalf("slot %d is on %s after the reshard, want %s", slot, m, to)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("slot %d (20,100 keys) moved from %s to %s in %v; hot reads %d (errors %d, wrong %d), cold reads %d (errors %d, wrong %d)",
+		slot, from, to, took, hr.reads.Load(), hr.errs.Load(), hr.wrong.Load(), cr.reads.Load(), cr.errs.Load(), cr.wrong.Load())
+	for what, r := range map[string]*reader{"hot": &hr, "cold": &cr} {
+		if r.errs.Load() > 0 || r.wrong.Load() > 0 {
+			t.Errorf("%s reads during the migration: %d errors (last: %v), %d wrong values", what, r.errs.Load(), r.lastErr.Load(), r.wrong.Load())
+		}
+	}
+	// No stale value after the move.
+	value.Store("v2")
+	if err := cs[2].Set(t.Context(), hot, []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		waitFor(t, "the new value after the move", func() bool {
+			v, err := c.Get(t.Context(), hot)
+			return err == nil && string(v) == "v2"
+		})
+	}
+}
+
+// failoverReads runs readers of a hot key and of cold keys on cs, calls
+// fault, and waits for newMaster to name the master that took over (not
+// victim). It checks that hot reads never fail; that cold reads, which the
+// breaker's fallback answers meanwhile, reach the new master again; and that
+// none fails or is wrong for the last second. It returns the time from the
+// fault to the new master and to cold reads on it.
+func failoverReads(t *testing.T, cs []*Client, hot string, cold []string, want func(string) string,
+	fault func(), victim string, newMaster func() string) (promoted, recovered time.Duration) {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var hr, cr reader
+	for _, c := range cs {
+		wg.Add(2)
+		go hr.run(c, []string{hot}, want, stop, &wg)
+		go cr.run(c, cold, want, stop, &wg)
+	}
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	fault()
+	var m string
+	deadline := start.Add(20 * time.Second)
+	for m = newMaster(); m == victim || m == ""; m = newMaster() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no master took over from %s within 20 s", victim)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	promoted = time.Since(start)
+	for gets := getCalls(t, m); ; {
+		time.Sleep(50 * time.Millisecond)
+		if n := getCalls(t, m); n > gets {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cold reads do not reach the new master %s 20 s after the fault", m)
+		}
+	}
+	recovered = time.Since(start)
+	errs := cr.errs.Load()
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("hot reads %d (errors %d, wrong %d); cold reads %d (errors %d, last %v, wrong %d); new master %s after %v, cold reads on it after %v",
+		hr.reads.Load(), hr.errs.Load(), hr.wrong.Load(), cr.reads.Load(), cr.errs.Load(), cr.lastErr.Load(), cr.wrong.Load(),
+		m, promoted, recovered)
+	if hr.errs.Load() > 0 || hr.wrong.Load() > 0 {
+		t.Errorf("hot reads: %d errors (last %v), %d wrong; want none: L1 serves them", hr.errs.Load(), hr.lastErr.Load(), hr.wrong.Load())
+	}
+	if cr.wrong.Load() > 0 {
+		t.Errorf("cold reads: %d wrong values", cr.wrong.Load())
+	}
+	if n := cr.errs.Load() - errs; n > 0 {
+		t.Errorf("cold reads: %d errors in the second after they reached the new master (last %v)", n, cr.lastErr.Load())
+	}
+	return promoted, recovered
+}
+
+// TestRedisClusterMasterKill kills (SIGKILL) the master of a hot key: its
+// replica takes over, the hot key is served all along, cold keys recover,
+// and a Set after the failover reaches every instance.
+func TestRedisClusterMasterKill(t *testing.T) {
+	addrs := redisClusterAddrs(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("hot", "v1")
+	var cold []string
+	for i := range 100 {
+		k := fmt.Sprint("cold", i)
+		cold = append(cold, k)
+		src.data[k] = []byte("c" + k)
+	}
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	for _, k := range cold {
+		get(t, cs[0], k) // into Redis
+	}
+	hs.set("hot")
+	awaitHot(t, cs, "hot")
+	victim := masterOf(t, cc, hs.app+":hot")
+	hotSlot := int(cc.ClusterKeySlot(t.Context(), hs.app+":hot").Val())
+	member := clusterMember(t, addrs, victim)
+	var value atomic.Value
+	value.Store("v1")
+	want := func(k string) string {
+		if k == "hot" {
+			return value.Load().(string)
+		}
+		return "c" + k
+	}
+	t.Cleanup(func() { stackMember(t, "start", member, "--redis-cluster") })
+	kill := func() { stackMember(t, "kill", member, "--redis-cluster") }
+	promoted, recovered := failoverReads(t, cs, "hot", cold, want, kill, victim, func() string {
+		slots, err := cc.ClusterSlots(t.Context()).Result() // from a live node
+		if err != nil {
+			return ""
+		}
+		for _, r := range slots {
+			if r.Start <= hotSlot && hotSlot <= r.End {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	})
+	t.Logf("master %s (%s) killed: its replica took over after %v, cold reads reached it after %v", victim, member, promoted, recovered)
+	value.Store("v2")
+	if err := cs[3].Set(t.Context(), "hot", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		waitFor(t, "the new value after the failover", func() bool {
+			v, err := c.Get(t.Context(), "hot")
+			return err == nil && string(v) == "v2"
+		})
+	}
+}
+
+// TestRedisSentinelFailover kills the primary behind Sentinel: the replica
+// is promoted, the hot key is served all along, cold keys recover, and a
+// Set after the failover reaches every instance.
+func TestRedisSentinelFailover(t *testing.T) {
+	master, sentinels := redisSentinel(t)
+	zkAddr := stacktest.ZK(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("hot", "v1")
+	var cold []string
+	for i := range 100 {
+		k := fmt.Sprint("cold", i)
+		cold = append(cold, k)
+		src.data[k] = []byte("c" + k)
+	}
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisSentinel(master, sentinels...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	for _, k := range cold {
+		get(t, cs[0], k)
+	}
+	hs.set("hot")
+	awaitHot(t, cs, "hot")
+
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinels[0]})
+	defer sc.Close()
+	primary := func() string {
+		a, err := sc.GetMasterAddrByName(t.Context(), master).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a[0] + ":" + a[1]
+	}
+	victim := primary()
+	member := "primary"
+	if !strings.HasSuffix(victim, ":17101") {
+		member = "replica"
+	}
+	var value atomic.Value
+	value.Store("v1")
+	want := func(k string) string {
+		if k == "hot" {
+			return value.Load().(string)
+		}
+		return "c" + k
+	}
+	t.Cleanup(func() { stackMember(t, "start", member, "--redis-sentinel") })
+	kill := func() { stackMember(t, "kill", member, "--redis-sentinel") }
+	promoted, recovered := failoverReads(t, cs, "hot", cold, want, kill, victim, primary)
+	t.Logf("primary %s (%s) killed: the sentinels promoted its replica after %v, cold reads reached it after %v", victim, member, promoted, recovered)
+	value.Store("v2")
+	if err := cs[3].Set(t.Context(), "hot", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		waitFor(t, "the new value after the failover", func() bool {
+			v, err := c.Get(t.Context(), "hot")
+			return err == nil && string(v) == "v2"
+		})
+	}
+}
