@@ -6,7 +6,7 @@ STACK := deployments/local/stack.sh
 BIN := bin
 PKGS := ./...
 
-.PHONY: all build test test-cluster test-redis unit bench demo up down status lint check browser tools image clean soak
+.PHONY: all build test test-cluster test-redis unit bench demo demo-proxy up down status lint check browser tools image clean soak
 
 all: build
 
@@ -99,6 +99,9 @@ bench:
 # in deployments/local/soak.sh shorten or change it).
 soak: up
 	deployments/local/soak.sh
+
+demo-proxy: up
+	deployments/local/proxy-demo.sh
 
 demo: up build
 	@eval "$$($(STACK) env)" && $(BIN)/hotspot demo --brokers $$HOTSPOT_KAFKA --zk $$HOTSPOT_ZK --redis $$HOTSPOT_REDIS

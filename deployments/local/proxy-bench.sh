@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# proxy-bench.sh: issue 26's figures for hotspot-proxy (docs/proxy.md), on the
+# local stack (`make up`). Run on a quiet machine and record the output in
+# BENCHMARKS.md with the machine's description: on a 2-core machine the proxy,
+# Redis and redis-benchmark share the cores. N (default 100000) sets -n.
+#   1. redis-benchmark -t get,set -c 50 -r 100000, -P 1 and -P 16: direct, then through the proxy
+#   2. the proxy's CPU per request (its utime+stime over the run / requests)
+#   3. one hot key: GET throughput direct, and through the proxy once promoted; Redis' GETs meanwhile
+#   4. a flash key at ~20k GET/s among -r 1000000 cold keys: time from its first GET to L1 hits
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+eval "$(deployments/local/stack.sh env)"
+n=${N:-100000}
+id=proxybench$$
+mkdir -p bin
+go build -o bin/hotspotd ./cmd/hotspotd
+go build -o bin/hotspot-proxy ./cmd/hotspot-proxy
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+log=${HOTSPOT_STACK_DIR:-.stack}/$id
+mkdir -p "$log"
+bin/hotspotd --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk-root "/$id" --topic "$id" --group "$id" \
+	--http-addr 127.0.0.1:27072 --redis "" --threshold 1000 >"$log/hotspotd.log" 2>&1 &
+pids+=($!)
+bin/hotspot-proxy --app bench --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk-root "/$id" --topic "$id" \
+	--redis "$HOTSPOT_REDIS" --listen 127.0.0.1:26390 --http 127.0.0.1:26391 >"$log/proxy.log" 2>&1 &
+proxy=$!
+pids+=($proxy)
+for _ in $(seq 100); do redis-cli -p 26390 ping >/dev/null 2>&1 && break; sleep 0.1; done
+rhost=${HOTSPOT_REDIS%:*} rport=${HOTSPOT_REDIS##*:}
+cpu() { awk '{print $14+$15}' "/proc/$proxy/stat"; }
+hz=$(getconf CLK_TCK)
+gets() { redis-cli -h "$rhost" -p "$rport" info commandstats | sed -n 's/^cmdstat_get:calls=\([0-9]*\),.*/\1/p'; }
+echo "== 1, 2: cold keys (nproc=$(nproc); proxy, Redis and redis-benchmark share these cores)"
+for P in 1 16; do
+	echo "-- direct -P $P"
+	redis-benchmark -h "$rhost" -p "$rport" -t get,set -n "$n" -c 50 -r 100000 -P "$P" -q
+	c0=$(cpu)
+	echo "-- through the proxy -P $P"
+	redis-benchmark -p 26390 -t get,set -n "$n" -c 50 -r 100000 -P "$P" -q
+	c1=$(cpu)
+	awk -v c=$((c1 - c0)) -v hz="$hz" -v n=$((2 * n)) 'BEGIN{printf "proxy CPU: %.2f s for %d requests, %.1f us per request\n", c/hz, n, c/hz/n*1e6}'
+done
+echo "== 1b: added latency at a fixed rate below saturation is not measured here (redis-benchmark has no rate limit)"
+echo "== 3: one hot key"
+redis-cli -h "$rhost" -p "$rport" set "$id:hot" v >/dev/null
+echo "-- direct"
+redis-benchmark -h "$rhost" -p "$rport" -n "$n" -c 50 -q GET "$id:hot"
+redis-benchmark -p 26390 -n "$n" -c 50 -q GET "$id:hot" >/dev/null # promotes it
+for _ in $(seq 50); do [[ -n $(redis-cli -p 26390 hotspot keys) ]] && break; sleep 0.1; done
+g0=$(gets)
+echo "-- through the proxy, promoted"
+redis-benchmark -p 26390 -n "$n" -c 50 -q GET "$id:hot"
+echo "Redis GETs meanwhile: $(($(gets) - g0))"
+echo "== 4: a flash key at ~20k GET/s among 1,000,000 cold keys"
+redis-benchmark -p 26390 -c 20 -n 100000000 -r 1000000 -t get -q >/dev/null 2>&1 &
+cold=$!
+pids+=($cold)
+redis-cli -h "$rhost" -p "$rport" set "$id:flash" v >/dev/null
+h0=$(redis-cli -p 26390 hotspot info | sed -n 's/^hits:\([0-9]*\).*/\1/p')
+start=$(date +%s%N)
+redis-benchmark -p 26390 -c 4 -n 100000000 -q GET "$id:flash" >/dev/null 2>&1 &
+pids+=($!)
+while :; do
+	h=$(redis-cli -p 26390 hotspot info | sed -n 's/^hits:\([0-9]*\).*/\1/p')
+	hot=$(redis-cli -p 26390 hotspot keys | grep -c "$id:flash" || true)
+	if ((hot > 0 && h > h0)); then break; fi
+	if (($(date +%s%N) - start > 30000000000)); then echo "not promoted in 30 s"; break; fi
+	sleep 0.01
+done
+echo "flash key served from L1 $((($(date +%s%N) - start) / 1000000)) ms after its first GET (includes the rise to the threshold)"
+redis-cli -h "$rhost" -p "$rport" del "$id:hot" "$id:flash" >/dev/null
