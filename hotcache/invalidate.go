@@ -195,12 +195,15 @@ func (c *Client) delAndPublishKey(ctx context.Context, key string) error {
 		repErr <- nil
 	}
 	err := c.rdb.Del(ctx, c.o.redisPrefix+key).Err()
+	// The broadcast waits for the replicas: an instance that reloads key
+	// on hearing it must not find an old copy there.
+	rerr := <-repErr
 	if err != nil {
 		err = fmt.Errorf("%w: redis del: %w", ErrUnavailable, err)
 	} else {
 		err = c.publish(ctx, c.channel, key)
 	}
-	switch rerr := <-repErr; {
+	switch {
 	case rerr == nil:
 		return err
 	case err == nil:
@@ -241,6 +244,9 @@ func (c *Client) subscribe() {
 				return
 			}
 			c.log.Debug("hotcache: invalidation subscription", "err", err)
+			if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+				cc.ReloadState(c.bg) // the channel's node may be dead: reconnect to its successor (reloadOnFailure)
+			}
 			select {
 			case <-time.After(backoff):
 			case <-c.bg.Done():
