@@ -682,3 +682,53 @@ func TestRedisSentinelFailover(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkColdGet is a Get of a cold key that Redis holds (one GET), on the
+// single server of the local stack and on its Redis Cluster, one call at a
+// time; it reports the p50 and p99 of the calls. 10,000 keys in turn, so no
+// key is read often enough to be kept locally.
+func BenchmarkColdGet(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opt  func(b *testing.B) Option
+	}{
+		{"single", func(b *testing.B) Option { return WithRedis(stacktest.Redis(b)) }},
+		{"cluster", func(b *testing.B) Option {
+			v := os.Getenv("HOTSPOT_REDIS_CLUSTER")
+			if v == "" {
+				b.Skip("needs the Redis Cluster (HOTSPOT_REDIS_CLUSTER)")
+			}
+			return WithRedisCluster(strings.Split(v, ",")...)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			const keys = 10000
+			prefix := stacktest.Name(b) + ":"
+			c, err := New(context.Background(), WithApp("bench"), bc.opt(b), WithRedisKeyPrefix(prefix), WithLoaderLimit(NoLimit),
+				WithLoader(LoaderFunc(func(ctx context.Context, key string) ([]byte, error) { return []byte("v:" + key), nil })))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			for i := range keys { // into Redis
+				if _, err := c.Get(ctx, strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				if _, err := c.Get(ctx, strconv.Itoa(i%keys)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
