@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# proxy-bench.sh: issue 26's figures for hotspot-proxy (docs/proxy.md), on the
+# proxy-bench.sh: the figures of hotspot-proxy (docs/proxy.md), on the
 # local stack (`make up`). Run on a quiet machine and record the output in
 # BENCHMARKS.md with the machine's description: on a 2-core machine the proxy,
 # Redis and redis-benchmark share the cores. N (default 100000) sets -n.
 #   1. redis-benchmark -t get,set -c 50 -r 100000, -P 1 and -P 16: direct, then through the proxy
+#   1b. the latency of one client (-c 1): direct, then through the proxy
 #   2. the proxy's CPU per request (its utime+stime over the run / requests)
 #   3. one hot key: GET throughput direct, and through the proxy once promoted; Redis' GETs meanwhile
-#   4. a flash key at ~20k GET/s among -r 1000000 cold keys: time from its first GET to L1 hits
+#   4. a flash key (4 clients as fast as they go) among cold keys at 20 clients: time from its first GET to L1 hits
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eval "$(deployments/local/stack.sh env)"
@@ -42,7 +43,12 @@ for P in 1 16; do
 	c1=$(cpu)
 	awk -v c=$((c1 - c0)) -v hz="$hz" -v n=$((2 * n)) 'BEGIN{printf "proxy CPU: %.2f s for %d requests, %.1f us per request\n", c/hz, n, c/hz/n*1e6}'
 done
-echo "== 1b: added latency at a fixed rate below saturation is not measured here (redis-benchmark has no rate limit)"
+echo "== 1b: latency of one client at a time (-c 1, far below saturation: redis-benchmark has no rate limit), ms"
+lat() { redis-benchmark "$@" -t get,set -n 20000 -c 1 -r 100000 --csv | sed -n 's/^"\(GET\|SET\)","\([0-9.]*\)","[0-9.]*","[0-9.]*","\([0-9.]*\)","[0-9.]*","\([0-9.]*\)".*/\1 rps \2 p50 \3 p99 \4/p'; }
+echo "-- direct"
+lat -h "$rhost" -p "$rport"
+echo "-- through the proxy"
+lat -p 26390
 echo "== 3: one hot key"
 redis-cli -h "$rhost" -p "$rport" set "$id:hot" v >/dev/null
 echo "-- direct"
@@ -53,7 +59,7 @@ g0=$(gets)
 echo "-- through the proxy, promoted"
 redis-benchmark -p 26390 -n "$n" -c 50 -q GET "$id:hot"
 echo "Redis GETs meanwhile: $(($(gets) - g0))"
-echo "== 4: a flash key at ~20k GET/s among 1,000,000 cold keys"
+echo "== 4: a flash key (4 clients, as fast as they go) among 1,000,000 cold keys (20 clients)"
 redis-benchmark -p 26390 -c 20 -n 100000000 -r 1000000 -t get -q >/dev/null 2>&1 &
 cold=$!
 pids+=($cold)
