@@ -80,16 +80,20 @@ tools:
 		DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq --no-install-recommends prometheus buildah zsh \
 			nginx rsyslog rsyslog-kafka kcat >/dev/null; }
 
-# The hotspotd container image (Containerfile): a static binary built here,
-# copied onto scratch, so nothing is pulled. Podman if installed, else buildah;
-# IMAGE_BUILD overrides the command (e.g. to add --storage-driver vfs).
+# The container images of hotspotd (Containerfile) and of the sidecar proxy
+# (Containerfile.proxy): static binaries built here, copied onto scratch, so
+# nothing is pulled. Podman if installed, else buildah; IMAGE_BUILD overrides
+# the command (e.g. to add --storage-driver vfs).
 IMAGE ?= localhost/hotspotd:dev
+PROXY_IMAGE ?= localhost/hotspot-proxy:dev
 IMAGE_BUILD ?= $(shell command -v podman >/dev/null && echo podman build || echo buildah build)
 
 image:
 	@command -v podman >/dev/null || command -v buildah >/dev/null || $(MAKE) --no-print-directory tools
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/hotspotd ./cmd/hotspotd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image-proxy/hotspot-proxy ./cmd/hotspot-proxy
 	$(IMAGE_BUILD) -f Containerfile -t $(IMAGE) $(BIN)/image
+	$(IMAGE_BUILD) -f Containerfile.proxy -t $(PROXY_IMAGE) $(BIN)/image-proxy
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)

@@ -18,23 +18,23 @@ import (
 	"time"
 )
 
-// TestImage builds the hotspotd image with `make image` (buildah, in a
-// private vfs store that is deleted afterwards), exports it, and checks what
-// a container would run: a non-root numeric user, the entrypoint, a static
-// binary as the image's only file, and that this binary answers --help.
-// Containers cannot run on these machines; building and extracting can.
+// TestImage builds the images of hotspotd and of the sidecar proxy with
+// `make image` (buildah, in a private vfs store that is deleted afterwards),
+// exports them, and checks what a container would run: a non-root numeric
+// user, the entrypoint, a static binary as the image's only file, and that
+// this binary answers --help. Containers cannot run on these machines;
+// building and extracting can.
 func TestImage(t *testing.T) {
 	buildah := needTool(t, "buildah")
 	if testing.Short() {
 		t.Skip("builds an image")
 	}
 	needTool(t, "make")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	store := t.TempDir()
 	bah := fmt.Sprintf("%s --root %s --runroot %s --storage-driver vfs", buildah,
 		filepath.Join(store, "root"), filepath.Join(store, "run"))
-	image := fmt.Sprintf("localhost/hotspotd:test-%d", os.Getpid())
 	run := func(name string, args ...string) []byte {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -44,23 +44,36 @@ func TestImage(t *testing.T) {
 		}
 		return out
 	}
-	run("make", "-C", "..", "--no-print-directory", "image", "IMAGE="+image, "IMAGE_BUILD="+bah+" build")
+	images := []struct{ image, binary, env, port string }{
+		{fmt.Sprintf("localhost/hotspotd:test-%d", os.Getpid()), "hotspotd", "HOTSPOT_HTTP_ADDR=:7070", "7070/tcp"},
+		{fmt.Sprintf("localhost/hotspot-proxy:test-%d", os.Getpid()), "hotspot-proxy", "HOTSPOT_HTTP=:6381", "6381/tcp"},
+	}
+	run("make", "-C", "..", "--no-print-directory", "image", "IMAGE="+images[0].image,
+		"PROXY_IMAGE="+images[1].image, "IMAGE_BUILD="+bah+" build")
 	t.Cleanup(func() {
 		// vfs layers are plain directories; rmi first so that nothing is
 		// left locked.
 		exec.Command("sh", "-c", bah+" rmi --all").Run()
 	})
-	out := filepath.Join(t.TempDir(), "image")
-	args := append(strings.Fields(bah)[1:], "push", image, "dir:"+out)
-	run(buildah, args...)
+	for _, im := range images {
+		out := filepath.Join(t.TempDir(), "image")
+		args := append(strings.Fields(bah)[1:], "push", im.image, "dir:"+out)
+		run(buildah, args...)
+		checkImage(ctx, t, out, im.image, im.binary, im.env, im.port)
+	}
+}
 
+// checkImage checks the image exported to dir: its user, entrypoint,
+// environment and port, and its one static binary, which must answer --help.
+func checkImage(ctx context.Context, t *testing.T, dir, image, binary, env, port string) {
+	t.Helper()
 	var manifest struct {
 		Config struct{ Digest string } `json:"config"`
 		Layers []struct {
 			MediaType, Digest string
 		} `json:"layers"`
 	}
-	readJSON(t, filepath.Join(out, "manifest.json"), &manifest)
+	readJSON(t, filepath.Join(dir, "manifest.json"), &manifest)
 	var config struct {
 		Config struct {
 			User         string
@@ -70,34 +83,34 @@ func TestImage(t *testing.T) {
 			ExposedPorts map[string]struct{}
 		} `json:"config"`
 	}
-	readJSON(t, filepath.Join(out, blob(manifest.Config.Digest)), &config)
+	readJSON(t, filepath.Join(dir, blob(manifest.Config.Digest)), &config)
 	c := config.Config
 	if c.User != "65532:65532" {
-		t.Errorf("User = %q, want 65532:65532 (numeric, not root)", c.User)
+		t.Errorf("%s: User = %q, want 65532:65532 (numeric, not root)", image, c.User)
 	}
-	if !slices.Equal(c.Entrypoint, []string{"/hotspotd"}) || len(c.Cmd) != 0 {
-		t.Errorf("Entrypoint %q, Cmd %q; want [/hotspotd], none", c.Entrypoint, c.Cmd)
+	if !slices.Equal(c.Entrypoint, []string{"/" + binary}) || len(c.Cmd) != 0 {
+		t.Errorf("%s: Entrypoint %q, Cmd %q; want [/%s], none", image, c.Entrypoint, c.Cmd, binary)
 	}
-	if !slices.Contains(c.Env, "HOTSPOT_HTTP_ADDR=:7070") {
-		t.Errorf("Env = %q, want HOTSPOT_HTTP_ADDR=:7070", c.Env)
+	if !slices.Contains(c.Env, env) {
+		t.Errorf("%s: Env = %q, want %s", image, c.Env, env)
 	}
-	if _, ok := c.ExposedPorts["7070/tcp"]; !ok || len(c.ExposedPorts) != 1 {
-		t.Errorf("ExposedPorts = %v, want 7070/tcp", c.ExposedPorts)
+	if _, ok := c.ExposedPorts[port]; !ok || len(c.ExposedPorts) != 1 {
+		t.Errorf("%s: ExposedPorts = %v, want %s", image, c.ExposedPorts, port)
 	}
 
 	if len(manifest.Layers) != 1 {
-		t.Fatalf("%d layers, want 1 (the binary on scratch)", len(manifest.Layers))
+		t.Fatalf("%s: %d layers, want 1 (the binary on scratch)", image, len(manifest.Layers))
 	}
-	files := layerFiles(t, filepath.Join(out, blob(manifest.Layers[0].Digest)), manifest.Layers[0].MediaType)
+	files := layerFiles(t, filepath.Join(dir, blob(manifest.Layers[0].Digest)), manifest.Layers[0].MediaType)
 	var names []string
 	for n := range files {
 		names = append(names, n)
 	}
-	if len(files) != 1 || files["hotspotd"] == nil {
-		t.Fatalf("image files %q, want only hotspotd", names)
+	if len(files) != 1 || files[binary] == nil {
+		t.Fatalf("%s: image files %q, want only %s", image, names, binary)
 	}
-	bin := filepath.Join(t.TempDir(), "hotspotd")
-	if err := os.WriteFile(bin, files["hotspotd"], 0o755); err != nil {
+	bin := filepath.Join(t.TempDir(), binary)
+	if err := os.WriteFile(bin, files[binary], 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f, err := elf.Open(bin)
@@ -106,15 +119,15 @@ func TestImage(t *testing.T) {
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Errorf("hotspotd in the image has a dynamic loader: not static")
+			t.Errorf("%s in the image has a dynamic loader: not static", binary)
 		}
 	}
 	f.Close()
-	help, err := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
-	if err != nil || !strings.Contains(string(help), "usage: hotspotd") {
-		t.Fatalf("hotspotd --help from the image: %v\n%s", err, help)
+	help, _ := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
+	if !strings.Contains(string(help), "usage: "+binary) {
+		t.Fatalf("%s --help from the image:\n%s", binary, help)
 	}
-	t.Logf("image %s: one layer, %d-byte static hotspotd, user %s; --help answers", image, len(files["hotspotd"]), c.User)
+	t.Logf("image %s: one layer, %d-byte static %s, user %s; --help answers", image, len(files[binary]), binary, c.User)
 }
 
 func blob(digest string) string { _, hex, _ := strings.Cut(digest, ":"); return hex }
