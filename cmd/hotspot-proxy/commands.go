@@ -17,8 +17,9 @@ type cmdInfo struct {
 	write      bool
 	readonly   bool
 	movable    bool // keys not given by first/last/step alone
-	first      int  // first key's position, 0: no key
-	last       int  // last key's position, negative from the end
+	blocking   bool
+	first      int // first key's position, 0: no key
+	last       int // last key's position, negative from the end
 	step       int
 	cacheable  bool // readonly, one key, answered the same to any client: may be served from L1
 	numkeysArg int  // position of a numkeys argument (EVAL, ZUNION...), 0 if none
@@ -61,6 +62,7 @@ func loadCommands(ctx context.Context, rdb redis.UniversalClient) (*commandTable
 		in.readonly = ci.ReadOnly || slices.Contains(ci.Flags, "readonly")
 		in.movable = slices.Contains(ci.Flags, "movablekeys")
 		in.numkeysArg = numkeysAt[name]
+		in.blocking = slices.Contains(ci.Flags, "blocking")
 		in.cacheable = in.readonly && !in.write && !in.movable && in.first == 1 && in.last == 1 &&
 			!slices.Contains(ci.Flags, "blocking") && !slices.Contains(notCacheable, name)
 		t.m[name] = in

@@ -31,6 +31,7 @@ import (
 type config struct {
 	listen, http   string
 	redis          string
+	redisCluster   []string // --redis-cluster: seed nodes of a Redis Cluster (cluster.go)
 	redisUser      string
 	redisPassword  string // HOTSPOT_REDIS_PASSWORD
 	redisTLS       *tls.Config
@@ -62,11 +63,12 @@ const proxyHelp = `Redis sidecar proxy: hot keys from the hotcache SDK's L1, acc
 func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs := envflag.New("hotspot-proxy", "HOTSPOT", proxyHelp)
 	var c config
-	var brokers, zk, logLevel, limited string
+	var brokers, zk, logLevel, limited, redisCluster string
 	var l1MiB, replyMiB int64
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:6380", "RESP listen address the app's Redis clients connect to")
 	fs.StringVar(&c.http, "http", "127.0.0.1:6381", "HTTP listen address: /metrics and /healthz; empty for none")
 	fs.StringVar(&c.redis, "redis", "127.0.0.1:16379", "the Redis every command is forwarded to (host:port)")
+	fs.StringVar(&redisCluster, "redis-cluster", "", "seed nodes of a Redis Cluster (host:port, comma-separated) to stand in front of instead of --redis: the proxy shows its clients a one-node cluster and routes each command to its slot's master")
 	fs.StringVar(&c.redisUser, "redis-user", "", "ACL user of the proxy's own Redis connections (hot-key loads, invalidations; password from HOTSPOT_REDIS_PASSWORD). Clients authenticate themselves")
 	fs.StringVar(&c.redisTLSCAFile, "redis-tls-ca", "", "PEM CA bundle: talk TLS to Redis, verifying it with this CA")
 	fs.StringVar(&brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap brokers for the access reports, comma-separated; empty reports nothing")
@@ -88,6 +90,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, err
 	}
 	c.brokers, c.zk = envflag.SplitList(brokers), envflag.SplitList(zk)
+	c.redisCluster = envflag.SplitList(redisCluster)
+	if len(c.redisCluster) > 0 {
+		explicit := getenv("HOTSPOT_REDIS") != ""
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "redis" })
+		if explicit {
+			return c, errors.New("--redis and --redis-cluster are exclusive")
+		}
+	}
 	c.l1Bytes, c.replyBytes = l1MiB<<20, replyMiB<<20
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)
@@ -189,7 +199,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(resp, htt
 		hsrv = &http.Server{Handler: p.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hsrv.Serve(hl) }()
 	}
-	log.Info("hotspot-proxy: serving", "listen", ln.Addr().String(), "http", httpAddr, "redis", cfg.redis, "app", cfg.app,
+	log.Info("hotspot-proxy: serving", "listen", ln.Addr().String(), "http", httpAddr, "redis", p.upstreamName(), "app", cfg.app,
 		"instance", p.defaultApp.c.Instance())
 	if ready != nil {
 		ready(ln.Addr().String(), httpAddr)

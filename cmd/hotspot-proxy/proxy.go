@@ -58,7 +58,7 @@ type Proxy struct {
 	cfg   config
 	log   *slog.Logger
 	reg   *prometheus.Registry
-	rdb   *redis.Client // the SDK Clients' Redis, and COMMAND
+	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, /healthz
 	cmds  commands
 	stats stats
 
@@ -66,9 +66,11 @@ type Proxy struct {
 	appsMu     sync.Mutex
 	apps       map[string]*appClient
 
-	sessMu   sync.Mutex
-	sessions map[*session]struct{}
-	wg       sync.WaitGroup
+	sessMu    sync.Mutex
+	sessions  map[*session]struct{}
+	csessions map[*clusterSession]struct{}
+	cluster   *clusterMap // cluster mode: the slot table (nil: single mode)
+	wg        sync.WaitGroup
 
 	bcast chan bcastReq
 	bg    context.Context
@@ -106,15 +108,19 @@ func (wrongTypeAsMiss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // table; it does not listen yet.
 func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, reg: prometheus.NewRegistry(), apps: map[string]*appClient{},
-		sessions: map[*session]struct{}{}, bcast: make(chan bcastReq, 10_000)}
+		sessions: map[*session]struct{}{}, csessions: map[*clusterSession]struct{}{}, bcast: make(chan bcastReq, 10_000)}
 	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.registerMetrics()
 	p.bg, p.stop = context.WithCancel(context.Background())
-	p.rdb = redis.NewClient(&redis.Options{
-		Addr: cfg.redis, Username: cfg.redisUser, Password: cfg.redisPassword, TLSConfig: cfg.redisTLS,
-		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
-		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
-	})
+	if len(cfg.redisCluster) > 0 {
+		p.startCluster()
+	} else {
+		p.rdb = redis.NewClient(&redis.Options{
+			Addr: cfg.redis, Username: cfg.redisUser, Password: cfg.redisPassword, TLSConfig: cfg.redisTLS,
+			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+			PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+		})
+	}
 	p.rdb.AddHook(wrongTypeAsMiss{})
 	go p.cmds.load(p.bg, p.rdb, func(err error) {
 		log.Warn("hotspot-proxy: COMMAND table not read yet; commands pass through", "err", err)
@@ -137,12 +143,12 @@ func (p *Proxy) newApp(ctx context.Context, name string) (*appClient, error) {
 	opts := []hotcache.Option{
 		hotcache.WithApp(name),
 		hotcache.WithInstanceID(cfg.instance),
-		hotcache.WithRedisClient(p.rdb),
 		hotcache.WithHotReadLimit(hotcache.Rate(cfg.hotRate)),
 		hotcache.WithL1(cfg.l1Bytes, cfg.l1TTL),
 		hotcache.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"app": name}, p.reg)),
 		hotcache.WithLogger(p.log),
 	}
+	opts = append(opts, p.redisOptions()...)
 	if len(cfg.zk) > 0 {
 		opts = append(opts, hotcache.WithZooKeeper(cfg.zk, cfg.zkRoot))
 		if cfg.zkUser != "" {
@@ -259,6 +265,10 @@ func (p *Proxy) dialUpstream() (net.Conn, error) {
 }
 
 func (p *Proxy) handleConn(cc net.Conn) {
+	if p.cluster != nil {
+		p.handleClusterConn(cc)
+		return
+	}
 	uc, err := p.dialUpstream()
 	if err != nil {
 		// Redis is not there: say so to the first command, and close.
@@ -290,6 +300,9 @@ func (p *Proxy) handleConn(cc net.Conn) {
 func (p *Proxy) shutdown(grace time.Duration) error {
 	p.sessMu.Lock()
 	for s := range p.sessions {
+		s.shutdown(grace)
+	}
+	for s := range p.csessions {
 		s.shutdown(grace)
 	}
 	p.sessions = nil
@@ -360,7 +373,7 @@ func (p *Proxy) info(a *appClient) string {
 	}
 	rs := a.replies.Stats()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Hotspot proxy\r\napp:%s\r\ninstance:%s\r\nupstream:%s\r\n", a.name, a.c.Instance(), p.cfg.redis)
+	fmt.Fprintf(&b, "# Hotspot proxy\r\napp:%s\r\ninstance:%s\r\nupstream:%s\r\n", a.name, a.c.Instance(), p.upstreamName())
 	fmt.Fprintf(&b, "hits:%d\r\nmisses:%d\r\nlimited:%d\r\npassthrough:%d\r\nhit_ratio:%s\r\n",
 		hits, misses, limited, s.passthrough.Load(), strconv.FormatFloat(ratio, 'f', 4, 64))
 	fmt.Fprintf(&b, "hot_keys:%d\r\nreply_cache_keys:%d\r\nreply_cache_bytes:%d\r\nconnections:%d\r\nbroadcasts_failed:%d\r\n",

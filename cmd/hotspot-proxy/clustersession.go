@@ -1,0 +1,749 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mediocregopher/radix/v4/resp/resp3"
+	"github.com/tidwall/redcon"
+)
+
+// A clusterSession is one client connection in cluster mode.
+//
+// One goroutine reads the client's commands and serves each in order: it
+// writes the command to the master of its keys' slot (keyless commands to
+// the session's home master), reads that one reply, follows MOVED and ASK
+// (at most maxRedirects), and writes the reply to the client. Simple and in
+// order; a pipeline costs one round trip per command.
+//
+// The single-mode session's bookkeeping is reused as is: handle() decides
+// what L1 answers and what is forwarded, after() applies a reply (state,
+// reply cache, reports, invalidations). Processing is synchronous, so every
+// barrier is always passed when handle() runs.
+//
+// Upstream connections are dialled per master when first needed; the
+// connection-state commands the client sent (AUTH, HELLO, CLIENT SETNAME,
+// CLIENT SETINFO, READONLY) are replayed on each before its first command.
+//
+// A transaction runs on one master: WATCH pins it to its keys' master;
+// without WATCH, MULTI is answered +OK by the proxy and sent, with any
+// keyless command queued after it, before the first keyed command, to that
+// key's master (or, for a transaction without keys, at EXEC, to home).
+type clusterSession struct {
+	*session
+	m    *clusterMap
+	home string
+
+	umu     sync.Mutex
+	ups     map[string]*upConn
+	closing bool
+
+	state []stateCmd // replayed on each new upstream connection, in order
+	rm    resp3.RawMessage
+	keys  [][]byte
+
+	watchNode string   // master of the WATCHed keys
+	pin       string   // master the open transaction runs on
+	held      bool     // MULTI answered by the proxy, not sent yet
+	queued    [][]byte // keyless commands queued while held
+	aborted   bool     // the held transaction failed: EXEC answers EXECABORT
+	pipeUp    *upConn  // pipe mode: every command goes here unchanged
+}
+
+type upConn struct {
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+}
+
+type stateCmd struct {
+	kind string
+	raw  []byte
+}
+
+const maxRedirects = 5
+
+var (
+	errCrossSlot   = []byte("-CROSSSLOT Keys in request don't hash to the same slot\r\n")
+	errUnavailable = []byte("-ERR hotspot-proxy: Redis unavailable\r\n")
+	errFatal       = errors.New("upstream failed")
+)
+
+func (p *Proxy) handleClusterConn(cc net.Conn) {
+	s := &session{p: p, cc: cc, rd: redcon.NewReader(cc), cw: bufio.NewWriterSize(cc, 32<<10)}
+	s.cond = sync.NewCond(&s.mu)
+	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
+	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
+	p.sessMu.Lock()
+	if p.sessions == nil { // shutting down
+		p.sessMu.Unlock()
+		cc.Close()
+		return
+	}
+	p.csessions[cs] = struct{}{}
+	p.sessMu.Unlock()
+	p.stats.conns.Add(1)
+	cs.run()
+	p.stats.conns.Add(-1)
+	p.sessMu.Lock()
+	delete(p.csessions, cs)
+	p.sessMu.Unlock()
+}
+
+// shutdown stops reading commands; a command already sent has grace to be
+// answered.
+func (cs *clusterSession) shutdown(grace time.Duration) {
+	cs.umu.Lock()
+	cs.closing = true
+	for _, u := range cs.ups {
+		_ = u.c.SetReadDeadline(time.Now().Add(grace))
+	}
+	cs.umu.Unlock()
+	cs.mu.Lock()
+	cs.session.closing = true
+	cs.mu.Unlock()
+	_ = cs.cc.SetReadDeadline(time.Now())
+}
+
+func (cs *clusterSession) run() {
+	defer cs.closeAll()
+	for {
+		cmds, err := cs.rd.ReadCommands()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !isNetErr(err) {
+				_, _ = cs.cw.WriteString("-ERR Protocol error: " + err.Error() + "\r\n")
+			}
+			_ = cs.cw.Flush()
+			return
+		}
+		for _, cmd := range cmds {
+			if cs.pipeUp != nil {
+				if _, err := cs.pipeUp.w.Write(cmd.Raw); err != nil {
+					return
+				}
+				continue
+			}
+			if err := cs.command(cmd); err != nil {
+				_ = cs.cw.Flush()
+				return
+			}
+		}
+		if cs.pipeUp != nil {
+			if cs.pipeUp.w.Flush() != nil {
+				return
+			}
+			continue
+		}
+		if cs.cw.Flush() != nil {
+			return
+		}
+	}
+}
+
+func (cs *clusterSession) closeAll() {
+	cs.umu.Lock()
+	for a, u := range cs.ups {
+		u.c.Close()
+		delete(cs.ups, a)
+	}
+	cs.umu.Unlock()
+	cs.cc.Close()
+}
+
+// reply writes a reply to the client.
+func (cs *clusterSession) reply(b []byte) error {
+	_, err := cs.cw.Write(b)
+	return err
+}
+
+// local answers a command handle() made an item for with a reply of the
+// proxy's, applied as Redis' would be.
+func (cs *clusterSession) local(it *item, b []byte) error {
+	cs.after(it, b)
+	return cs.reply(b)
+}
+
+// command serves one command; an error closes the client connection.
+func (cs *clusterSession) command(cmd redcon.Command) error {
+	p := cs.p
+	args := cmd.Args
+	name := args[0]
+	proto := cs.proto()
+	switch {
+	case eqFold(name, "cluster"):
+		if b, ok := p.clusterReply(args, proto, cs.cc.LocalAddr()); ok {
+			p.stats.local.Add(1)
+			return cs.reply(b)
+		}
+		p.stats.passthrough.Add(1)
+		addr := cs.homeAddr()
+		if slot := clusterSlotArg(args); slot >= 0 {
+			addr = cs.owner(slot)
+		}
+		return cs.forwardReply(&item{}, addr, cmd.Raw, -1)
+	case eqFold(name, "quit"):
+		_ = cs.reply([]byte("+OK\r\n"))
+		return io.EOF
+	case eqFold(name, "asking"):
+		return cs.reply([]byte("+OK\r\n"))
+	}
+
+	// Keys, their slot, CROSSSLOT.
+	slot := -1
+	in := p.cmds.get().lookup(name)
+	cs.keys = cs.keys[:0]
+	if eqFold(name, "ssubscribe") || eqFold(name, "sunsubscribe") {
+		cs.keys = append(cs.keys, args[1:]...)
+	} else if in != nil {
+		cs.keys = in.keys(cs.keys, args)
+	}
+	for _, k := range cs.keys {
+		s := keySlot(k)
+		if slot >= 0 && s != slot {
+			return cs.reply(errCrossSlot)
+		}
+		slot = s
+	}
+
+	it := cs.handle(cmd)
+	if it.local != nil {
+		err := cs.reply(it.local)
+		cs.pass(it, nil)
+		return err
+	}
+	if it.pipe {
+		addr := cs.homeAddr()
+		if slot >= 0 && eqFold(name, "ssubscribe") {
+			addr = cs.owner(slot)
+		}
+		return cs.startPipe(addr, cmd.Raw)
+	}
+	switch {
+	case it.kind == kindReset:
+		return cs.reset(it, cmd.Raw)
+	case it.kind == kindMulti:
+		return cs.multi(it, cmd.Raw)
+	case it.kind == kindExec:
+		return cs.exec(it, cmd.Raw)
+	case cs.pin != "":
+		return cs.inTx(it, cmd.Raw)
+	case cs.held:
+		if slot < 0 {
+			cs.queued = append(cs.queued, slices.Clone(cmd.Raw))
+			return cs.local(it, []byte("+QUEUED\r\n"))
+		}
+		return cs.firstInTx(it, cmd.Raw, slot)
+	case it.kind == kindWatch:
+		addr := cs.owner(max(slot, 0))
+		if cs.watchNode != "" && addr != cs.watchNode {
+			return cs.reply(errCrossSlot)
+		}
+		reply, node, err := cs.forward(addr, cmd.Raw, slot)
+		if err != nil {
+			return err
+		}
+		if !isErrReply(reply) {
+			cs.watchNode = node
+		}
+		return cs.answer(it, reply)
+	case it.kind == kindUnwatch:
+		addr := cs.homeAddr()
+		if cs.watchNode != "" {
+			addr = cs.watchNode
+		}
+		cs.watchNode = ""
+		return cs.forwardReply(it, addr, cmd.Raw, -1)
+	case it.kind == kindHello, it.kind == kindSetName, eqFold(name, "auth"),
+		eqFold(name, "readonly"), eqFold(name, "readwrite"),
+		eqFold(name, "client") && len(args) > 2 && eqFold(args[1], "setinfo"):
+		return cs.stateCommand(it, cmd)
+	}
+	addr := cs.homeAddr()
+	if slot >= 0 {
+		addr = cs.owner(slot)
+	}
+	if in != nil && in.blocking {
+		if err := cs.cw.Flush(); err != nil { // the replies before it, while it blocks
+			return err
+		}
+	}
+	return cs.forwardReply(it, addr, cmd.Raw, slot)
+}
+
+func (cs *clusterSession) proto() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.st.proto
+}
+
+func (cs *clusterSession) owner(slot int) string {
+	if a := cs.m.owner(slot); a != "" {
+		return a
+	}
+	return cs.homeAddr()
+}
+
+func (cs *clusterSession) homeAddr() string {
+	if cs.home == "" {
+		_ = cs.m.refresh(cs.p.bg, true)
+		cs.home = cs.m.home()
+	}
+	return cs.home
+}
+
+// forwardReply forwards raw (following redirections) and answers the client.
+func (cs *clusterSession) forwardReply(it *item, addr string, raw []byte, slot int) error {
+	reply, _, err := cs.forward(addr, raw, slot)
+	if err != nil {
+		return err
+	}
+	return cs.answer(it, reply)
+}
+
+// answer writes a reply read from upstream and applies it.
+func (cs *clusterSession) answer(it *item, reply []byte) error {
+	if err := cs.reply(reply); err != nil {
+		return err
+	}
+	cs.after(it, reply)
+	return nil
+}
+
+// forward sends raw to addr and reads its reply, following MOVED (the slot
+// table is updated) and ASK (ASKING first) up to maxRedirects times; it
+// returns the last reply (valid until the next read) and the node that gave
+// it. A node that cannot be dialled gets the slot table refreshed and the
+// command sent to the new owner; if there is none, the client gets
+// errUnavailable. An error means the client connection must close.
+func (cs *clusterSession) forward(addr string, raw []byte, slot int) ([]byte, string, error) {
+	asking := false
+	for i := 0; ; i++ {
+		u, err := cs.conn(addr)
+		if errors.Is(err, errDial) {
+			if i >= maxRedirects {
+				return errUnavailable, addr, nil
+			}
+			_ = cs.m.refresh(cs.p.bg, true)
+			next := cs.m.home()
+			if slot >= 0 {
+				next = cs.m.owner(slot)
+			} else if addr == cs.home {
+				cs.home = next
+			}
+			if next == "" || next == addr {
+				return errUnavailable, addr, nil
+			}
+			addr, asking = next, false
+			continue
+		}
+		if err != nil {
+			return nil, addr, err
+		}
+		if asking {
+			_, _ = u.w.WriteString("*1\r\n$6\r\nASKING\r\n")
+		}
+		if _, err := u.w.Write(raw); err != nil {
+			return nil, addr, cs.broken(u)
+		}
+		if err := u.w.Flush(); err != nil {
+			return nil, addr, cs.broken(u)
+		}
+		if asking {
+			if _, err := cs.read(u); err != nil {
+				return nil, addr, err
+			}
+		}
+		reply, err := cs.read(u)
+		if err != nil {
+			return nil, addr, err
+		}
+		kind, rslot, target := redirect(reply)
+		if kind == "" || i >= maxRedirects {
+			return reply, addr, nil
+		}
+		if kind == "MOVED" {
+			cs.m.moved(rslot, target)
+		}
+		addr, asking = target, kind == "ASK"
+	}
+}
+
+// redirect parses -MOVED slot host:port and -ASK slot host:port.
+func redirect(reply []byte) (kind string, slot int, addr string) {
+	if len(reply) < 8 || reply[0] != '-' || (reply[1] != 'M' && reply[1] != 'A') {
+		return "", 0, ""
+	}
+	f := bytes.Fields(bytes.TrimSpace(reply[1:]))
+	if len(f) != 3 || (string(f[0]) != "MOVED" && string(f[0]) != "ASK") {
+		return "", 0, ""
+	}
+	n, err := strconv.Atoi(string(f[1]))
+	if err != nil || n < 0 || n >= numSlots {
+		return "", 0, ""
+	}
+	a := string(f[2])
+	if h, port, err := net.SplitHostPort(a); err == nil && h == "" { // the node's own host
+		a = net.JoinHostPort("127.0.0.1", port)
+	}
+	return string(f[0]), n, a
+}
+
+func isErrReply(b []byte) bool { return len(b) > 0 && (b[0] == '-' || b[0] == '!') }
+
+var errDial = errors.New("dial")
+
+// conn returns the session's connection to addr, dialled and given the
+// recorded connection state if new. errDial: the node is not there; another
+// error (the node refused the state): close the client.
+func (cs *clusterSession) conn(addr string) (*upConn, error) {
+	cs.umu.Lock()
+	u, closing := cs.ups[addr], cs.closing
+	cs.umu.Unlock()
+	if u != nil {
+		return u, nil
+	}
+	if closing {
+		return nil, io.EOF
+	}
+	c, err := cs.m.dial(addr)
+	if err != nil {
+		cs.p.log.Debug("hotspot-proxy: cluster node", "addr", addr, "err", err)
+		cs.m.stale()
+		return nil, fmt.Errorf("%w: %v", errDial, err)
+	}
+	u = &upConn{addr: addr, c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 32<<10)}
+	for _, st := range cs.state {
+		_, _ = u.w.Write(st.raw)
+	}
+	if err := u.w.Flush(); err != nil {
+		c.Close()
+		cs.m.stale()
+		return nil, fmt.Errorf("%w: %v", errDial, err)
+	}
+	for _, st := range cs.state {
+		if err := cs.readInto(u, &cs.rm, true); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if isErrReply(cs.rm) {
+			c.Close()
+			cs.p.log.Debug("hotspot-proxy: connection state refused by a cluster node", "addr", addr,
+				"command", st.kind, "reply", string(cs.rm))
+			return nil, errFatal
+		}
+	}
+	cs.umu.Lock()
+	if cs.closing {
+		cs.umu.Unlock()
+		c.Close()
+		return nil, io.EOF
+	}
+	cs.ups[addr] = u
+	cs.umu.Unlock()
+	return u, nil
+}
+
+// broken drops a failed upstream connection; the client's closes too.
+func (cs *clusterSession) broken(u *upConn) error {
+	cs.umu.Lock()
+	if cs.ups[u.addr] == u {
+		delete(cs.ups, u.addr)
+	}
+	cs.umu.Unlock()
+	u.c.Close()
+	cs.m.stale()
+	return errFatal
+}
+
+// read reads one reply from u into cs.rm.
+func (cs *clusterSession) read(u *upConn) ([]byte, error) {
+	if err := cs.readInto(u, &cs.rm, false); err != nil {
+		return nil, err
+	}
+	return cs.rm, nil
+}
+
+// readInto reads one reply: push messages before it go to the client (or
+// are dropped, for replies the client never sees); an attribute stays with
+// the reply it annotates.
+func (cs *clusterSession) readInto(u *upConn, rm *resp3.RawMessage, drop bool) error {
+	for {
+		if err := rm.UnmarshalRESP(u.r, p3opts.o); err != nil {
+			return cs.broken(u)
+		}
+		switch (*rm)[0] {
+		case '>':
+			if !drop {
+				if _, err := cs.cw.Write(*rm); err != nil {
+					return err
+				}
+			}
+			continue
+		case '|':
+			var next resp3.RawMessage
+			if err := cs.readInto(u, &next, drop); err != nil {
+				return err
+			}
+			*rm = append(*rm, next...)
+		}
+		return nil
+	}
+}
+
+// stateCommand forwards a connection-state command to the node the session
+// is tied to (its transaction's, its WATCH's, else home) and, outside a
+// transaction, records it for the connections dialled later; the others are
+// closed (dialled again with the state when needed).
+func (cs *clusterSession) stateCommand(it *item, cmd redcon.Command) error {
+	args := cmd.Args
+	addr := cs.homeAddr()
+	if cs.watchNode != "" {
+		addr = cs.watchNode
+	}
+	reply, node, err := cs.forward(addr, cmd.Raw, -1)
+	if err != nil {
+		return err
+	}
+	if err := cs.answer(it, reply); err != nil {
+		return err
+	}
+	if isErrReply(reply) {
+		return nil
+	}
+	var kind string
+	switch {
+	case it.kind == kindHello:
+		kind = "hello"
+	case it.kind == kindSetName:
+		kind = "setname"
+	case eqFold(args[0], "auth"):
+		kind = "auth"
+	case eqFold(args[0], "readonly"), eqFold(args[0], "readwrite"):
+		cs.state = slices.DeleteFunc(cs.state, func(s stateCmd) bool { return s.kind == "readonly" })
+		if eqFold(args[0], "readonly") {
+			kind = "readonly"
+		}
+	default: // CLIENT SETINFO attr value
+		kind = "setinfo:" + string(bytes.ToLower(args[2]))
+	}
+	if kind != "" {
+		cs.state = slices.DeleteFunc(cs.state, func(s stateCmd) bool { return s.kind == kind })
+		cs.state = append(cs.state, stateCmd{kind: kind, raw: slices.Clone(cmd.Raw)})
+	}
+	cs.umu.Lock()
+	for a, u := range cs.ups {
+		if a != node {
+			u.c.Close()
+			delete(cs.ups, a)
+		}
+	}
+	cs.umu.Unlock()
+	return nil
+}
+
+// multi: with WATCH, MULTI goes to the WATCH's node at once; else the proxy
+// answers it and holds it until the transaction's first keyed command.
+func (cs *clusterSession) multi(it *item, raw []byte) error {
+	switch {
+	case cs.pin != "":
+		return cs.inTx(it, raw) // nested: the node's error
+	case cs.held:
+		return cs.local(it, []byte("-ERR MULTI calls can not be nested\r\n"))
+	case cs.watchNode != "":
+		reply, node, err := cs.forward(cs.watchNode, raw, -1)
+		if err != nil {
+			return err
+		}
+		if !isErrReply(reply) {
+			cs.pin = node
+		}
+		return cs.answer(it, reply)
+	}
+	cs.held, cs.queued, cs.aborted = true, nil, false
+	return cs.local(it, []byte("+OK\r\n"))
+}
+
+// exec ends a transaction: EXEC or DISCARD on its node; a held one without
+// a keyed command runs on home, MULTI and its queued commands first.
+func (cs *clusterSession) exec(it *item, raw []byte) error {
+	defer func() { cs.pin, cs.held, cs.queued, cs.watchNode = "", false, nil, "" }()
+	switch {
+	case cs.pin != "":
+		return cs.inTx(it, raw)
+	case cs.held && cs.aborted:
+		if eqFold(it.args[0], "discard") {
+			return cs.local(it, []byte("+OK\r\n"))
+		}
+		return cs.local(it, []byte("-EXECABORT Transaction discarded because of previous errors.\r\n"))
+	case cs.held:
+		reply, _, err := cs.sendTx(cs.homeAddr(), raw)
+		if err != nil {
+			return err
+		}
+		return cs.answer(it, reply)
+	}
+	addr := cs.homeAddr()
+	if cs.watchNode != "" {
+		addr = cs.watchNode
+	}
+	return cs.forwardReply(it, addr, raw, -1) // EXEC without MULTI: the node's error
+}
+
+// sendTx sends MULTI, the queued commands and raw to addr and returns raw's
+// reply and the first error MULTI or a queued command got, if any.
+func (cs *clusterSession) sendTx(addr string, raw []byte) (reply, firstErr []byte, err error) {
+	u, err := cs.conn(addr)
+	if errors.Is(err, errDial) {
+		return errUnavailable, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	_, _ = u.w.WriteString("*1\r\n$5\r\nMULTI\r\n")
+	for _, q := range cs.queued {
+		_, _ = u.w.Write(q)
+	}
+	_, _ = u.w.Write(raw)
+	if err := u.w.Flush(); err != nil {
+		return nil, nil, cs.broken(u)
+	}
+	for range 1 + len(cs.queued) {
+		b, err := cs.read(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		if firstErr == nil && isErrReply(b) {
+			firstErr = slices.Clone(b)
+		}
+	}
+	reply, err = cs.read(u)
+	return reply, firstErr, err
+}
+
+// firstInTx sends a held transaction to the master of the slot of its first
+// keyed command.
+func (cs *clusterSession) firstInTx(it *item, raw []byte, slot int) error {
+	addr := cs.owner(slot)
+	for i := 0; ; i++ {
+		reply, firstErr, err := cs.sendTx(addr, raw)
+		if err != nil {
+			return err
+		}
+		kind, rslot, target := redirect(reply)
+		if kind == "" {
+			if bytes.Equal(reply, errUnavailable) {
+				cs.aborted = true
+				return cs.answer(it, reply)
+			}
+			cs.pin, cs.held, cs.queued = addr, false, nil
+			if firstErr != nil {
+				reply = firstErr
+			}
+			return cs.answer(it, reply)
+		}
+		// Not this node's slot: drop the transaction there and start again
+		// on the owner (MOVED); a slot being migrated (ASK) fails it.
+		u, err := cs.conn(addr)
+		if err != nil {
+			return err
+		}
+		_, _ = u.w.WriteString("*1\r\n$7\r\nDISCARD\r\n")
+		if err := u.w.Flush(); err != nil {
+			return cs.broken(u)
+		}
+		if _, err := cs.read(u); err != nil {
+			return err
+		}
+		if kind == "ASK" || i >= maxRedirects {
+			cs.aborted = true
+			return cs.answer(it, []byte("-TRYAGAIN hotspot-proxy: slot "+strconv.Itoa(rslot)+" is moving; transaction aborted\r\n"))
+		}
+		cs.m.moved(rslot, target)
+		addr = target
+	}
+}
+
+// inTx sends a command of an open transaction to its node: a redirection
+// there means a key of another slot, which Redis Cluster refuses in a
+// transaction (the node flags it: EXEC fails with EXECABORT).
+func (cs *clusterSession) inTx(it *item, raw []byte) error {
+	u, err := cs.conn(cs.pin)
+	if errors.Is(err, errDial) {
+		return errFatal
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := u.w.Write(raw); err != nil {
+		return cs.broken(u)
+	}
+	if err := u.w.Flush(); err != nil {
+		return cs.broken(u)
+	}
+	reply, err := cs.read(u)
+	if err != nil {
+		return err
+	}
+	if kind, _, _ := redirect(reply); kind != "" {
+		reply = errCrossSlot
+	}
+	return cs.answer(it, reply)
+}
+
+// startPipe turns the session into a byte pipe with addr (SUBSCRIBE, MONITOR
+// and the like): raw goes there, and everything that comes back goes to the
+// client, until either side closes.
+func (cs *clusterSession) startPipe(addr string, raw []byte) error {
+	u, err := cs.conn(addr)
+	if errors.Is(err, errDial) {
+		return cs.reply(errUnavailable)
+	}
+	if err != nil {
+		return err
+	}
+	if err := cs.cw.Flush(); err != nil {
+		return err
+	}
+	cs.umu.Lock()
+	for a, o := range cs.ups {
+		if o != u {
+			o.c.Close()
+			delete(cs.ups, a)
+		}
+	}
+	cs.umu.Unlock()
+	if _, err := u.w.Write(raw); err != nil {
+		return err
+	}
+	cs.pipeUp = u
+	go func() {
+		_, _ = io.Copy(cs.cc, u.r)
+		cs.cc.Close()
+	}()
+	return nil
+}
+
+// reset: RESET on home; every other upstream connection is closed (which
+// drops its transaction and WATCH), the recorded state forgotten.
+func (cs *clusterSession) reset(it *item, raw []byte) error {
+	home := cs.homeAddr()
+	cs.umu.Lock()
+	for a, u := range cs.ups {
+		if a != home {
+			u.c.Close()
+			delete(cs.ups, a)
+		}
+	}
+	cs.umu.Unlock()
+	cs.state, cs.watchNode, cs.pin, cs.held, cs.queued, cs.aborted = nil, "", "", false, nil, false
+	return cs.forwardReply(it, home, raw, -1)
+}
