@@ -245,7 +245,10 @@ func (p *Proxy) redisOptions() []hotcache.Option {
 	if p.cluster == nil {
 		return []hotcache.Option{hotcache.WithRedisClient(p.rdb)}
 	}
-	opts := []hotcache.Option{hotcache.WithRedisCluster(p.cfg.redisCluster...)}
+	// No hot-key replicas: a write through the proxy sets the key itself and
+	// Broadcast does not delete copies, so an instance would reload the old
+	// value from a copy. The proxy's L1 takes the reads off the master.
+	opts := []hotcache.Option{hotcache.WithRedisCluster(p.cfg.redisCluster...), hotcache.WithRedisReplicas(1)}
 	if p.cfg.redisUser != "" || p.cfg.redisPassword != "" {
 		opts = append(opts, hotcache.WithRedisAuth(p.cfg.redisUser, p.cfg.redisPassword))
 	}
