@@ -236,6 +236,9 @@ func assembleClient(o options) (*Client, error) {
 func (c *Client) openRedis() error {
 	c.logID = redisLogIDs.Add(1)
 	c.rdb, c.ownRedis = newRedis(c.o, c.redisDialer())
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		cc.AddHook(reloadOnFailure{cc})
+	}
 	var err error
 	if c.rep, err = newReplicas(c.o, c.redisDialer(), c.rdb, c.log); err != nil {
 		return err

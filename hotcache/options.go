@@ -167,7 +167,10 @@ func WithRedis(addrs ...string) Option { return func(o *options) { o.redisAddrs 
 
 // WithRedisClient uses an existing client for L2 and invalidations. The
 // Client does not close it. Give it short timeouts and no retries: a slow
-// Redis stalls every miss.
+// Redis stalls every miss. A *redis.ClusterClient gets a hook that reloads
+// its slot table after a call that failed without a reply (go-redis
+// otherwise waits up to a minute after a master's death), and hot-key
+// copies on distinct masters as with WithRedisCluster.
 func WithRedisClient(c redis.UniversalClient) Option { return func(o *options) { o.redisClient = c } }
 
 // WithRedisKeyPrefix prefixes every Redis key the Client reads or writes

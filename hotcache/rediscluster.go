@@ -55,7 +55,8 @@ const (
 // any of addrs (seed nodes; the rest is discovered). The Client's timeouts,
 // credentials (WithRedisAuth) and TLS (WithRedisTLS) apply to every node. Hot
 // keys get copies on WithRedisReplicas distinct masters (default 3, at most
-// the number of masters), under hash tags "{hotspot-rN}" + key.
+// the number of masters), under hash tags "{hotspot-rN}" + key. A
+// ClusterClient of the caller's own (WithRedisClient) gets the same copies.
 func WithRedisCluster(addrs ...string) Option {
 	return func(o *options) { o.redisCluster = addrs }
 }
@@ -92,17 +93,16 @@ func (o *options) validateRedis() error {
 // newRedisCluster and newRedisSentinel give the cluster and the failover
 // client the options of a single-server client (newRedis).
 func newRedisCluster(o options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.ClusterClient {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
+	return redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: o.redisCluster, Dialer: dial, DialTimeout: o.opTimeout, ReadTimeout: o.opTimeout,
 		WriteTimeout: o.opTimeout, PoolTimeout: o.opTimeout, MaxRetries: -1,
 		Username: o.sec.redisUser, Password: o.sec.redisPassword, // TLS: redisDialer
 	})
-	cc.AddHook(reloadOnFailure{cc})
-	return cc
 }
 
 // reloadOnFailure asks a ClusterClient to reload its slot table after any
-// call that failed without a reply from Redis. go-redis reloads it on MOVED
+// call that failed without a reply from Redis. The Client adds it to every
+// ClusterClient it uses, one of WithRedisClient's too. go-redis reloads it on MOVED
 // and ASK, and otherwise every ClusterStateReloadInterval (60 s): after a
 // master's death its calls go on failing against the dead address, though
 // its replica took over within a second or two, since nothing answers to

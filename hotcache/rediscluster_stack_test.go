@@ -325,6 +325,40 @@ func TestRedisClusterWrites(t *testing.T) {
 	}
 }
 
+// TestRedisClusterBroadcast: a proxy writes a hot key straight into Redis and
+// calls Broadcast. Every instance then serves the new value: Broadcast
+// deleted the key's tagged copies, which still held the old one, before it
+// told them to reload.
+func TestRedisClusterBroadcast(t *testing.T) {
+	addrs := redisClusterAddrs(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("k", "v1")
+	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	hs.set("k")
+	awaitHot(t, cs, "k") // loaded from the source: the copies hold v1
+	for _, nd := range cs[0].rep.list {
+		waitFor(t, "the copy under "+nd.tag, func() bool {
+			v, err := cc.Get(t.Context(), nd.tag+hs.app+":k").Result()
+			return err == nil && v == "v1"
+		})
+	}
+	if err := cc.Set(t.Context(), hs.app+":k", "v2", time.Minute).Err(); err != nil { // the proxy's write
+		t.Fatal(err)
+	}
+	if err := cs[1].Broadcast(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		waitUntil(t, time.Second, fmt.Sprint("instance ", i, " serving v2"), func() bool {
+			v, err := c.Get(t.Context(), "k")
+			return err == nil && string(v) == "v2"
+		})
+	}
+}
+
 // reader reads its keys in a loop until stop, checking every value, and
 // counts reads and errors.
 type reader struct {

@@ -422,7 +422,25 @@ func (r *replicas) setAll(ctx context.Context, key string, data []byte, ttl time
 
 // delAll deletes key from all of its replicas.
 func (r *replicas) delAll(ctx context.Context, key string) error {
+	return r.del(ctx, key, true)
+}
+
+// delCopies deletes key's copies but not its copy of record (the owner's,
+// or on a cluster the untagged key, which delAll leaves alone too): after a
+// write that has just set the copy of record.
+func (r *replicas) delCopies(ctx context.Context, key string) error {
+	return r.del(ctx, key, r.plain != nil)
+}
+
+// del deletes key from its replicas, from the first (the owner) only if
+// withOwner.
+func (r *replicas) del(ctx context.Context, key string, withOwner bool) error {
+	var buf [16]router.Node
+	owner := r.table.Ring().LookupN(key, 1, buf[:0])[0].ID
 	return r.each(key, func(id string) error {
+		if id == owner && !withOwner {
+			return nil
+		}
 		nd := r.nodes[id]
 		start := nd.begin()
 		err := nd.rdb.Del(ctx, nd.tag+r.prefix+key).Err()

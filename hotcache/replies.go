@@ -3,6 +3,7 @@ package hotcache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -113,9 +114,11 @@ func (c *Client) ReportWrite(key string, bytes int) {
 // reply) and publishes its invalidation on the app's channel, so that every
 // instance, SDK or proxy, drops it too. Unlike Invalidate it does not delete
 // the key in Redis: use it after a write that has just set the key there.
-// Without Redis it only drops locally. A failed publish is returned (wrapping
-// ErrUnavailable) and not retried: other instances then keep their copy for
-// at most the L1 TTL.
+// It does delete the hot-key copies (WithRedisReplicas) other than the
+// key's own, before the broadcast: an instance that reloads the key must not
+// find the old value there. Without Redis it only drops locally. A failed
+// delete or publish is returned (wrapping ErrUnavailable) and not retried:
+// other instances then keep their copy for at most the L1 TTL.
 func (c *Client) Broadcast(ctx context.Context, key string) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -123,6 +126,14 @@ func (c *Client) Broadcast(ctx context.Context, key string) error {
 	c.dropLocal(key)
 	if c.rdb == nil {
 		return nil
+	}
+	if c.rep != nil {
+		dctx, cancel := context.WithTimeout(c.redisCtx(ctx), c.o.opTimeout)
+		err := c.rep.delCopies(dctx, key)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	return c.publish(ctx, c.channel, key)
 }

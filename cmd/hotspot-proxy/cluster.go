@@ -240,22 +240,12 @@ func (p *Proxy) startCluster() {
 	go p.cluster.run(p.bg)
 }
 
-// redisOptions is how the SDK Clients reach Redis.
+// redisOptions is how the SDK Clients reach Redis: through the proxy's own
+// client, whose wrongTypeAsMiss hook they need. On a cluster the SDK spreads
+// hot keys' copies over the masters (WithRedisClient with a ClusterClient),
+// and Broadcast deletes those copies before it publishes.
 func (p *Proxy) redisOptions() []hotcache.Option {
-	if p.cluster == nil {
-		return []hotcache.Option{hotcache.WithRedisClient(p.rdb)}
-	}
-	// No hot-key replicas: a write through the proxy sets the key itself and
-	// Broadcast does not delete copies, so an instance would reload the old
-	// value from a copy. The proxy's L1 takes the reads off the master.
-	opts := []hotcache.Option{hotcache.WithRedisCluster(p.cfg.redisCluster...), hotcache.WithRedisReplicas(1)}
-	if p.cfg.redisUser != "" || p.cfg.redisPassword != "" {
-		opts = append(opts, hotcache.WithRedisAuth(p.cfg.redisUser, p.cfg.redisPassword))
-	}
-	if p.cfg.redisTLS != nil {
-		opts = append(opts, hotcache.WithRedisTLS(p.cfg.redisTLS))
-	}
-	return opts
+	return []hotcache.Option{hotcache.WithRedisClient(p.rdb)}
 }
 
 // keySlot is the Redis Cluster hash slot of key (hash tags included).
