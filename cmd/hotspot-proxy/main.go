@@ -91,12 +91,18 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	c.brokers, c.zk = envflag.SplitList(brokers), envflag.SplitList(zk)
 	c.redisCluster = envflag.SplitList(redisCluster)
-	if len(c.redisCluster) > 0 {
-		explicit := getenv("HOTSPOT_REDIS") != ""
-		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "redis" })
-		if explicit {
-			return c, errors.New("--redis and --redis-cluster are exclusive")
-		}
+	// The command line's choice wins over the other's variable (a shell may
+	// hold both); without one, both variables are ambiguous.
+	cmdline := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = true }) // not those set from variables
+	switch {
+	case cmdline["redis"] && cmdline["redis-cluster"]:
+		return c, errors.New("--redis and --redis-cluster are exclusive")
+	case cmdline["redis"]:
+		c.redisCluster = nil
+	case cmdline["redis-cluster"]:
+	case len(c.redisCluster) > 0 && getenv("HOTSPOT_REDIS") != "":
+		return c, errors.New("HOTSPOT_REDIS and HOTSPOT_REDIS_CLUSTER are both set: choose with --redis or --redis-cluster")
 	}
 	c.l1Bytes, c.replyBytes = l1MiB<<20, replyMiB<<20
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
