@@ -47,18 +47,17 @@ func (t *slotTable) addr(slot int) string {
 // clusterMap is the proxy's slot table, refreshed on MOVED, on an upstream
 // failure (both at most every refreshGap) and every refreshEvery.
 type clusterMap struct {
-	seeds  []string
-	user   string
-	pass   string
-	tls    *tls.Config
-	myID   string // the proxy's node ID, 40 hex digits
-	log    func(msg string, args ...any)
-	t      atomic.Pointer[slotTable]
-	mu     sync.Mutex // one refresh at a time; last
-	last   time.Time
-	kick   chan struct{}
-	rr     atomic.Uint32 // home node round robin
-	closed atomic.Bool
+	seeds []string
+	user  string
+	pass  string
+	tls   *tls.Config
+	myID  string // the proxy's node ID, 40 hex digits
+	log   func(msg string, args ...any)
+	t     atomic.Pointer[slotTable]
+	mu    sync.Mutex // one refresh at a time; last
+	last  time.Time
+	kick  chan struct{}
+	rr    atomic.Uint32 // home node round robin
 }
 
 const (
@@ -138,6 +137,7 @@ func (m *clusterMap) read(ctx context.Context, addr string) (*slotTable, error) 
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	//lint:ignore SA1019 CLUSTER SLOTS, unlike CLUSTER SHARDS, works before Redis 7 too
 	ranges, err := c.ClusterSlots(ctx).Result()
 	if err != nil {
 		return nil, err

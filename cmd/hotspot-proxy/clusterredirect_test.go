@@ -98,8 +98,7 @@ func startFakeClusterProxy(t *testing.T, home string) string {
 // in its slot table) and ASK (ASKING first), at most 5 times, and its
 // client never sees a redirection it could follow.
 func TestClusterRedirections(t *testing.T) {
-	var b *fakeNode
-	b = newFakeNode(t, func(cmd string, asking bool) string {
+	b := newFakeNode(t, func(cmd string, asking bool) string {
 		switch {
 		case cmd == "GET moved":
 			return "$7\r\nfrom-b!\r\n"

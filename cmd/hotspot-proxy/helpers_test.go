@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -301,12 +300,6 @@ func (r *redisServer) stop() {
 		_ = r.cmd.Wait()
 		r.cmd = nil
 	}
-}
-
-// drain discards what r still has to read, for at most d.
-func (r *rawConn) drain(d time.Duration) {
-	_ = r.c.SetReadDeadline(time.Now().Add(d))
-	_, _ = io.Copy(io.Discard, r.br)
 }
 
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 1<<20) }

@@ -42,12 +42,9 @@ const (
 	numReasons
 )
 
-var reasonNames = [numReasons - ReasonUnmatched]string{
-	ReasonUnmatched - ReasonUnmatched:    "unmatched",
-	ReasonFiltered - ReasonUnmatched:     "filtered",
-	ReasonBadTime - ReasonUnmatched:      "bad_time",
-	ReasonMissingField - ReasonUnmatched: "missing_field",
-}
+// reasonNames are the names of the reasons from ReasonUnmatched on, in
+// order; the array's type checks their number.
+var reasonNames = [numReasons - ReasonUnmatched]string{"unmatched", "filtered", "bad_time", "missing_field"}
 
 // String returns the reason's metric label, e.g. "unmatched": wire's name
 // for wire's reasons.
