@@ -129,17 +129,11 @@ func masterOf(t *testing.T, cc *redis.ClusterClient, key string) string {
 // slotMaster returns the address of the master that owns slot now.
 func slotMaster(t *testing.T, cc *redis.ClusterClient, slot int) string {
 	t.Helper()
-	slots, err := cc.ClusterSlots(t.Context()).Result()
-	if err != nil {
-		t.Fatal(err)
+	m := slotOwner(t, cc, slot)
+	if m == "" {
+		t.Fatalf("no node says which master owns slot %d", slot)
 	}
-	for _, r := range slots {
-		if r.Start <= slot && slot <= r.End {
-			return r.Nodes[0].Addr
-		}
-	}
-	t.Fatalf("slot %d has no master", slot)
-	return ""
+	return m
 }
 
 // clusterMember names the stack member at addr: the i-th seed address is
@@ -530,23 +524,76 @@ func TestRedisClusterReshard(t *testing.T) {
 	}
 }
 
-// failoverReads runs readers of a hot key and of cold keys on cs, calls
-// fault, and waits for newMaster to name the master that took over (not
-// victim). It checks that hot reads never fail, and that cold reads, which
-// fail or get the breaker's fallback meanwhile, reach the new master again
-// and then go a whole second without an error or an open breaker in any
-// instance. It returns the time from the fault to the new master and to the
-// last failed cold read or open breaker.
-func failoverReads(t *testing.T, cs []*Client, hot string, cold []string, want func(string) string,
-	fault func(), victim string, newMaster func() string) (promoted, recovered time.Duration) {
+// failoverApp is 4 instances of an app that reads a hot key, "hot", and 100
+// cold keys that Redis holds, for the failover tests.
+type failoverApp struct {
+	cs    []*Client
+	cold  []string
+	value atomic.Value // the hot key's value, as the source has it
+}
+
+func newFailoverApp(t *testing.T, redisOpt Option) *failoverApp {
+	t.Helper()
+	zkAddr := stacktest.ZK(t)
+	hs := newHotSet(t, zkAddr)
+	src := newSource("hot", "v1")
+	a := &failoverApp{}
+	a.value.Store("v1")
+	for i := range 100 {
+		k := fmt.Sprint("cold", i)
+		a.cold = append(a.cold, k)
+		src.data[k] = []byte("c" + k)
+	}
+	a.cs = startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+		redisOpt, WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	for _, k := range a.cold {
+		get(t, a.cs[0], k) // into Redis
+	}
+	hs.set("hot")
+	awaitHot(t, a.cs, "hot")
+	return a
+}
+
+// want is key's right value.
+func (a *failoverApp) want(key string) string {
+	if key == "hot" {
+		return a.value.Load().(string)
+	}
+	return "c" + key
+}
+
+// setEverywhere changes the hot key through one instance and waits until
+// every instance serves the new value.
+func (a *failoverApp) setEverywhere(t *testing.T, v string) {
+	t.Helper()
+	a.value.Store(v)
+	if err := a.cs[3].Set(t.Context(), "hot", []byte(v)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range a.cs {
+		waitFor(t, "the new value after the failover", func() bool {
+			got, err := c.Get(t.Context(), "hot")
+			return err == nil && string(got) == v
+		})
+	}
+}
+
+// failover runs readers of the hot key and of the cold keys on every
+// instance, calls fault, and waits for newMaster to name the master that
+// took over (not victim). It checks that hot reads never fail, and that cold
+// reads, which fail or get the breaker's fallback meanwhile, reach the new
+// master again and then go a whole second without an error or an open
+// breaker in any instance. It returns the time from the fault to the new
+// master and to the last failed cold read or open breaker.
+func (a *failoverApp) failover(t *testing.T, fault func(), victim string, newMaster func() string) (promoted, recovered time.Duration) {
 	t.Helper()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var hr, cr reader
-	for _, c := range cs {
+	for _, c := range a.cs {
 		wg.Add(2)
-		go hr.run(c, []string{hot}, want, stop, &wg)
-		go cr.run(c, cold, want, stop, &wg)
+		go hr.run(c, []string{"hot"}, a.want, stop, &wg)
+		go cr.run(c, a.cold, a.want, stop, &wg)
 	}
 	defer func() {
 		select {
@@ -577,7 +624,7 @@ func failoverReads(t *testing.T, cs []*Client, hot string, cold []string, want f
 		}
 		time.Sleep(20 * time.Millisecond)
 		n := cr.errs.Load()
-		if n != errs || slices.ContainsFunc(cs, func(c *Client) bool { return c.br.state.Load() != stateClosed }) {
+		if n != errs || slices.ContainsFunc(a.cs, func(c *Client) bool { return c.br.state.Load() != stateClosed }) {
 			errs, lastBad, settled = n, time.Now(), time.Now()
 		}
 	}
@@ -599,65 +646,37 @@ func failoverReads(t *testing.T, cs []*Client, hot string, cold []string, want f
 }
 
 // TestRedisClusterMasterKill kills (SIGKILL) the master whose slot holds
-// the invalidation channel, so every instance's subscription is cut: its
-// replica takes over, a hot key is served all along, cold keys recover, and
-// a Set after the failover reaches every instance.
+// the invalidation channel, so every subscription is cut: its replica takes
+// over, the hot key is served all along, cold keys recover, and a Set after
+// the failover reaches every instance.
 func TestRedisClusterMasterKill(t *testing.T) {
 	addrs := redisClusterAddrs(t)
-	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
-	hs := newHotSet(t, zkAddr)
-	src := newSource("hot", "v1")
-	var cold []string
-	for i := range 100 {
-		k := fmt.Sprint("cold", i)
-		cold = append(cold, k)
-		src.data[k] = []byte("c" + k)
-	}
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
-	for _, k := range cold {
-		get(t, cs[0], k) // into Redis
-	}
-	hs.set("hot")
-	awaitHot(t, cs, "hot")
-	channel := cs[0].channel
+	a := newFailoverApp(t, WithRedisCluster(addrs...))
+	channel := a.cs[0].channel
 	victim := masterOf(t, cc, channel)
 	slot := int(cc.ClusterKeySlot(t.Context(), channel).Val())
 	member := clusterMember(t, addrs, victim)
-	var value atomic.Value
-	value.Store("v1")
-	want := func(k string) string {
-		if k == "hot" {
-			return value.Load().(string)
-		}
-		return "c" + k
-	}
 	t.Cleanup(func() { stackMember(t, "start", member, "--redis-cluster") })
 	kill := func() { stackMember(t, "kill", member, "--redis-cluster") }
-	promoted, recovered := failoverReads(t, cs, "hot", cold, want, kill, victim, func() string {
-		slots, err := cc.ClusterSlots(t.Context()).Result() // from a live node
-		if err != nil {
-			return ""
-		}
-		for _, r := range slots {
-			if r.Start <= slot && slot <= r.End {
-				return r.Nodes[0].Addr
-			}
-		}
-		return ""
-	})
+	promoted, recovered := a.failover(t, kill, victim, func() string { return slotOwner(t, cc, slot) })
 	t.Logf("master %s (%s) killed: its replica took over after %v, the last cold read failed or breaker was open after %v", victim, member, promoted, recovered)
-	value.Store("v2")
-	if err := cs[3].Set(t.Context(), "hot", []byte("v2")); err != nil {
-		t.Fatal(err)
+	a.setEverywhere(t, "v2")
+}
+
+// slotOwner is the address of the master that owns slot now, or "" when no
+// node answers (a cluster failing over) or none owns it.
+func slotOwner(t *testing.T, cc *redis.ClusterClient, slot int) string {
+	slots, err := cc.ClusterSlots(t.Context()).Result() // from a live node
+	if err != nil {
+		return ""
 	}
-	for _, c := range cs {
-		waitFor(t, "the new value after the failover", func() bool {
-			v, err := c.Get(t.Context(), "hot")
-			return err == nil && string(v) == "v2"
-		})
+	for _, r := range slots {
+		if r.Start <= slot && slot <= r.End {
+			return r.Nodes[0].Addr
+		}
 	}
+	return ""
 }
 
 // TestRedisSentinelFailover kills the primary behind Sentinel: the replica
@@ -665,58 +684,25 @@ func TestRedisClusterMasterKill(t *testing.T) {
 // Set after the failover reaches every instance.
 func TestRedisSentinelFailover(t *testing.T) {
 	master, sentinels := redisSentinel(t)
-	zkAddr := stacktest.ZK(t)
 	sc := sentinelAdmin(t, master, sentinels)
-	hs := newHotSet(t, zkAddr)
-	src := newSource("hot", "v1")
-	var cold []string
-	for i := range 100 {
-		k := fmt.Sprint("cold", i)
-		cold = append(cold, k)
-		src.data[k] = []byte("c" + k)
-	}
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisSentinel(master, sentinels...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
-	for _, k := range cold {
-		get(t, cs[0], k)
-	}
-	hs.set("hot")
-	awaitHot(t, cs, "hot")
-
+	a := newFailoverApp(t, WithRedisSentinel(master, sentinels...))
 	primary := func() string {
-		a, err := sc.GetMasterAddrByName(t.Context(), master).Result()
+		addr, err := sc.GetMasterAddrByName(t.Context(), master).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a[0] + ":" + a[1]
+		return addr[0] + ":" + addr[1]
 	}
 	victim := primary()
 	member := "primary"
 	if !strings.HasSuffix(victim, ":17101") {
 		member = "replica"
 	}
-	var value atomic.Value
-	value.Store("v1")
-	want := func(k string) string {
-		if k == "hot" {
-			return value.Load().(string)
-		}
-		return "c" + k
-	}
 	t.Cleanup(func() { stackMember(t, "start", member, "--redis-sentinel") })
 	kill := func() { stackMember(t, "kill", member, "--redis-sentinel") }
-	promoted, recovered := failoverReads(t, cs, "hot", cold, want, kill, victim, primary)
+	promoted, recovered := a.failover(t, kill, victim, primary)
 	t.Logf("primary %s (%s) killed: the sentinels promoted its replica after %v, the last cold read failed or breaker was open after %v", victim, member, promoted, recovered)
-	value.Store("v2")
-	if err := cs[3].Set(t.Context(), "hot", []byte("v2")); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs {
-		waitFor(t, "the new value after the failover", func() bool {
-			v, err := c.Get(t.Context(), "hot")
-			return err == nil && string(v) == "v2"
-		})
-	}
+	a.setEverywhere(t, "v2")
 }
 
 // BenchmarkColdGet is a Get of a cold key that Redis holds (one GET), on the
