@@ -15,17 +15,17 @@ import (
 // drops one key, then a prefix, from Redis and from two instances' L1.
 func TestInvalidateAndPrefix(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	const shops = 1000
 	src := newSource("other:1", "o1")
 	for i := range shops {
 		src.data[fmt.Sprint("shop:", i)] = []byte("old")
 	}
-	prefix := hs.app + ":"
-	cs := startInstances(t, 2, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+	prefix := hs.App + ":"
+	cs := startInstances(t, 2, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(redisAddr), WithRedisKeyPrefix(prefix), WithLoader(src), WithLoaderLimit(NoLimit),
 		WithBulkLimit(2000))
-	hs.set("shop:1")
+	hs.Set("shop:1")
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { h := c.Hot(); return len(h) == 1 && h[0].Loaded })
 	}

@@ -26,19 +26,19 @@ func TestEffectToKafka(t *testing.T) {
 	if _, err := kafkaio.EnsureTopic(ctx, []string{broker}, topic, 1); err != nil {
 		t.Fatal(err)
 	}
-	hs := newHotSet(t, zkAddr)
-	prefix := hs.app + ":"
+	hs := stacktest.NewHotSet(t, zkAddr)
+	prefix := hs.App + ":"
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	t.Cleanup(func() { rdb.Del(context.Background(), prefix+"hot", prefix+"cold") })
-	instance := "effect-test/" + hs.app
-	c := newClient(t, WithApp(hs.app), WithInstanceID(instance), WithZooKeeper([]string{zkAddr}, hs.root),
+	instance := "effect-test/" + hs.App
+	c := newClient(t, WithApp(hs.App), WithInstanceID(instance), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(redisAddr), WithRedisKeyPrefix(prefix), WithLoader(newSource("hot", "0123456789", "cold", "abc")),
 		WithKafka([]string{broker}, topic), WithEffectReports(500*time.Millisecond))
 	if c.Instance() != instance {
 		t.Fatalf("Instance() = %q, want %q", c.Instance(), instance)
 	}
-	hs.set("hot")
+	hs.Set("hot")
 	waitFor(t, "hot in L1", func() bool { h := c.Hot(); return len(h) == 1 && h[0].Loaded })
 	for range 100 {
 		get(t, c, "hot")
@@ -53,8 +53,8 @@ func TestEffectToKafka(t *testing.T) {
 	effects := map[string]wire.EffectCounts{}
 	var effectBatches int
 	d := wire.Decoder{OnEffect: func(e *wire.EffectEntry) {
-		if string(e.App) != hs.app || string(e.Src) != instance {
-			t.Errorf("effect of app %q from %q, want %q from %q", e.App, e.Src, hs.app, instance)
+		if string(e.App) != hs.App || string(e.Src) != instance {
+			t.Errorf("effect of app %q from %q, want %q from %q", e.App, e.Src, hs.App, instance)
 		}
 		if e.Period <= 0 || e.Period > 10_000 || time.Since(time.UnixMilli(e.End)) > time.Minute {
 			t.Errorf("effect period %d ms ending at %v, want a period of about 500 ms ending now", e.Period, time.UnixMilli(e.End))

@@ -37,11 +37,11 @@ func TestSetDuringRedisOutage(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
 	rs := startRedis(t)
 	t.Cleanup(rs.resume) // never leave a stopped process behind
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "h1", "cold", "c1")
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond))
-	hs.set("hot")
+	hs.Set("hot")
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { h := c.Hot(); return len(h) == 1 && h[0].Loaded })
 		for k, want := range map[string]string{"hot": "h1", "cold": "c1"} {

@@ -169,11 +169,11 @@ func TestRedisClusterHotKey(t *testing.T) {
 	addrs := redisClusterAddrs(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("k", "v1")
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
-	key := hs.app + ":k"
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
+	key := hs.App + ":k"
 	master := masterOf(t, cc, key)
 
 	read := func(n int) (reads int64, masterGets int64) {
@@ -191,7 +191,7 @@ func TestRedisClusterHotKey(t *testing.T) {
 		t.Fatalf("cold: %d GETs on the key's master for %d reads: the reads did not reach it", gets, reads)
 	}
 
-	hs.set("k")
+	hs.Set("k")
 	awaitHot(t, cs, "k")
 	reads, gets = read(20000)
 	spared := 1 - float64(gets)/float64(reads)
@@ -231,7 +231,7 @@ func TestRedisClusterWrites(t *testing.T) {
 	addrs := redisClusterAddrs(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource()
 	var keys []string
 	for i := range 300 {
@@ -239,8 +239,8 @@ func TestRedisClusterWrites(t *testing.T) {
 		keys = append(keys, k)
 		src.data[k] = []byte("v1")
 	}
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
 
 	// Warm: every key lands, on every master.
 	st, err := cs[0].Warm(t.Context(), keys)
@@ -249,10 +249,10 @@ func TestRedisClusterWrites(t *testing.T) {
 	}
 	perMaster := map[string]int{}
 	for _, k := range keys {
-		if n, err := cc.Exists(t.Context(), hs.app+":"+k).Result(); err != nil || n != 1 {
+		if n, err := cc.Exists(t.Context(), hs.App+":"+k).Result(); err != nil || n != 1 {
 			t.Fatalf("after Warm, %s: exists %d, %v", k, n, err)
 		}
-		perMaster[masterOf(t, cc, hs.app+":"+k)]++
+		perMaster[masterOf(t, cc, hs.App+":"+k)]++
 	}
 	if len(perMaster) != 3 {
 		t.Fatalf("warmed keys on masters %v, want 3", perMaster)
@@ -262,12 +262,12 @@ func TestRedisClusterWrites(t *testing.T) {
 	var hot []string
 	for _, k := range keys {
 		if !slices.ContainsFunc(hot, func(h string) bool {
-			return masterOf(t, cc, hs.app+":"+h) == masterOf(t, cc, hs.app+":"+k)
+			return masterOf(t, cc, hs.App+":"+h) == masterOf(t, cc, hs.App+":"+k)
 		}) {
 			hot = append(hot, k)
 		}
 	}
-	hs.set(hot...)
+	hs.Set(hot...)
 	awaitHot(t, cs, hot...)
 	for _, k := range hot {
 		start := time.Now()
@@ -283,7 +283,7 @@ func TestRedisClusterWrites(t *testing.T) {
 			t.Logf("%s: instance %d after %v", k, i, time.Since(start))
 			worst = max(worst, time.Since(start))
 		}
-		t.Logf("%s (master %s): every instance serves the new value after %v", k, masterOf(t, cc, hs.app+":"+k), worst)
+		t.Logf("%s (master %s): every instance serves the new value after %v", k, masterOf(t, cc, hs.App+":"+k), worst)
 		if worst > 100*time.Millisecond {
 			t.Errorf("%s: slowest instance served the new value after %v, want <= 100ms", k, worst)
 		}
@@ -300,7 +300,7 @@ func TestRedisClusterWrites(t *testing.T) {
 	}
 	var left []string
 	var mu sync.Mutex // ForEachMaster runs fn on every master at once
-	for _, pattern := range []string{hs.app + ":w*", "{" + replicaTagPrefix + "*}" + hs.app + ":w*"} {
+	for _, pattern := range []string{hs.App + ":w*", "{" + replicaTagPrefix + "*}" + hs.App + ":w*"} {
 		err := cc.ForEachMaster(t.Context(), func(ctx context.Context, m *redis.Client) error {
 			ks, err := m.Keys(ctx, pattern).Result()
 			mu.Lock()
@@ -329,19 +329,19 @@ func TestRedisClusterBroadcast(t *testing.T) {
 	addrs := redisClusterAddrs(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("k", "v1")
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
-	hs.set("k")
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
+	hs.Set("k")
 	awaitHot(t, cs, "k") // loaded from the source: the copies hold v1
 	for _, nd := range cs[0].rep.list {
 		waitFor(t, "the copy under "+nd.tag, func() bool {
-			v, err := cc.Get(t.Context(), nd.tag+hs.app+":k").Result()
+			v, err := cc.Get(t.Context(), nd.tag+hs.App+":k").Result()
 			return err == nil && v == "v1"
 		})
 	}
-	if err := cc.Set(t.Context(), hs.app+":k", "v2", time.Minute).Err(); err != nil { // the proxy's write
+	if err := cc.Set(t.Context(), hs.App+":k", "v2", time.Minute).Err(); err != nil { // the proxy's write
 		t.Fatal(err)
 	}
 	if err := cs[1].Broadcast(t.Context(), "k"); err != nil {
@@ -442,7 +442,7 @@ func TestRedisClusterReshard(t *testing.T) {
 	addrs := redisClusterAddrs(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	const slot = 0
 	from := slotMaster(t, cc, slot)
 	name := slotKey(t, cc, slot)
@@ -474,9 +474,9 @@ func TestRedisClusterReshard(t *testing.T) {
 		}
 		_, _ = pipe.Exec(context.Background())
 	})
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.app+":"), WithLoader(src)) // the tag keeps the slot
-	hs.set(hot)
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src)) // the tag keeps the slot
+	hs.Set(hot)
 	awaitHot(t, cs, hot)
 
 	var value atomic.Value
@@ -535,7 +535,7 @@ type failoverApp struct {
 func newFailoverApp(t *testing.T, redisOpt Option) *failoverApp {
 	t.Helper()
 	zkAddr := stacktest.ZK(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "v1")
 	a := &failoverApp{}
 	a.value.Store("v1")
@@ -544,12 +544,12 @@ func newFailoverApp(t *testing.T, redisOpt Option) *failoverApp {
 		a.cold = append(a.cold, k)
 		src.data[k] = []byte("c" + k)
 	}
-	a.cs = startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		redisOpt, WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
+	a.cs = startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		redisOpt, WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
 	for _, k := range a.cold {
 		get(t, a.cs[0], k) // into Redis
 	}
-	hs.set("hot")
+	hs.Set("hot")
 	awaitHot(t, a.cs, "hot")
 	return a
 }

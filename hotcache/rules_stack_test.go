@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
@@ -18,26 +17,6 @@ import (
 
 // These tests run against the real local stack: what rules need from the
 // SDK (bytes and writes in its batches, write keys never cached).
-
-// setKeys makes keys, as given (rule and kind included), the hot set of
-// one shard node (TTL 60 s).
-func (h *hotSet) setKeys(keys ...hotset.Key) {
-	h.t.Helper()
-	s := &hotset.Shard{App: h.app, Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 60_000, Keys: keys}
-	b, err := hotset.Encode(s)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p := hotset.ShardPath(h.root, h.app, "agg-1")
-	if _, err := h.conn.Set(p, b, -1); errors.Is(err, zk.ErrNoNode) {
-		_, err = h.conn.Create(p, b, 0, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			h.t.Fatal(err)
-		}
-	} else if err != nil {
-		h.t.Fatal(err)
-	}
-}
 
 // TestReportBytesAndWritesToKafka checks that what the SDK serves and writes
 // reaches Kafka as version 3 batch entries with the right op and bytes, as
@@ -51,19 +30,19 @@ func TestReportBytesAndWritesToKafka(t *testing.T) {
 	if _, err := kafkaio.EnsureTopic(ctx, []string{broker}, topic, 1); err != nil {
 		t.Fatal(err)
 	}
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "0123456789", "l2", "abcd", "src", "xyz")
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	prefix := hs.app + ":"
+	prefix := hs.App + ":"
 	if err := rdb.Set(ctx, prefix+"l2", "abcde", time.Minute).Err(); err != nil { // in Redis, 5 bytes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Del(context.Background(), prefix+"l2", prefix+"src", prefix+"hot", prefix+"w") })
-	c := newClient(t, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root), WithRedis(redisAddr),
+	c := newClient(t, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root), WithRedis(redisAddr),
 		WithRedisKeyPrefix(prefix), WithLoader(src), WithKafka([]string{broker}, topic),
 		WithLocalProtection(NoLimit, time.Second))
-	hs.setKeys(hotset.Key{Key: "hot", Rate: 5000, Rule: ruleIndex(-1), Kind: "count"})
+	hs.SetKeys(hotset.Key{Key: "hot", Rate: 5000, Rule: ruleIndex(-1), Kind: "count"})
 	waitFor(t, "hot in L1", func() bool { h := c.Hot(); return len(h) == 1 && h[0].Loaded })
 
 	for range 200 {
@@ -144,16 +123,16 @@ func TestReportBytesAndWritesToKafka(t *testing.T) {
 func TestWriteKeyNeverInL1(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
 	ctx := t.Context()
-	hs := newHotSet(t, zkAddr)
-	prefix := hs.app + ":"
+	hs := stacktest.NewHotSet(t, zkAddr)
+	prefix := hs.App + ":"
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	t.Cleanup(func() { rdb.Del(context.Background(), prefix+"c", prefix+"w") })
 	src := newSource("c", "c1", "w", "w1")
-	cs := startInstances(t, 2, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+	cs := startInstances(t, 2, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(redisAddr), WithRedisKeyPrefix(prefix), WithLoader(src),
 		WithLocalProtection(NoLimit, time.Second))
-	hs.setKeys(hotset.Key{Key: "c", Rate: 5000, Rule: ruleIndex(0), Kind: "count"},
+	hs.SetKeys(hotset.Key{Key: "c", Rate: 5000, Rule: ruleIndex(0), Kind: "count"},
 		hotset.Key{Key: "w", Rate: 5000, Rule: ruleIndex(1), Kind: "write"})
 	for _, c := range cs {
 		waitFor(t, "c in L1 and w published", func() bool {
@@ -193,7 +172,7 @@ func TestWriteKeyNeverInL1(t *testing.T) {
 	}
 	// c turns into a write key: every instance drops it from L1.
 	start := time.Now()
-	hs.setKeys(hotset.Key{Key: "c", Rate: 5000, Rule: ruleIndex(1), Kind: "write"},
+	hs.SetKeys(hotset.Key{Key: "c", Rate: 5000, Rule: ruleIndex(1), Kind: "write"},
 		hotset.Key{Key: "w", Rate: 5000, Rule: ruleIndex(1), Kind: "write"})
 	for i, c := range cs {
 		waitFor(t, "c out of L1", func() bool { return !c.IsHot("c") })

@@ -15,13 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
@@ -29,50 +27,6 @@ import (
 
 // These tests run against the real local stack (internal/stacktest) and
 // write the hot set znodes themselves, as an aggregator would.
-
-// hotSet writes one shard node of an app's hot set.
-type hotSet struct {
-	t    *testing.T
-	conn *zk.Conn
-	root string
-	app  string
-}
-
-func newHotSet(t *testing.T, zkAddr string) *hotSet {
-	conn, _, err := zk.Connect([]string{zkAddr}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := stacktest.Name(t)
-	h := &hotSet{t: t, conn: conn, root: "/" + name, app: name}
-	for _, dir := range []string{h.root, hotset.HotDir(h.root), hotset.AppDir(h.root, h.app)} {
-		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		p := hotset.AppDir(h.root, h.app)
-		children, _, _ := conn.Children(p)
-		for _, c := range children {
-			_ = conn.Delete(p+"/"+c, -1)
-		}
-		for _, d := range []string{p, hotset.HotDir(h.root), h.root} {
-			_ = conn.Delete(d, -1)
-		}
-		conn.Close()
-	})
-	return h
-}
-
-// set makes keys the hot set (one shard, TTL 60 s).
-func (h *hotSet) set(keys ...string) {
-	h.t.Helper()
-	ks := make([]hotset.Key, len(keys))
-	for i, k := range keys {
-		ks[i] = hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()}
-	}
-	h.setKeys(ks...)
-}
 
 // redisServer is a redis-server of the test's own, so that stopping it does
 // not disturb anyone else's tests.
@@ -183,7 +137,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // served from L1, less the value's load time.
 func TestPromotionDelayEveryInstance(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource()
 	const changes, instances = 200, 4
 	for i := range changes {
@@ -207,8 +161,8 @@ func TestPromotionDelayEveryInstance(t *testing.T) {
 		all = append(all, promoted{key, at})
 		mu.Unlock()
 	}
-	startInstances(t, instances, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedis(redisAddr), WithRedisKeyPrefix(hs.app+":"), WithLoader(src), withPromotedHook(hook))
+	startInstances(t, instances, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedis(redisAddr), WithRedisKeyPrefix(hs.App+":"), WithLoader(src), withPromotedHook(hook))
 	stopProbe := schedulerProbe()
 	// Each change adds one key and drops the one added 20 changes earlier,
 	// so every key stays hot long enough to be loaded even when ZooKeeper
@@ -223,7 +177,7 @@ func TestPromotionDelayEveryInstance(t *testing.T) {
 		mu.Lock()
 		issued[k] = time.Now()
 		mu.Unlock()
-		hs.set(window...)
+		hs.Set(window...)
 		mu.Lock()
 		written[k] = time.Now()
 		mu.Unlock()
@@ -292,9 +246,9 @@ func schedulerProbe() func() time.Duration {
 func TestStorm(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
 	rs := startRedis(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("item:1", "value")
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(rs.addr), WithLoader(src))
 	storm := func(d time.Duration) int64 {
 		var reads atomic.Int64
@@ -328,7 +282,7 @@ func TestStorm(t *testing.T) {
 		t.Errorf("cold storm: %d Redis GETs for %d reads, want no more than the reads", coldGets, reads)
 	}
 
-	hs.set("item:1")
+	hs.Set("item:1")
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { return c.Hot() != nil && len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	}
@@ -346,12 +300,12 @@ func TestStorm(t *testing.T) {
 func TestRedisOutage(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
 	rs := startRedis(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "h", "recent", "r", "other", "o")
-	c := startInstances(t, 1, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
+	c := startInstances(t, 1, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
 		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond),
 		WithBreaker(Breaker{Failures: 3, OpenFor: 300 * time.Millisecond, FallbackAge: 10 * time.Second}))[0]
-	hs.set("hot")
+	hs.Set("hot")
 	waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	get(t, c, "recent")
 	c.recent.Wait()
@@ -389,11 +343,11 @@ func TestRedisOutage(t *testing.T) {
 // measures when every instance serves the new value.
 func TestInvalidationEveryInstance(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	hs := newHotSet(t, zkAddr)
+	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("k", "v1")
-	cs := startInstances(t, 4, WithApp(hs.app), WithZooKeeper([]string{zkAddr}, hs.root),
-		WithRedis(redisAddr), WithRedisKeyPrefix(hs.app+":"), WithLoader(src))
-	hs.set("k")
+	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
+		WithRedis(redisAddr), WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
+	hs.Set("k")
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 		if got := get(t, c, "k"); got != "v1" {
@@ -584,14 +538,14 @@ func newCutProxy(t *testing.T, target string, cut bool) *cutProxy {
 // set arrives.
 func TestZooKeeperLate(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
-	hs := newHotSet(t, zkAddr)
-	hs.set("k")
+	hs := stacktest.NewHotSet(t, zkAddr)
+	hs.Set("k")
 	px := newCutProxy(t, zkAddr, true)
 	start := time.Now()
 	// The registry also checks that connecting again registers nothing twice
 	// and that the session's state is exported.
 	reg := prometheus.NewRegistry()
-	c := newClient(t, WithApp(hs.app), WithZooKeeper([]string{px.ln.Addr().String()}, hs.root),
+	c := newClient(t, WithApp(hs.App), WithZooKeeper([]string{px.ln.Addr().String()}, hs.Root),
 		WithLoader(newSource("k", "v")), WithRegisterer(reg))
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("New with ZooKeeper unreachable took %v, want <= 4s (2s to connect, then closing the attempt)", took)

@@ -371,12 +371,12 @@ func TestRedisClusterProxyCompat(t *testing.T) {
 func TestRedisClusterProxyHotKey(t *testing.T) {
 	f := newClusterFixture(t)
 	zkAddr := stacktest.ZK(t)
-	h := newHotSet(t, zkAddr)
-	tp := startClusterProxy(t, f.addrs, func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.root, h.app })
+	h := stacktest.NewHotSet(t, zkAddr)
+	tp := startClusterProxy(t, f.addrs, func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App })
 	ctx := context.Background()
 	hot := f.prefix + "hot"
 	f.cc.Set(ctx, hot, "v1", 0)
-	h.set(hot)
+	h.Set(hot)
 	waitUntil(t, 10*time.Second, "the key hot in the proxy", func() bool {
 		c := dialRaw(t, tp.addr)
 		defer c.close()

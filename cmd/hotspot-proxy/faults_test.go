@@ -153,13 +153,13 @@ func (c *cutter) cut() {
 // stays (as in the SDK), and hot keys are still answered from L1.
 func TestFaultZooKeeperAway(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	h := newHotSet(t, zkAddr)
-	cleanKeys(t, redisAddr, h.app)
+	h := stacktest.NewHotSet(t, zkAddr)
+	cleanKeys(t, redisAddr, h.App)
 	cut := newCutter(t, zkAddr)
-	tp := startProxy(t, redisAddr, func(c *config) { c.zk, c.zkRoot, c.app = []string{cut.addr()}, h.root, h.app })
-	key := h.app + ":hot"
+	tp := startProxy(t, redisAddr, func(c *config) { c.zk, c.zkRoot, c.app = []string{cut.addr()}, h.Root, h.App })
+	key := h.App + ":hot"
 	newRedis(redisAddr).Set(context.Background(), key, "v", 0)
-	h.set(key)
+	h.Set(key)
 	c := dialRaw(t, tp.addr)
 	defer c.close()
 	waitUntil(t, 10*time.Second, "the key hot", func() bool { return string(c.do("HOTSPOT", "KEYS")) != "*0\r\n" })

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/mediocregopher/radix/v4/resp"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
@@ -188,61 +185,6 @@ func commandCalls(t *testing.T, addr, cmd string) int64 {
 		}
 	}
 	return 0
-}
-
-// hotSet writes an app's hot set in ZooKeeper as an aggregator would.
-type hotSet struct {
-	t    *testing.T
-	conn *zk.Conn
-	root string
-	app  string
-}
-
-func newHotSet(t *testing.T, zkAddr string) *hotSet {
-	conn, _, err := zk.Connect([]string{zkAddr}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := stacktest.Name(t)
-	h := &hotSet{t: t, conn: conn, root: "/" + name, app: name}
-	for _, dir := range []string{h.root, hotset.HotDir(h.root), hotset.AppDir(h.root, h.app)} {
-		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		p := hotset.AppDir(h.root, h.app)
-		children, _, _ := conn.Children(p)
-		for _, c := range children {
-			_ = conn.Delete(p+"/"+c, -1)
-		}
-		for _, d := range []string{p, hotset.HotDir(h.root), h.root} {
-			_ = conn.Delete(d, -1)
-		}
-		conn.Close()
-	})
-	return h
-}
-
-func (h *hotSet) set(keys ...string) {
-	h.t.Helper()
-	ks := make([]hotset.Key, len(keys))
-	for i, k := range keys {
-		ks[i] = hotset.Key{Key: k, Rate: 5000, Since: time.Now().UnixMilli()}
-	}
-	s := &hotset.Shard{App: h.app, Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 60_000, Keys: ks}
-	b, err := hotset.Encode(s)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p := hotset.ShardPath(h.root, h.app, "agg-1")
-	if _, err := h.conn.Set(p, b, -1); errors.Is(err, zk.ErrNoNode) {
-		if _, err = h.conn.Create(p, b, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			h.t.Fatal(err)
-		}
-	} else if err != nil {
-		h.t.Fatal(err)
-	}
 }
 
 // redisServer is a redis-server of the test's own, which it may restart.

@@ -30,13 +30,13 @@ func infoField(t *testing.T, addr, field string) int64 {
 // proxy reaches another proxy and an SDK instance at once.
 func TestHotKeyFromL1(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	h := newHotSet(t, zkAddr)
-	prefix := h.app + ":"
+	h := stacktest.NewHotSet(t, zkAddr)
+	prefix := h.App + ":"
 	cleanKeys(t, redisAddr, prefix)
-	withZK := func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.root, h.app }
+	withZK := func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App }
 	p1 := startProxy(t, redisAddr, withZK)
 	p2 := startProxy(t, redisAddr, withZK)
-	sdk, err := hotcache.New(t.Context(), hotcache.WithApp(h.app), hotcache.WithZooKeeper([]string{zkAddr}, h.root),
+	sdk, err := hotcache.New(t.Context(), hotcache.WithApp(h.App), hotcache.WithZooKeeper([]string{zkAddr}, h.Root),
 		hotcache.WithRedis(redisAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestHotKeyFromL1(t *testing.T) {
 	ctx := context.Background()
 	rdb.Set(ctx, hot, "v1", 0)
 	rdb.HSet(ctx, hash, "f", "1", "g", "2")
-	h.set(hot, hash)
+	h.Set(hot, hash)
 	waitUntil(t, 10*time.Second, "the keys hot in both proxies", func() bool {
 		c1, c2 := dialRaw(t, p1.addr), dialRaw(t, p2.addr)
 		defer c1.close()
@@ -150,19 +150,19 @@ func TestHotKeyFromL1(t *testing.T) {
 // error with --limited-reply error.
 func TestHotReadLimit(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
-	h := newHotSet(t, zkAddr)
-	prefix := h.app + ":"
+	h := stacktest.NewHotSet(t, zkAddr)
+	prefix := h.App + ":"
 	cleanKeys(t, redisAddr, prefix)
 	for _, mode := range []string{"null", "error"} {
 		t.Run(mode, func(t *testing.T) {
 			tp := startProxy(t, redisAddr, func(c *config) {
-				c.zk, c.zkRoot, c.app, c.hotRate, c.limitedError = []string{zkAddr}, h.root, h.app, 10, mode == "error"
+				c.zk, c.zkRoot, c.app, c.hotRate, c.limitedError = []string{zkAddr}, h.Root, h.App, 10, mode == "error"
 			})
 			key := prefix + "limited-" + mode
 			rdb := newRedis(redisAddr)
 			defer rdb.Close()
 			rdb.HSet(context.Background(), key, "f", "v")
-			h.set(key)
+			h.Set(key)
 			c := dialRaw(t, tp.addr)
 			defer c.close()
 			waitUntil(t, 10*time.Second, "the key hot", func() bool { return string(c.do("HOTSPOT", "KEYS")) != "*0\r\n" })
