@@ -124,7 +124,7 @@ func TestGlobEscape(t *testing.T) {
 // TestPrefixAndWarmOnRing runs InvalidatePrefix and Warm over two Redis
 // servers sharded by the ring: every server is walked, every key is warmed.
 func TestPrefixAndWarmOnRing(t *testing.T) {
-	r1, r2 := startRedis(t), startRedis(t)
+	r1, r2 := stacktest.StartRedisServer(t), stacktest.StartRedisServer(t)
 	src := newSource("other", "o")
 	var keys []string
 	for i := range 300 {
@@ -132,12 +132,12 @@ func TestPrefixAndWarmOnRing(t *testing.T) {
 		src.data[k] = []byte("v")
 		keys = append(keys, k)
 	}
-	c := newClient(t, WithRedis(r1.addr, r2.addr), WithLoader(src), WithLoaderLimit(NoLimit), WithWarmLimit(NoLimit))
+	c := newClient(t, WithRedis(r1.Addr, r2.Addr), WithLoader(src), WithLoaderLimit(NoLimit), WithWarmLimit(NoLimit))
 	waitFor(t, "both Redis shards up in the ring", func() bool {
 		return c.rdb.Ping(context.Background()).Err() == nil
 	})
 	dbsize := func() (n []int64) {
-		for _, a := range []string{r1.addr, r2.addr} {
+		for _, a := range []string{r1.Addr, r2.Addr} {
 			rc := redis.NewClient(&redis.Options{Addr: a})
 			n = append(n, rc.DBSize(context.Background()).Val())
 			rc.Close()

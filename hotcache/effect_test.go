@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -189,14 +190,14 @@ func TestEffectPaths(t *testing.T) {
 // against a Redis server of the test's own: a Redis hit is an L2 read, a
 // Redis miss an L2 read and a source load. A promoted key's Gets are L1 hits.
 func TestEffectPathsRedis(t *testing.T) {
-	r := startRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr})
+	r := stacktest.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 	if err := rdb.Set(context.Background(), "inredis", "r", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	sink := newMemSink()
-	c := newClient(t, WithRedis(r.addr), WithLoader(newSource("l1", "1")), withSink(sink))
+	c := newClient(t, WithRedis(r.Addr), WithLoader(newSource("l1", "1")), withSink(sink))
 	promote(t, c, "l1")
 	for range 50 {
 		get(t, c, "l1")

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
 // TestLocalProtection reads one cold key hard from one instance, with local
 // protection off and on, and counts the GETs the private Redis served.
 func TestLocalProtection(t *testing.T) {
-	rs := startRedis(t)
+	rs := stacktest.StartRedisServer(t)
 	storm := func(c *Client, d time.Duration) int {
 		var wg sync.WaitGroup
 		var mu sync.Mutex // guards reads
@@ -50,15 +51,15 @@ func TestLocalProtection(t *testing.T) {
 		{"default 400/s", nil, 3 * 401},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := []Option{WithRedis(rs.addr), WithLoader(newSource("item:1", "v"))}
+			opts := []Option{WithRedis(rs.Addr), WithLoader(newSource("item:1", "v"))}
 			if tt.opt != nil {
 				opts = append(opts, tt.opt)
 			}
 			c := newClient(t, opts...)
 			get(t, c, "item:1") // now in Redis
-			g0 := rs.gets(t)
+			g0 := getCalls(t, rs.Addr)
 			reads := storm(c, d)
-			gets := rs.gets(t) - g0
+			gets := getCalls(t, rs.Addr) - g0
 			t.Logf("local protection %s: %d Gets, %d Redis GETs in %v (%.0f GETs/s)", tt.name, reads, gets, d, float64(gets)/d.Seconds())
 			if tt.maxGets >= 0 && gets > tt.maxGets {
 				t.Errorf("Redis GETs = %d in %v, want <= %d", gets, d, tt.maxGets)

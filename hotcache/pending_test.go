@@ -5,29 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
-
-// pause and resume freeze the private redis-server (SIGSTOP/SIGCONT): an
-// outage in which Redis keeps its data, so old values are still there when
-// it answers again.
-func (r *redisServer) pause() {
-	r.t.Helper()
-	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *redisServer) resume() {
-	r.t.Helper()
-	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		r.t.Fatal(err)
-	}
-}
 
 // TestSetDuringRedisOutage writes a hot and a cold key through one of 4
 // instances while Redis does not answer, and checks that the writer never
@@ -35,12 +17,12 @@ func (r *redisServer) resume() {
 // the new ones within 1 s of Redis answering again.
 func TestSetDuringRedisOutage(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
-	rs := startRedis(t)
-	t.Cleanup(rs.resume) // never leave a stopped process behind
+	rs := stacktest.StartRedisServer(t)
+	t.Cleanup(rs.Resume) // never leave a stopped process behind
 	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "h1", "cold", "c1")
 	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
-		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond))
+		WithRedis(rs.Addr), WithLoader(src), WithTimeout(100*time.Millisecond))
 	hs.Set("hot")
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { h := c.Hot(); return len(h) == 1 && h[0].Loaded })
@@ -52,7 +34,7 @@ func TestSetDuringRedisOutage(t *testing.T) {
 		c.recent.Wait()
 	}
 
-	rs.pause()
+	rs.Pause()
 	w := cs[0]
 	for k, v := range map[string]string{"hot": "h2", "cold": "c2"} {
 		err := w.Set(context.Background(), k, []byte(v))
@@ -90,7 +72,7 @@ func TestSetDuringRedisOutage(t *testing.T) {
 		}
 	}
 
-	rs.resume()
+	rs.Resume()
 	back := time.Now()
 	var worst time.Duration
 	for i, c := range cs {

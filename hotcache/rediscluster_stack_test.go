@@ -28,32 +28,6 @@ import (
 // stack.sh and start it again: the setups stay whole, though which node is
 // a master may change, so the tests find masters by asking the cluster.
 
-// redisClusterAddrs returns the cluster's seed addresses, or skips.
-func redisClusterAddrs(t *testing.T) []string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("Redis Cluster test; -short skips it")
-	}
-	v := os.Getenv("HOTSPOT_REDIS_CLUSTER")
-	if v == "" {
-		t.Skip("needs the Redis Cluster: `deployments/local/stack.sh up --redis-cluster` and `eval \"$(deployments/local/stack.sh env --redis-cluster)\"`")
-	}
-	return strings.Split(v, ",")
-}
-
-// redisSentinel returns the sentinels' master name and addresses, or skips.
-func redisSentinel(t *testing.T) (string, []string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("Redis Sentinel test; -short skips it")
-	}
-	v := os.Getenv("HOTSPOT_REDIS_SENTINEL")
-	if v == "" {
-		t.Skip("needs the Sentinel setup: `deployments/local/stack.sh up --redis-sentinel` and `eval \"$(deployments/local/stack.sh env --redis-sentinel)\"`")
-	}
-	return os.Getenv("HOTSPOT_REDIS_SENTINEL_MASTER"), strings.Split(v, ",")
-}
-
 // stackMember runs `stack.sh VERB MEMBER FLAG`, to kill or start one member.
 func stackMember(t *testing.T, verb, member, flag string) {
 	t.Helper()
@@ -166,7 +140,7 @@ func awaitHot(t *testing.T, cs []*Client, keys ...string) {
 // key's reads reach its master; once promoted, at least 95 % of them no
 // longer do, and its L2 copies sit on distinct masters.
 func TestRedisClusterHotKey(t *testing.T) {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
 	hs := stacktest.NewHotSet(t, zkAddr)
@@ -228,7 +202,7 @@ func TestRedisClusterHotKey(t *testing.T) {
 // within the broadcast bound whichever master holds the key; Warm and
 // InvalidatePrefix cover every master.
 func TestRedisClusterWrites(t *testing.T) {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
 	hs := stacktest.NewHotSet(t, zkAddr)
@@ -326,7 +300,7 @@ func TestRedisClusterWrites(t *testing.T) {
 // deleted the key's tagged copies, which still held the old one, before it
 // told them to reload.
 func TestRedisClusterBroadcast(t *testing.T) {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
 	hs := stacktest.NewHotSet(t, zkAddr)
@@ -439,7 +413,7 @@ func reshard(t *testing.T, seed, from, to string, count int) time.Duration {
 // a Set is seen by every instance (no stale value). Then it moves the slot
 // back: the lowest slot of its new master, so redis-cli picks it.
 func TestRedisClusterReshard(t *testing.T) {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	zkAddr := stacktest.ZK(t)
 	cc := clusterAdmin(t, addrs)
 	hs := stacktest.NewHotSet(t, zkAddr)
@@ -650,7 +624,7 @@ func (a *failoverApp) failover(t *testing.T, fault func(), victim string, newMas
 // over, the hot key is served all along, cold keys recover, and a Set after
 // the failover reaches every instance.
 func TestRedisClusterMasterKill(t *testing.T) {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	cc := clusterAdmin(t, addrs)
 	a := newFailoverApp(t, WithRedisCluster(addrs...))
 	channel := a.cs[0].channel
@@ -683,7 +657,7 @@ func slotOwner(t *testing.T, cc *redis.ClusterClient, slot int) string {
 // is promoted, the hot key is served all along, cold keys recover, and a
 // Set after the failover reaches every instance.
 func TestRedisSentinelFailover(t *testing.T) {
-	master, sentinels := redisSentinel(t)
+	master, sentinels := stacktest.RedisSentinel(t)
 	sc := sentinelAdmin(t, master, sentinels)
 	a := newFailoverApp(t, WithRedisSentinel(master, sentinels...))
 	primary := func() string {

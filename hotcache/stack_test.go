@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,63 +26,6 @@ import (
 
 // These tests run against the real local stack (internal/stacktest) and
 // write the hot set znodes themselves, as an aggregator would.
-
-// redisServer is a redis-server of the test's own, so that stopping it does
-// not disturb anyone else's tests.
-type redisServer struct {
-	t    *testing.T
-	port int
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		stacktest.Redis(t) // skip (or fail under CI) the way the shared stack does
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &redisServer{t: t, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return
-		}
-		if i > 200 {
-			r.t.Fatalf("redis-server on %s did not start", r.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (r *redisServer) stop() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
-// gets returns how many GET commands the server has run.
-func (r *redisServer) gets(t *testing.T) int64 { return getCalls(t, r.addr) }
 
 // getCalls returns how many GETs the Redis server at addr has run.
 func getCalls(tb testing.TB, addr string) int64 {
@@ -245,11 +187,11 @@ func schedulerProbe() func() time.Duration {
 // TestStorm reads one key hard on 4 instances, before and after it is promoted.
 func TestStorm(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
-	rs := startRedis(t)
+	rs := stacktest.StartRedisServer(t)
 	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("item:1", "value")
 	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
-		WithRedis(rs.addr), WithLoader(src))
+		WithRedis(rs.Addr), WithLoader(src))
 	storm := func(d time.Duration) int64 {
 		var reads atomic.Int64
 		var wg sync.WaitGroup
@@ -271,9 +213,9 @@ func TestStorm(t *testing.T) {
 		return reads.Load()
 	}
 
-	g0 := rs.gets(t)
+	g0 := getCalls(t, rs.Addr)
 	reads := storm(time.Second)
-	coldGets, coldLoads := rs.gets(t)-g0, src.loads.Load()
+	coldGets, coldLoads := getCalls(t, rs.Addr)-g0, src.loads.Load()
 	t.Logf("cold: %d reads, %d Redis GETs, %d source loads", reads, coldGets, coldLoads)
 	if coldLoads > 4 {
 		t.Errorf("cold storm: %d source loads, want <= 4 (one per instance at most)", coldLoads)
@@ -286,9 +228,9 @@ func TestStorm(t *testing.T) {
 	for _, c := range cs {
 		waitFor(t, "promotion", func() bool { return c.Hot() != nil && len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	}
-	g0, l0 := rs.gets(t), src.loads.Load()
+	g0, l0 := getCalls(t, rs.Addr), src.loads.Load()
 	reads = storm(time.Second)
-	hotGets, hotLoads := rs.gets(t)-g0, src.loads.Load()-l0
+	hotGets, hotLoads := getCalls(t, rs.Addr)-g0, src.loads.Load()-l0
 	t.Logf("hot: %d reads, %d Redis GETs, %d source loads", reads, hotGets, hotLoads)
 	// Refreshes only: at most one per instance per half L1 TTL (10 s).
 	if hotGets > 4 || hotLoads > 0 {
@@ -299,18 +241,18 @@ func TestStorm(t *testing.T) {
 // TestRedisOutage stops Redis under a running client and starts it again.
 func TestRedisOutage(t *testing.T) {
 	zkAddr := stacktest.ZK(t)
-	rs := startRedis(t)
+	rs := stacktest.StartRedisServer(t)
 	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("hot", "h", "recent", "r", "other", "o")
 	c := startInstances(t, 1, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
-		WithRedis(rs.addr), WithLoader(src), WithTimeout(100*time.Millisecond),
+		WithRedis(rs.Addr), WithLoader(src), WithTimeout(100*time.Millisecond),
 		WithBreaker(Breaker{Failures: 3, OpenFor: 300 * time.Millisecond, FallbackAge: 10 * time.Second}))[0]
 	hs.Set("hot")
 	waitFor(t, "promotion", func() bool { return len(c.Hot()) == 1 && c.Hot()[0].Loaded })
 	get(t, c, "recent")
 	c.recent.Wait()
 
-	rs.stop()
+	rs.Stop()
 	for range 100 {
 		if got := get(t, c, "hot"); got != "h" {
 			t.Fatalf("hot key during the outage = %q, want h", got)
@@ -332,7 +274,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 	t.Logf("cold key with the breaker open: %v in %v", err, time.Since(start))
 
-	rs.start()
+	rs.Start()
 	waitFor(t, "the breaker to close", func() bool {
 		v, err := c.Get(context.Background(), "other")
 		return err == nil && string(v) == "o" && c.br.state.Load() == stateClosed
@@ -431,18 +373,18 @@ func TestReportToKafka(t *testing.T) {
 // TestRedisShardedByRing gives the Client two Redis servers and checks each
 // written-back key lands on the server Hotspot's ring names for it.
 func TestRedisShardedByRing(t *testing.T) {
-	r1, r2 := startRedis(t), startRedis(t)
+	r1, r2 := stacktest.StartRedisServer(t), stacktest.StartRedisServer(t)
 	src := newSource()
 	for i := range 200 {
 		src.data[fmt.Sprint("k", i)] = []byte("v")
 	}
-	c := newClient(t, WithRedis(r1.addr, r2.addr), WithLoader(src))
-	ring, err := router.New([]router.Node{{ID: r1.addr}, {ID: r2.addr}}, router.Config{})
+	c := newClient(t, WithRedis(r1.Addr, r2.Addr), WithLoader(src))
+	ring, err := router.New([]router.Node{{ID: r1.Addr}, {ID: r2.Addr}}, router.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	conns := map[string]*redis.Client{}
-	for _, a := range []string{r1.addr, r2.addr} {
+	for _, a := range []string{r1.Addr, r2.Addr} {
 		conns[a] = redis.NewClient(&redis.Options{Addr: a})
 		defer conns[a].Close()
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -23,20 +22,6 @@ import (
 // (`deployments/local/stack.sh up --redis-cluster`). Keys of these tests
 // start with "rcp:" and the test's name; nothing here kills or reshards a
 // node.
-
-// redisClusterAddrs returns the cluster's seed nodes, or skips (even under
-// CI=true: the cluster is started by make test-redis only).
-func redisClusterAddrs(t *testing.T) []string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("Redis Cluster test; -short skips it")
-	}
-	v := os.Getenv("HOTSPOT_REDIS_CLUSTER")
-	if v == "" {
-		t.Skip("needs the Redis Cluster: `deployments/local/stack.sh up --redis-cluster` and `eval \"$(deployments/local/stack.sh env --redis-cluster)\"`")
-	}
-	return strings.Split(v, ",")
-}
 
 // startClusterProxy runs a proxy in cluster mode in front of addrs.
 func startClusterProxy(t *testing.T, addrs []string, mod func(*config)) *testProxy {
@@ -59,7 +44,7 @@ type clusterFixture struct {
 }
 
 func newClusterFixture(t *testing.T) *clusterFixture {
-	addrs := redisClusterAddrs(t)
+	addrs := stacktest.RedisCluster(t)
 	f := &clusterFixture{t: t, addrs: addrs, cc: redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}),
 		prefix: "rcp:" + stacktest.Name(t) + ":"}
 	ctx := context.Background()

@@ -21,8 +21,8 @@ import (
 // is its key's value, a null (the restarted server is empty), OK, or the
 // connection closes; never another key's value. The proxy then serves again.
 func TestFaultRedisRestart(t *testing.T) {
-	rs := startRedisServer(t)
-	tp := startProxy(t, rs.addr, nil)
+	rs := stacktest.StartRedisServer(t)
+	tp := startProxy(t, rs.Addr, nil)
 	stop := make(chan struct{})
 	var wrong, good, closed atomic.Int64
 	var wg sync.WaitGroup
@@ -80,9 +80,9 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	before := good.Load()
-	rs.stop()
+	rs.Stop()
 	time.Sleep(500 * time.Millisecond)
-	rs.start()
+	rs.Start()
 	restarted := time.Now()
 	waitUntil(t, 10*time.Second, "the clients served again", func() bool { return good.Load() > before+1000 })
 	t.Logf("served again %v after the restart", time.Since(restarted).Round(time.Millisecond))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,8 +14,6 @@ import (
 	"github.com/mediocregopher/radix/v4/resp"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
 // testProxy is a proxy run in the test's process.
@@ -185,63 +181,6 @@ func commandCalls(t *testing.T, addr, cmd string) int64 {
 		}
 	}
 	return 0
-}
-
-// redisServer is a redis-server of the test's own, which it may restart.
-type redisServer struct {
-	t    *testing.T
-	port int
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startRedisServer(t *testing.T) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		stacktest.Redis(t)
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not installed")
-		}
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &redisServer{t: t, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	c := newRedis(r.addr)
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return
-		}
-		if i > 300 {
-			r.t.Fatalf("redis-server on %s did not start", r.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (r *redisServer) stop() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		r.cmd = nil
-	}
 }
 
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 1<<20) }
