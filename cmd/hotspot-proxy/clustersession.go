@@ -150,13 +150,21 @@ func (cs *clusterSession) run() {
 }
 
 func (cs *clusterSession) closeAll() {
-	cs.umu.Lock()
-	for a, u := range cs.ups {
-		u.c.Close()
-		delete(cs.ups, a)
-	}
-	cs.umu.Unlock()
+	cs.closeUpstreams("")
 	cs.cc.Close()
+}
+
+// closeUpstreams closes and forgets every upstream connection but the one
+// to keep ("" for none).
+func (cs *clusterSession) closeUpstreams(keep string) {
+	cs.umu.Lock()
+	defer cs.umu.Unlock()
+	for a, u := range cs.ups {
+		if a != keep {
+			u.c.Close()
+			delete(cs.ups, a)
+		}
+	}
 }
 
 // reply writes a reply to the client.
@@ -539,14 +547,7 @@ func (cs *clusterSession) stateCommand(it *item, cmd redcon.Command) error {
 		cs.state = slices.DeleteFunc(cs.state, func(s stateCmd) bool { return s.kind == kind })
 		cs.state = append(cs.state, stateCmd{kind: kind, raw: slices.Clone(cmd.Raw)})
 	}
-	cs.umu.Lock()
-	for a, u := range cs.ups {
-		if a != node {
-			u.c.Close()
-			delete(cs.ups, a)
-		}
-	}
-	cs.umu.Unlock()
+	cs.closeUpstreams(node)
 	return nil
 }
 
@@ -713,14 +714,7 @@ func (cs *clusterSession) startPipe(addr string, raw []byte) error {
 	if err := cs.cw.Flush(); err != nil {
 		return err
 	}
-	cs.umu.Lock()
-	for a, o := range cs.ups {
-		if o != u {
-			o.c.Close()
-			delete(cs.ups, a)
-		}
-	}
-	cs.umu.Unlock()
+	cs.closeUpstreams(u.addr)
 	if _, err := u.w.Write(raw); err != nil {
 		return err
 	}
@@ -736,14 +730,7 @@ func (cs *clusterSession) startPipe(addr string, raw []byte) error {
 // drops its transaction and WATCH), the recorded state forgotten.
 func (cs *clusterSession) reset(it *item, raw []byte) error {
 	home := cs.homeAddr()
-	cs.umu.Lock()
-	for a, u := range cs.ups {
-		if a != home {
-			u.c.Close()
-			delete(cs.ups, a)
-		}
-	}
-	cs.umu.Unlock()
+	cs.closeUpstreams(home)
 	cs.state, cs.watchNode, cs.pin, cs.held, cs.queued, cs.aborted = nil, "", "", false, nil, false
 	return cs.forwardReply(it, home, raw, -1)
 }
