@@ -15,10 +15,10 @@ import (
 //
 // On a Redis Cluster a key lives on the master that owns its hash slot, and
 // a hot key melts that one master. The Client reaches the cluster through
-// go-redis's ClusterClient, which follows MOVED and ASK redirections and
-// reloads the slot table after a failover or a reshard. Cold keys are read
-// and written under their own names, so apps that share the cluster without
-// hotcache see the same keys.
+// go-redis's ClusterClient, which follows MOVED and ASK redirections, and
+// with reloadOnFailure (below) reloads its slot table soon after a master's
+// death too. Cold keys are read and written under their own names, so apps
+// that share the cluster without hotcache see the same keys.
 //
 // Hot-key replicas (replicas.go) need copies on distinct masters, but a key
 // name has one slot. Each copy is therefore stored under a hash tag: copy
@@ -101,12 +101,13 @@ func newRedisCluster(o options, dial func(ctx context.Context, network, addr str
 }
 
 // reloadOnFailure asks a ClusterClient to reload its slot table after any
-// call that failed without a reply from Redis. The Client adds it to every
-// ClusterClient it uses, one of WithRedisClient's too. go-redis reloads it on MOVED
+// call that failed without a reply from Redis. go-redis reloads it on MOVED
 // and ASK, and otherwise every ClusterStateReloadInterval (60 s): after a
 // master's death its calls go on failing against the dead address, though
 // its replica took over within a second or two, since nothing answers to
 // redirect them. go-redis runs at most one reload at a time, 200 ms apart.
+// The Client adds the hook to every ClusterClient it uses, one given to
+// WithRedisClient too.
 type reloadOnFailure struct{ cc *redis.ClusterClient }
 
 func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
