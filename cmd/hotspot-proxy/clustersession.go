@@ -83,20 +83,7 @@ func (p *Proxy) handleClusterConn(cc net.Conn) {
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
 	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
-	p.sessMu.Lock()
-	if p.sessions == nil { // shutting down
-		p.sessMu.Unlock()
-		cc.Close()
-		return
-	}
-	p.csessions[cs] = struct{}{}
-	p.sessMu.Unlock()
-	p.stats.conns.Add(1)
-	cs.run()
-	p.stats.conns.Add(-1)
-	p.sessMu.Lock()
-	delete(p.csessions, cs)
-	p.sessMu.Unlock()
+	p.track(cs, func() { cc.Close() })
 }
 
 // shutdown stops reading commands; a command already sent has grace to be

@@ -63,8 +63,8 @@ func loadCommands(ctx context.Context, rdb redis.UniversalClient) (*commandTable
 		in.movable = slices.Contains(ci.Flags, "movablekeys")
 		in.numkeysArg = numkeysAt[name]
 		in.blocking = slices.Contains(ci.Flags, "blocking")
-		in.cacheable = in.readonly && !in.write && !in.movable && in.first == 1 && in.last == 1 &&
-			!slices.Contains(ci.Flags, "blocking") && !slices.Contains(notCacheable, name)
+		in.cacheable = in.readonly && !in.write && !in.movable && !in.blocking && in.first == 1 && in.last == 1 &&
+			!slices.Contains(notCacheable, name)
 		t.m[name] = in
 	}
 	return t, nil

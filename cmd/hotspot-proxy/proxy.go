@@ -66,11 +66,10 @@ type Proxy struct {
 	appsMu     sync.Mutex
 	apps       map[string]*appClient
 
-	sessMu    sync.Mutex
-	sessions  map[*session]struct{}
-	csessions map[*clusterSession]struct{}
-	cluster   *clusterMap // cluster mode: the slot table (nil: single mode)
-	wg        sync.WaitGroup
+	sessMu   sync.Mutex
+	sessions map[clientConn]struct{} // nil once shutting down
+	cluster  *clusterMap             // cluster mode: the slot table (nil: single mode)
+	wg       sync.WaitGroup
 
 	bcast chan bcastReq
 	bg    context.Context
@@ -108,7 +107,7 @@ func (wrongTypeAsMiss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // table; it does not listen yet.
 func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, reg: prometheus.NewRegistry(), apps: map[string]*appClient{},
-		sessions: map[*session]struct{}{}, csessions: map[*clusterSession]struct{}{}, bcast: make(chan bcastReq, 10_000)}
+		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000)}
 	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.registerMetrics()
 	p.bg, p.stop = context.WithCancel(context.Background())
@@ -277,21 +276,32 @@ func (p *Proxy) handleConn(cc net.Conn) {
 		cc.Close()
 		return
 	}
-	s := newSession(p, cc, uc, p.defaultApp)
+	p.track(newSession(p, cc, uc, p.defaultApp), func() { cc.Close(); uc.Close() })
+}
+
+// clientConn is a client connection being served: a session, or a
+// clusterSession in cluster mode.
+type clientConn interface {
+	run()
+	shutdown(grace time.Duration)
+}
+
+// track runs c until it ends, unless the proxy is shutting down: then it
+// calls refused, which closes what c holds.
+func (p *Proxy) track(c clientConn, refused func()) {
 	p.sessMu.Lock()
-	if p.sessions == nil { // shutting down
+	if p.sessions == nil {
 		p.sessMu.Unlock()
-		cc.Close()
-		uc.Close()
+		refused()
 		return
 	}
-	p.sessions[s] = struct{}{}
+	p.sessions[c] = struct{}{}
 	p.sessMu.Unlock()
 	p.stats.conns.Add(1)
-	s.run()
+	c.run()
 	p.stats.conns.Add(-1)
 	p.sessMu.Lock()
-	delete(p.sessions, s)
+	delete(p.sessions, c)
 	p.sessMu.Unlock()
 }
 
@@ -300,9 +310,6 @@ func (p *Proxy) handleConn(cc net.Conn) {
 func (p *Proxy) shutdown(grace time.Duration) error {
 	p.sessMu.Lock()
 	for s := range p.sessions {
-		s.shutdown(grace)
-	}
-	for s := range p.csessions {
 		s.shutdown(grace)
 	}
 	p.sessions = nil

@@ -302,9 +302,9 @@ func (s *session) get(it *item, args [][]byte) *item {
 		return it
 	}
 	app := st.app
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	v, hs, _ := app.c.LookupHot(ctx, string(args[1]))
-	cancel()
+	// No deadline of our own: a miss waits for the SDK's single-flight load,
+	// which its op timeout bounds, and a hit must not pay for a timer.
+	v, hs, _ := app.c.LookupHot(context.Background(), string(args[1]))
 	switch hs {
 	case hotcache.HotHit, hotcache.HotMiss:
 		if v != nil || hs == hotcache.HotHit {
@@ -377,9 +377,7 @@ func (s *session) mget(it *item, args [][]byte) *item {
 	app := st.app
 	out := redcon.AppendArray(nil, len(args)-1)
 	for i, k := range args[1:] {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		v, hs, _ := app.c.LookupHot(ctx, string(k))
-		cancel()
+		v, hs, _ := app.c.LookupHot(context.Background(), string(k)) // as in get
 		switch {
 		case hs == hotcache.HotLimited:
 			p.stats.limited.Add(1)
