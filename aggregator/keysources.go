@@ -139,9 +139,21 @@ func sourceName(name string) string {
 // shares returns the busiest sources at now (at most api.MaxSources,
 // busiest first), each with its share of the key's accesses: its lower
 // bound n-err over the key's total.
+//
+// The total is at least what the sources sent (the sum of the kept
+// counts, which Space-Saving keeps whole): a key's state can begin
+// between a round's count and its sources (an effect report in between,
+// or another detector's batch of the same round), and then holds sources
+// of accesses it never counted; the shares would add up to more than 1
+// until that round decays away.
 func (s *keySources) shares(now, tau int64) []api.SourceShare {
 	s.decay(now, tau)
-	if s.total <= 0 || len(s.top) == 0 {
+	var sent float64
+	for _, c := range s.top {
+		sent += c.n
+	}
+	total := max(s.total, sent)
+	if total <= 0 {
 		return nil
 	}
 	idx := make([]int, len(s.top))
@@ -156,7 +168,7 @@ func (s *keySources) shares(now, tau int64) []api.SourceShare {
 	for _, i := range idx[:min(len(idx), api.MaxSources)] {
 		// 0.01 % is enough to read; 0 is a source that stopped long ago,
 		// or one that took another's place and has not shown since.
-		share := math.Round(min(lb(i)/s.total, 1)*1e4) / 1e4
+		share := math.Round(lb(i)/total*1e4) / 1e4
 		if share == 0 {
 			break
 		}

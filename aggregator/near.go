@@ -72,17 +72,12 @@ func (t *table) nearCount(e *entry, n uint64, now time.Time) {
 // near its threshold (isNear), not when it is counted: the keys of an app
 // that sends neither cost nothing more (the state's decaying counts cost
 // an exponential per key and round). The caller holds t.mu.
-func (t *table) near(app, key []byte) (e *entry, fresh bool) {
-	e = t.lookup(app, key)
-	switch {
-	case e == nil:
-		return nil, false
-	case e.near != nil:
-		return e, false
-	case t.isNear(e, nearFraction) && t.addNear(e):
-		return e, true
+func (t *table) near(app, key []byte) *entry {
+	e := t.lookup(app, key)
+	if e == nil || e.near == nil && !(t.isNear(e, nearFraction) && t.addNear(e)) {
+		return nil
 	}
-	return nil, false
+	return e
 }
 
 // addNear gives e its state when there is room, and reports whether it
@@ -151,20 +146,11 @@ func (t *table) lookup(app, key []byte) *entry {
 // lock is released); a key that has no state is not near its threshold
 // here, and its sources are dropped (ok false). The caller holds t.mu.
 func (t *table) keySources(app, key []byte, top []wire.SourceCount, distinct []byte, now time.Time) (p pendingSketch, ok bool) {
-	e, fresh := t.near(app, key)
+	e := t.near(app, key)
 	if e == nil {
 		return p, false
 	}
 	tc := tau(e)
-	if fresh {
-		// The round's count reached the table before the state existed:
-		// its sources stand for it (at least their sum was counted).
-		var n uint64
-		for _, s := range top {
-			n = satAdd(n, s.N)
-		}
-		e.near.src.count(n, now.UnixNano(), tc)
-	}
 	e.near.src.merge(top, now.UnixNano(), tc)
 	return pendingSketch{src: &e.near.src, b: distinct, now: now.UnixNano(), tau: tc}, len(distinct) > 0
 }
@@ -190,7 +176,7 @@ func (p pendingSketch) merge(m *metrics) {
 // key has state here, in its window. The caller holds t.mu.
 func (t *table) effect(app, key []byte, c wire.EffectCounts, now time.Time) {
 	t.countEffect(app, c)
-	e, _ := t.near(app, key)
+	e := t.near(app, key)
 	if e == nil {
 		return
 	}

@@ -145,6 +145,31 @@ func TestSourcesFollowTheWindow(t *testing.T) {
 	}
 }
 
+// TestSharesWhenStateBeginsMidRound: a key's state can begin between a
+// round's count and its sources (here an effect report from another
+// detector comes in between), so that it holds sources of accesses it
+// never counted. The shares still add up to at most 1 and stay true,
+// also in the first rounds after.
+func TestSharesWhenStateBeginsMidRound(t *testing.T) {
+	a := mustNew(t, Config{}, &fakePub{})
+	top := []wire.SourceCount{{Src: "web-1", N: 210}, {Src: "web-2", N: 60}, {Src: "web-3", N: 30}}
+	now := feed(t, a, t0, 20, func(int) srcRound { return srcRound{count: 300} }) // hot, no state yet
+	for i, r := range []srcRound{{count: 300}, {effect: &wire.EffectCounts{L1Hits: 95}}, {top: top}} {
+		if _, err := a.apply(r.body(fmt.Sprint("d", i), 0, now), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = feed(t, a, now.Add(100*time.Millisecond), 2, func(int) srcRound { return srcRound{count: 300, top: top} })
+	st, _ := a.t.key("app", "k", now)
+	sum := 0.0
+	for _, s := range st.Sources {
+		sum += s.Share
+	}
+	if len(st.Sources) != 3 || st.Sources[0].Source != "web-1" || math.Abs(st.Sources[0].Share-0.7) > 0.01 || sum > 1+1e-9 {
+		t.Fatalf("sources %+v (sum %.4f), want web-1 first at 0.70 ± 0.01, 3 sources adding up to at most 1", st.Sources, sum)
+	}
+}
+
 // TestDistinctSources: 1000 distinct sources, each round's sketch holding
 // a tenth of them in turn: the estimate is within 10 %, and so for 20 000.
 func TestDistinctSources(t *testing.T) {
