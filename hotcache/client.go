@@ -15,11 +15,11 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
 	"github.com/hotspot-dev/hotspot/rules"
@@ -141,7 +141,7 @@ type Client struct {
 
 	table   *countTable
 	sink    sink
-	kafkaTr *kafka.Transport           // the sink's; nil without Kafka. Its idle connections are closed by Close
+	kafkaTr *kafkaio.Transport         // the sink's; nil without Kafka. Its idle connections are closed by Close
 	zk      atomic.Pointer[zkFollower] // nil without ZooKeeper and until connected
 
 	loadq  chan *hotEntry
@@ -255,7 +255,7 @@ func (c *Client) openRedis() error {
 // kafka-go's shared default: that caches the cluster's topic list for up to
 // 6 s, so a Client whose topic was created after another Client of the
 // process last asked would lose its reports until the cache expires.
-func (c *Client) setSink(tr *kafka.Transport) {
+func (c *Client) setSink(tr *kafkaio.Transport) {
 	switch {
 	case c.o.sink != nil:
 		c.sink = c.o.sink

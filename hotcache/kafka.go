@@ -19,9 +19,9 @@ var errBacklog = errors.New("hotcache: Kafka backlog full")
 // retried while kafka-go deems the error temporary (a leader change, too few
 // in-sync replicas, a refused connection, a timeout), reportAttempts attempts
 // in all with 50 and 200 ms and then 250 ms between them (5.5 s of waiting,
-// so a batch goes out within 250 ms of its partition being served again), over
-// which the Transport (kafkaio.WriterTransport) has asked for the cluster
-// layout twice at least and found a new leader. A batch whose attempts all
+// so a batch goes out within 250 ms of its partition being served again); the
+// Transport (kafkaio.WriterTransport) asks for the cluster layout again after
+// a failed attempt, so the next one goes to the new leader. A batch whose attempts all
 // failed is counted (reporter_failed_records_total). A partition's batches go
 // out one after another, so a batch that retries holds back the ones behind
 // it; maxInflight bounds them all, and past it new batches are dropped and
@@ -45,7 +45,7 @@ type kafkaSink struct {
 	log      *slog.Logger
 }
 
-func newKafkaSink(brokers []string, topic string, tr *kafka.Transport, m *metrics, log *slog.Logger) *kafkaSink {
+func newKafkaSink(brokers []string, topic string, tr kafka.RoundTripper, m *metrics, log *slog.Logger) *kafkaSink {
 	s := &kafkaSink{m: m, log: log}
 	s.w = &kafka.Writer{
 		Addr:            kafka.TCP(brokers...),

@@ -32,8 +32,9 @@ func TestReportSurvivesOutage(t *testing.T) {
 		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	})
 	var o outage
-	tr := (*kafkaio.Security)(nil).WriterTransport(topic)
-	tr.Dial = o.dial
+	tr := kafkaio.NewTransport(func() *kafka.Transport { // WriterTransport's, through the outage
+		return &kafka.Transport{MetadataTTL: kafkaio.WriterMetadataTTL, MetadataTopics: []string{topic}, Dial: o.dial}
+	})
 	m := newMetrics(prometheus.NewRegistry())
 	s := newKafkaSink([]string{broker}, topic, tr, m, slog.New(slog.DiscardHandler))
 	defer s.close()

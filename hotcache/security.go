@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
@@ -58,7 +56,7 @@ func WithRedisTLS(cfg *tls.Config) Option { return func(o *options) { o.sec.redi
 
 // kafkaTransport returns the reporter's transport for topic, one of its own
 // (kafkaio.WriterTransport).
-func (s secOptions) kafkaTransport(topic string) (*kafka.Transport, error) {
+func (s secOptions) kafkaTransport(topic string) (*kafkaio.Transport, error) {
 	mech, err := kafkaio.NewSASL(s.kafkaSASL, s.kafkaUser, s.kafkaPassword)
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: WithKafkaSASL: %w", err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -511,5 +512,93 @@ func TestClusterZooKeeperPartition(t *testing.T) {
 	}
 	if _, ok := snap.Key("shop", "cools:0"); ok {
 		t.Error("the app's watcher still has cools:0, cold since the partition")
+	}
+}
+
+// TestClusterWriterFollowsLeader: two Writers (acks=all, retrying as the
+// SDK's reporter does) write to a one-partition topic, one over
+// kafkaio.WriterTransport and one over a plain kafka.Transport with the same
+// 2 s metadata TTL, when the partition's leader is killed. The first learns
+// the new leader at its next attempt once the broker is fenced (1 s on the
+// cluster stack): its writes are acknowledged again within 2 s of the kill
+// (the detection target: 1 s of fencing, then the new leader's election
+// and an attempt's backoff). The plain one sends to the dead broker until its next timed refresh
+// (logged, not held: up to 2 s more).
+func TestClusterWriterFollowsLeader(t *testing.T) {
+	c := &cluster{t: t, brokers: stacktest.Kafka(t), topic: stacktest.Name(t)}
+	if os.Getenv("HOTSPOT_CLUSTER") != "1" {
+		t.Skip("needs the clustered stack: `deployments/local/stack.sh up --cluster` and `eval \"$(deployments/local/stack.sh env --cluster)\"`")
+	}
+	brokers := strings.Split(c.brokers, ",")
+	if _, err := kafkaio.EnsureTopic(t.Context(), brokers, c.topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	transports := map[string]kafka.RoundTripper{
+		"kafkaio.WriterTransport": (*kafkaio.Security)(nil).WriterTransport(c.topic),
+		"kafka.Transport":         &kafka.Transport{MetadataTTL: kafkaio.WriterMetadataTTL, MetadataTopics: []string{c.topic}},
+	}
+	type acked struct {
+		name          string
+		started, done time.Time
+	}
+	var (
+		mu   sync.Mutex
+		acks []acked
+		wg   sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); wg.Wait() }()
+	for name, tr := range transports {
+		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.topic, RequiredAcks: kafka.RequireAll,
+			BatchTimeout: time.Millisecond, MaxAttempts: 40, WriteBackoffMin: 50 * time.Millisecond,
+			WriteBackoffMax: 250 * time.Millisecond, WriteTimeout: 2 * time.Second, Transport: tr}
+		defer w.Close()
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				started := time.Now()
+				if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(name)}); err == nil {
+					mu.Lock()
+					acks = append(acks, acked{name, started, time.Now()})
+					mu.Unlock()
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	victim := partitionsOf(t, c)[0].Leader.ID
+	t.Cleanup(func() {
+		member(t, "start", "kafka"+strconv.Itoa(victim))
+		waitFor(t, 120*time.Second, "every replica back in sync", func() bool { return insync(t, c) })
+	})
+	member(t, "kill", "kafka"+strconv.Itoa(victim))
+	killed := time.Now() // after SIGKILL: a write sent before it may be acknowledged by the victim
+	firstAfter := func() map[string]time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]time.Duration{}
+		for _, a := range acks {
+			if _, ok := out[a.name]; !ok && a.started.After(killed) {
+				out[a.name] = a.done.Sub(killed)
+			}
+		}
+		return out
+	}
+	var elected time.Duration
+	waitFor(t, 15*time.Second, "a new leader", func() bool {
+		for _, p := range partitionsOf(t, c) {
+			if p.Leader.ID != victim && p.Leader.ID >= 0 {
+				elected = time.Since(killed)
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 15*time.Second, "both writers acknowledged after the kill", func() bool { return len(firstAfter()) == 2 })
+	got := firstAfter()
+	t.Logf("broker %d, the leader, killed; a new leader listed after %v; the first write sent after the kill acknowledged after %v",
+		victim, elected.Round(time.Millisecond), got)
+	if d := got["kafkaio.WriterTransport"]; d > 2*time.Second {
+		t.Errorf("a Writer over kafkaio.WriterTransport wrote again %v after the leader's death, want within 2 s", d.Round(time.Millisecond))
 	}
 }

@@ -1,25 +1,33 @@
 # cluster.sh: the clustered local stack, sourced by stack.sh for `--cluster`.
 #
-# Three Apache Kafka nodes in KRaft mode, each both broker and controller (a
-# static quorum of three voters), whose topics get three replicas and need two
-# in sync (default.replication.factor=3, min.insync.replicas=2, the internal
-# topics alike); a ZooKeeper ensemble of three servers; and one Redis. All on
+# Apache Kafka in KRaft mode with its roles split, as production clusters run
+# it: three brokers and, apart from them, three controllers (a static quorum
+# of three voters). Topics get three replicas and need two in sync
+# (default.replication.factor=3, min.insync.replicas=2, the internal topics
+# alike). A ZooKeeper ensemble of three servers; and one Redis. All on
 # 127.0.0.1, beside the plain and the secured stacks: its own state folder
 # ($state/cluster) and ports, from HOTSPOT_CLUSTER_KAFKA_PORT (19192: brokers
-# on 19192, 19194, 19196, their controllers one above each), and
+# on 19192, 19194, 19196, the controllers one above each), and
 # HOTSPOT_CLUSTER_ZK_PORT (12281: clients on 12281-12283, quorum on
 # 12381-12383, elections on 12481-12483), HOTSPOT_CLUSTER_REDIS_PORT (16479).
 # It reuses the plain stack's Kafka jars.
 #
 # A dead broker is fenced, its partitions given new leaders and dropped from
 # their in-sync replicas, once it missed heartbeats for
-# broker.session.timeout.ms: 1 s here (heartbeats every 250 ms) (Kafka's default is 9 s). Until then
-# no write with acks=all to a partition it replicates is acknowledged and no
-# consumer reads past it, so this bounds how long a broker's death stalls
-# detection. The controllers elect a new active one after 1 s without it.
+# broker.session.timeout.ms: 1 s here (heartbeats every 250 ms) (Kafka's
+# default is 9 s). Until then no write with acks=all to a partition it
+# replicates is acknowledged and no consumer reads past it, so this bounds how
+# long a broker's death stalls detection. A follower whose leader died tries
+# the new one after replica.fetch.backoff.ms, 100 ms here (1 s by default):
+# until it has fetched a record, acks=all does not acknowledge it. With the
+# roles combined, killing a
+# broker also killed a controller, a third of the time the active one, and
+# the fencing waited for a new one to be elected: 1 to 2 s more. The
+# controllers elect a new active one after 1 s without it.
 #
-# `start NAME` and `stop NAME` (kafka1..3, zookeeper1..3, redis) start or stop
-# one member, `kill NAME` sends it SIGKILL: the fault tests use them.
+# `start NAME` and `stop NAME` (kafka1..3, controller1..3, zookeeper1..3,
+# redis) start or stop one member, `kill NAME` sends it SIGKILL: the fault
+# tests use them.
 
 cstate=$state/cluster
 c_kafka_base=${HOTSPOT_CLUSTER_KAFKA_PORT:-19192}
@@ -67,20 +75,59 @@ EOF
 	launch_zookeeper "$dir" "$dir"
 }
 
-cluster_kafka() { # cluster_kafka N: start Kafka node N (broker and controller)
-	local n=$1 dir port ctl voters="" i
+c_voters() { # c_voters: the controller quorum, id@host:port,...
+	local out="" i
+	for i in "${c_nodes[@]}"; do out+=${out:+,}$((100 + i))@127.0.0.1:$(c_ctl_port "$i"); done
+	echo "$out"
+}
+
+c_format() { # c_format DIR: format DIR's storage with the cluster's id, once
+	local dir=$1
+	[[ -f $dir/data-$kafka_version/meta.properties ]] && return
+	[[ -f $cstate/cluster.id ]] || kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$cstate/cluster.id"
+	KAFKA_CLUSTER_ID=$(cat "$cstate/cluster.id") format_kafka "$dir" "$dir"
+}
+
+cluster_controller() { # cluster_controller N: start KRaft controller N (node id 100+N)
+	local n=$1 dir ctl
+	dir=$cstate/controller$n
+	alive kafka "$dir" && return
+	ctl=$(c_ctl_port "$n")
+	port_open "$ctl" && die "port $ctl is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
+	mkdir -p "$dir"
+	cat >"$dir/server.properties" <<EOF
+process.roles=controller
+node.id=$((100 + n))
+controller.quorum.voters=$(c_voters)
+listeners=CONTROLLER://127.0.0.1:$ctl
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT
+log.dirs=$dir/data-$kafka_version
+num.partitions=$partitions
+default.replication.factor=3
+min.insync.replicas=2
+broker.session.timeout.ms=1000
+controller.quorum.fetch.timeout.ms=1000
+controller.quorum.election.timeout.ms=500
+EOF
+	kafka_log4j "$dir"
+	c_format "$dir"
+	log "starting Apache Kafka $kafka_version controller $n of 3 on 127.0.0.1:$ctl"
+	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_CONTROLLER_HEAP:-192m} launch_kafka "$dir" "$dir"
+}
+
+cluster_kafka() { # cluster_kafka N: start Kafka broker N
+	local n=$1 dir port
 	dir=$cstate/kafka$n
 	alive kafka "$dir" && return
 	port=$(c_kafka_port "$n")
-	ctl=$(c_ctl_port "$n")
 	port_open "$port" && die "port $port is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
-	for i in "${c_nodes[@]}"; do voters+=${voters:+,}$i@127.0.0.1:$(c_ctl_port "$i"); done
 	mkdir -p "$dir"
 	cat >"$dir/server.properties" <<EOF
-process.roles=broker,controller
+process.roles=broker
 node.id=$n
-controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$ctl
+controller.quorum.voters=$(c_voters)
+listeners=PLAINTEXT://127.0.0.1:$port
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
@@ -96,16 +143,11 @@ share.coordinator.state.topic.min.isr=2
 unclean.leader.election.enable=false
 broker.heartbeat.interval.ms=250
 broker.session.timeout.ms=1000
-controller.quorum.fetch.timeout.ms=1000
-controller.quorum.election.timeout.ms=500
+replica.fetch.backoff.ms=100
 EOF
 	kafka_log4j "$dir"
-	if [[ ! -f $dir/data-$kafka_version/meta.properties ]]; then
-		# The three nodes share one cluster id.
-		[[ -f $cstate/cluster.id ]] || kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$cstate/cluster.id"
-		KAFKA_CLUSTER_ID=$(cat "$cstate/cluster.id") format_kafka "$dir" "$dir"
-	fi
-	log "starting Apache Kafka $kafka_version node $n of 3 on 127.0.0.1:$port"
+	c_format "$dir"
+	log "starting Apache Kafka $kafka_version broker $n of 3 on 127.0.0.1:$port"
 	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-384m} launch_kafka "$dir" "$dir"
 }
 
@@ -125,12 +167,20 @@ cluster_up() {
 	mkdir -p "$cstate"
 	install_debs
 	install_kafka
+	if [[ -d $cstate/kafka1 && ! -d $cstate/controller1 ]]; then
+		# Made by an earlier version, with each node broker and controller.
+		log "the cluster's Kafka state is of the combined layout; formatting it afresh"
+		for i in "${c_nodes[@]}"; do stop_one kafka "$cstate/kafka$i" "Kafka node $i"; done
+		rm -rf "$cstate"/kafka[1-3] "$cstate/cluster.id"
+	fi
 	for i in "${c_nodes[@]}"; do cluster_zookeeper "$i"; done
 	cluster_redis
+	for i in "${c_nodes[@]}"; do cluster_controller "$i"; done
 	for i in "${c_nodes[@]}"; do cluster_kafka "$i"; done
 	for i in "${c_nodes[@]}"; do
 		alive zookeeper "$cstate/zookeeper$i" || die "ZooKeeper $i exited at start; see $cstate/zookeeper$i/zookeeper.log"
-		alive kafka "$cstate/kafka$i" || die "Kafka node $i exited at start; see $cstate/kafka$i/kafka.log"
+		alive kafka "$cstate/controller$i" || die "Kafka controller $i exited at start; see $cstate/controller$i/kafka.log"
+		alive kafka "$cstate/kafka$i" || die "Kafka broker $i exited at start; see $cstate/kafka$i/kafka.log"
 	done
 	alive redis "$cstate" || die "Redis exited at start; see $cstate/redis.log"
 	(cd "$top" && go run ./deployments/local/probe -wait 180s -brokers 3 \
@@ -142,7 +192,8 @@ cluster_up() {
 
 cluster_down() {
 	local i
-	for i in "${c_nodes[@]}"; do stop_one kafka "$cstate/kafka$i" "Kafka node $i"; done
+	for i in "${c_nodes[@]}"; do stop_one kafka "$cstate/kafka$i" "Kafka broker $i"; done
+	for i in "${c_nodes[@]}"; do stop_one kafka "$cstate/controller$i" "Kafka controller $i"; done
 	stop_one redis "$cstate" "Redis (cluster)"
 	for i in "${c_nodes[@]}"; do stop_one zookeeper "$cstate/zookeeper$i" "ZooKeeper $i"; done
 }
@@ -156,6 +207,9 @@ cluster_status() {
 			echo "zookeeper$i: stopped"
 			rc=1
 		fi
+	done
+	for i in "${c_nodes[@]}"; do
+		if alive kafka "$cstate/controller$i"; then echo "controller$i: running (pid $(cat "$cstate/controller$i/kafka.pid"))"; else echo "controller$i: stopped"; rc=1; fi
 	done
 	for i in "${c_nodes[@]}"; do
 		if alive kafka "$cstate/kafka$i"; then echo "kafka$i: running (pid $(cat "$cstate/kafka$i/kafka.pid"))"; else echo "kafka$i: stopped"; rc=1; fi
@@ -173,15 +227,15 @@ c_zk_mode() { # c_zk_mode N: leader, follower or observer, from the srvr command
 cluster_member() { # cluster_member start|stop|kill NAME
 	local verb=$1 name=$2 dir what
 	case $name in
-	kafka[1-3]) dir=$cstate/$name what=kafka ;;
+	kafka[1-3] | controller[1-3]) dir=$cstate/$name what=kafka ;;
 	zookeeper[1-3]) dir=$cstate/$name what=zookeeper ;;
 	redis) dir=$cstate what=redis ;;
-	*) die "unknown cluster member $name (kafka1..3, zookeeper1..3, redis)" ;;
+	*) die "unknown cluster member $name (kafka1..3, controller1..3, zookeeper1..3, redis)" ;;
 	esac
 	case $verb in
 	start)
 		case $what in
-		kafka) cluster_kafka "${name#kafka}" ;;
+		kafka) if [[ $name == controller* ]]; then cluster_controller "${name#controller}"; else cluster_kafka "${name#kafka}"; fi ;;
 		zookeeper) cluster_zookeeper "${name#zookeeper}" ;;
 		redis) cluster_redis ;;
 		esac

@@ -52,10 +52,11 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		// when it died.
 		RequiredAcks: kafka.RequireAll,
 		// Across a leader change: 32 attempts, 50 and 200 ms, then 250 ms
-		// apart (7.5 s of waiting), while the Transport learns the new
-		// leader within kafkaio.WriterMetadataTTL: a batch goes out within
-		// 250 ms of its partition being served again (a backoff growing to
-		// 1 s added up to a second to detection after a broker's death).
+		// apart (7.5 s of waiting), while the Transport asks for the
+		// cluster layout again after each failed attempt: a batch goes out
+		// within 250 ms of its partition being served again (a backoff
+		// growing to 1 s added up to a second to detection after a
+		// broker's death).
 		MaxAttempts:     32,
 		WriteBackoffMin: 50 * time.Millisecond,
 		WriteBackoffMax: 250 * time.Millisecond,
