@@ -135,6 +135,18 @@ func partitionsOf(t *testing.T, c *cluster) []kafka.Partition {
 	return nil
 }
 
+// groupCoordinator returns the broker that coordinates c's consumer group,
+// or -1: when it dies, the group rebalances.
+func groupCoordinator(t *testing.T, c *cluster) int {
+	cl := &kafka.Client{Addr: kafka.TCP(strings.Split(c.brokers, ",")...), Timeout: 5 * time.Second}
+	r, err := cl.FindCoordinator(t.Context(), &kafka.FindCoordinatorRequest{Key: c.group, KeyType: kafka.CoordinatorKeyTypeConsumer})
+	if err != nil || r.Error != nil {
+		t.Logf("the group's coordinator: %v, %v", err, r)
+		return -1
+	}
+	return int(r.Coordinator.NodeID)
+}
+
 // zkMode returns a ZooKeeper server's mode (leader, follower) from its srvr
 // command, or "" when it does not answer.
 func zkMode(addr string) string {
@@ -215,9 +227,11 @@ func TestClusterBrokerKill(t *testing.T) {
 		member(t, "start", "kafka"+strconv.Itoa(victim))
 		waitFor(t, 120*time.Second, "every replica back in sync", func() bool { return insync(t, c) })
 	})
+	coordinator := groupCoordinator(t, c)
 	killed := time.Now()
 	member(t, "kill", "kafka"+strconv.Itoa(victim))
-	t.Logf("killed broker %d (leader of %d of 8 partitions) at +%v", victim, by[victim], killed.Sub(r.start).Round(time.Millisecond))
+	t.Logf("killed broker %d (leader of %d of 8 partitions; the group's coordinator is broker %d) at +%v",
+		victim, by[victim], coordinator, killed.Sub(r.start).Round(time.Millisecond))
 	waitFor(t, recoveryBound, "after:2x in every view", func() bool { return len(r.listedBy("after:2x", killed)) == 3 })
 	seen := r.listedBy("after:2x", killed)
 	t.Logf("after:2x, hot from the kill, listed by the views after %v; partitions now led by %v", seen, leaders(t, c))
