@@ -74,10 +74,13 @@ func (t *table) nearCount(e *entry, n uint64, now time.Time) {
 // an exponential per key and round). The caller holds t.mu.
 func (t *table) near(app, key []byte) *entry {
 	e := t.lookup(app, key)
-	if e == nil || e.near == nil && !(t.isNear(e, nearFraction) && t.addNear(e)) {
+	switch {
+	case e == nil:
 		return nil
+	case e.near != nil, t.isNear(e, nearFraction) && t.addNear(e):
+		return e
 	}
-	return e
+	return nil
 }
 
 // addNear gives e its state when there is room, and reports whether it

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -375,29 +373,7 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	master := f.master(hot)
 	before := commandCalls(t, master, "get")
 	const n = 20_000
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := dialRaw(t, tp.addr)
-			defer c.close()
-			batch := bytes.Repeat(encode("GET", hot), 100)
-			for range n / 4 / 100 {
-				if _, err := c.c.Write(batch); err != nil {
-					t.Error(err)
-					return
-				}
-				for range 100 {
-					if r := string(c.read()); r != "$2\r\nv1\r\n" {
-						t.Errorf("worker %d: GET %q", w, r)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	hammer(t, tp.addr, n, [][]string{{"GET", hot}}, []string{"$2\r\nv1\r\n"})
 	got := commandCalls(t, master, "get") - before
 	t.Logf("%d GETs of a hot key through the proxy: its master %s ran %d GETs", n, master, got)
 	if got > n/20 {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,3 +186,37 @@ func commandCalls(t *testing.T, addr, cmd string) int64 {
 }
 
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 1<<20) }
+
+// hammer sends the commands cmds, in turn, rounds times through the proxy at
+// addr: from 4 connections, in pipelines of 100 rounds. Each reply must be
+// the want of its command.
+func hammer(t *testing.T, addr string, rounds int, cmds [][]string, want []string) {
+	t.Helper()
+	var round []byte
+	for _, cmd := range cmds {
+		round = append(round, encode(cmd...)...)
+	}
+	batch := bytes.Repeat(round, 100)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			c := dialRaw(t, addr)
+			defer c.close()
+			for range rounds / 4 / 100 {
+				if _, err := c.c.Write(batch); err != nil {
+					t.Error(err)
+					return
+				}
+				for range 100 {
+					for i, cmd := range cmds {
+						if r := string(c.read()); r != want[i] {
+							t.Errorf("worker %d: %s %q, want %q", w, cmd[0], r, want[i])
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,37 +67,7 @@ func TestHotKeyFromL1(t *testing.T) {
 	gets, hgetalls := commandCalls(t, redisAddr, "get"), commandCalls(t, redisAddr, "hgetall")
 	hits := infoField(t, p1.addr, "hits")
 	const n = 20_000
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := dialRaw(t, p1.addr)
-			defer c.close()
-			var batch []byte
-			for range 100 {
-				batch = append(batch, encode("GET", hot)...)
-				batch = append(batch, encode("HGETALL", hash)...)
-			}
-			for range n / 4 / 100 {
-				if _, err := c.c.Write(batch); err != nil {
-					t.Error(err)
-					return
-				}
-				for range 100 {
-					if r := string(c.read()); r != "$2\r\nv1\r\n" {
-						t.Errorf("worker %d: GET %q", w, r)
-						return
-					}
-					if r := string(c.read()); r != hgetall {
-						t.Errorf("worker %d: HGETALL %q, want %q", w, r, hgetall)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	hammer(t, p1.addr, n, [][]string{{"GET", hot}, {"HGETALL", hash}}, []string{"$2\r\nv1\r\n", hgetall})
 	dg, dh := commandCalls(t, redisAddr, "get")-gets, commandCalls(t, redisAddr, "hgetall")-hgetalls
 	dhits := infoField(t, p1.addr, "hits") - hits
 	t.Logf("%d GETs and %d HGETALLs through the proxy: Redis ran %d GETs and %d HGETALLs; HOTSPOT INFO hits +%d", n, n, dg, dh, dhits)
