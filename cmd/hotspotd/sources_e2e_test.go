@@ -87,7 +87,10 @@ func TestSourcesEndToEnd(t *testing.T) {
 // The cluster's served_l1 for the key, from its effect reports, matches the
 // instances' own counters (L1 hits over L1 hits, L2 reads and limited
 // reads, summed over the same stretch) within 2 points, and its L1 hits per
-// second their sum within 5 %.
+// second their sum within 10 %. Not closer: each instance reports every
+// 500 ms, so a 10 s window holds 19 to 21 of one instance's reports, both in
+// the cluster's window and in the test's counter deltas, a twentieth each
+// way (a CI run saw 5.9 %). A lost or doubled instance is 25 % off.
 func TestEffectEndToEnd(t *testing.T) {
 	c := newCluster(t, 4)
 	p := c.start("e1")
@@ -180,7 +183,7 @@ func TestEffectEndToEnd(t *testing.T) {
 		} `json:"effect"`
 	}
 	getJSON(t, "http://"+p.addr+"/v1/hotkeys/item:hot?app=shop", &ks)
-	if ks.Effect == nil || math.Abs(ks.Effect.L1Hits*10-l1)/l1 > 0.05 {
+	if ks.Effect == nil || math.Abs(ks.Effect.L1Hits*10-l1)/l1 > 0.10 {
 		t.Errorf("cluster effect %+v per second, want l1_hits near %.0f (the instances' %.0f over 10 s)", ks.Effect, l1/10, l1)
 	}
 	if l2 == 0 {
