@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,8 +102,13 @@ func (c *cluster) start(id string) *proc {
 	go func() { p.done <- cmd.Wait(); logf.Close() }()
 	c.t.Cleanup(func() {
 		p.stop(c.t)
-		if c.t.Failed() && os.Getenv("HOTSPOT_E2E_LOGS") != "" {
+		if c.t.Failed() {
+			// The whole log with HOTSPOT_E2E_LOGS, its end otherwise: a
+			// failure in CI leaves no temp dir to read it from.
 			b, _ := os.ReadFile(logf.Name())
+			if os.Getenv("HOTSPOT_E2E_LOGS") == "" {
+				b = lastLines(b, 80)
+			}
 			c.t.Logf("log of %s:\n%s", id, b)
 		}
 	})
@@ -829,4 +835,18 @@ func (r *writeRetry) write(ctx context.Context, t *testing.T, w *kafka.Writer, m
 		return false, true
 	}
 	return false, false
+}
+
+// lastLines returns the last n lines of b.
+func lastLines(b []byte, n int) []byte {
+	b = bytes.TrimRight(b, "\n")
+	i := len(b)
+	for range n {
+		j := bytes.LastIndexByte(b[:i], '\n')
+		if j < 0 {
+			return b
+		}
+		i = j
+	}
+	return b[i+1:]
 }

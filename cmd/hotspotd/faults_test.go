@@ -218,7 +218,7 @@ func (r *faultRun) finish(excused ...[2]time.Time) loadResult {
 		t.Error(e)
 	}
 	if t.Failed() && os.Getenv("HOTSPOT_E2E_LOGS") == "" {
-		t.Logf("process logs in %s (set HOTSPOT_E2E_LOGS=1 to print them)", r.c.dir)
+		t.Logf("process logs in %s (their last lines follow; set HOTSPOT_E2E_LOGS=1 to print them whole)", r.c.dir)
 	}
 	return res
 }
