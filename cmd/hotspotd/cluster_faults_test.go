@@ -300,10 +300,12 @@ func TestClusterZooKeeperLeaderKill(t *testing.T) {
 // TestClusterRollingRestart: the three brokers restart one at a time
 // (SIGTERM, start, every replica back in sync before the next) under load.
 // No hot key leaves any view at any moment (no gap), and the views agree
-// with the truth throughout.
+// with the truth throughout, their rates during the restarts at most
+// rollingOverRead above it.
 func TestClusterRollingRestart(t *testing.T) {
 	c := onClusterStack(t, 8)
 	r := newFaultRun(t, c)
+	r.overRead = rollingOverRead
 	r.runLoad(clusterWorkload(c, 90*time.Second, 85*time.Second, faultAt))
 	time.Sleep(faultAt)
 	began := time.Now()
