@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,12 @@ type Detector struct {
 	health  atomic.Pointer[error] // nil, or why the Sink is failing
 	members atomic.Int64          // detectors registered, with Config.Membership
 
-	mu    sync.Mutex // guards fatal
+	mu    sync.Mutex // guards fatal and handed
 	fatal error      // the first error that stops Run
+	// handed is, per partition, the offset after the records whose counts
+	// this member handed on in the generations it has had (see
+	// Generation.Claims).
+	handed map[TopicPartition]int64
 }
 
 // Healthy returns nil, or an error when the Sink has refused the counts of
@@ -162,7 +167,10 @@ func (d *Detector) decoder(topic string, onEffect func(*wire.EffectEntry)) Decod
 // startGeneration starts one worker per claimed partition and the flusher,
 // all on gen so that the group waits for them before rebalancing further.
 func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync.WaitGroup, fail func(error)) {
-	claims := gen.Claims()
+	d.mu.Lock()
+	handed := maps.Clone(d.handed)
+	d.mu.Unlock()
+	claims := gen.Claims(handed)
 	d.m.partitions.Set(float64(len(claims)))
 	parts := make([]string, len(claims))
 	for i, c := range claims {
@@ -189,4 +197,16 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 		defer wg.Done()
 		f.run(ctx, gctx)
 	})
+}
+
+// handedOn notes the offsets a generation's counts were handed on up to.
+func (d *Detector) handedOn(offsets map[TopicPartition]int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.handed == nil {
+		d.handed = make(map[TopicPartition]int64)
+	}
+	for p, o := range offsets {
+		d.handed[p] = max(d.handed[p], o)
+	}
 }

@@ -174,6 +174,51 @@ func TestGenerationEndCommitsTakenRounds(t *testing.T) {
 	})
 }
 
+// A generation whose commits were refused (its coordinator went away with a
+// broker) hands its partitions back to the same member in the next one: the
+// member reads on from where its counts were handed on, not from the
+// group's older commit, and counts no record twice.
+func TestLostCommitCountsNothingTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		want := map[string]uint64{}
+		appendKey := func(k string) {
+			topic.append(0, []byte(`{"key":"`+k+`"}`))
+			want["default/"+k]++
+			time.Sleep(300 * time.Millisecond)
+		}
+		appendKey("a")
+		if got := topic.commits(); got[0] != 1 {
+			t.Fatalf("committed %v, want partition 0 at 1", got)
+		}
+		topic.mu.Lock()
+		topic.commitErr = errors.New("not the coordinator")
+		topic.mu.Unlock()
+		for range 1500 * time.Millisecond / (300 * time.Millisecond) {
+			appendKey("b") // counted and handed on, never committed
+		}
+		src.assign(0) // ends the first generation, whose last commit fails too
+		time.Sleep(300 * time.Millisecond)
+		topic.mu.Lock()
+		topic.commitErr = nil
+		topic.mu.Unlock()
+		appendKey("c")
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if diff := diffSums(sink.got(), want); diff != "" {
+			t.Errorf("counts after a generation with refused commits: %s", diff)
+		}
+		if got := topic.commits(); got[0] != 7 {
+			t.Errorf("committed %v at the end, want partition 0 at 7", got)
+		}
+	})
+}
+
 func TestRunCancelFlushesCountsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)

@@ -113,11 +113,11 @@ type fakeGen struct {
 	wg     sync.WaitGroup
 }
 
-func (g *fakeGen) Claims() []Claim {
+func (g *fakeGen) Claims(from map[TopicPartition]int64) []Claim {
 	out := make([]Claim, len(g.parts))
 	for i, p := range g.parts {
 		g.topic.mu.Lock()
-		out[i] = &fakeClaim{topic: g.topic, part: p, off: g.topic.committed[p]}
+		out[i] = &fakeClaim{topic: g.topic, part: p, off: max(g.topic.committed[p], from[TopicPartition{fakeTopicName, p}])}
 		g.topic.mu.Unlock()
 	}
 	return out

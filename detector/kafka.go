@@ -24,10 +24,13 @@ func (s kafkaSource) Close() error { return s.g.Close() }
 
 type kafkaGeneration struct{ g *kafkaio.Generation }
 
-func (g kafkaGeneration) Claims() []Claim {
+func (g kafkaGeneration) Claims(from map[TopicPartition]int64) []Claim {
 	as := g.g.Assignments()
 	out := make([]Claim, len(as))
 	for i, a := range as {
+		if o, ok := from[TopicPartition(a.TopicPartition)]; ok && o > a.Offset {
+			a.Offset = o // a.Offset may be kafka.FirstOffset or LastOffset, both negative
+		}
 		out[i] = kafkaClaim{g.g.Reader(a)}
 	}
 	return out

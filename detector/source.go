@@ -44,8 +44,13 @@ type Source interface {
 // Generation is one assignment of partitions to this member, from one
 // rebalance to the next.
 type Generation interface {
-	// Claims opens a reader for each partition assigned to this member.
-	Claims() []Claim
+	// Claims opens a reader for each partition assigned to this member, at
+	// the group's committed offset, or at the partition's offset in from
+	// when that is later. from holds, per partition, the offset after the
+	// records whose counts this member handed on in earlier generations: a
+	// commit lost with its coordinator (a broker restart) then does not make
+	// the member count those records again.
+	Claims(from map[TopicPartition]int64) []Claim
 	// Start runs fn in a goroutine tied to the generation: ctx is done when
 	// the generation ends, and the group does not move on until fn returned.
 	Start(fn func(ctx context.Context))
