@@ -5,6 +5,7 @@
 # Redis and redis-benchmark share the cores. N (default 100000) sets -n.
 #   1. redis-benchmark -t get,set -c 50 -r 100000, -P 1 and -P 16: direct, then through the proxy
 #   1b. the latency of one client (-c 1): direct, then through the proxy
+#   1c. the latency at fixed rates (5,000 and 20,000/s over 50 connections): direct, then through the proxy
 #   2. the proxy's CPU per request (its utime+stime over the run / requests)
 #   3. one hot key: GET throughput direct, and through the proxy once promoted; Redis' GETs meanwhile
 #   4. flash keys among cold keys at 20 clients: time from a key's crossing of 1,000/s to its first L1 answer
@@ -17,6 +18,7 @@ mkdir -p bin
 go build -o bin/hotspotd ./cmd/hotspotd
 go build -o bin/hotspot-proxy ./cmd/hotspot-proxy
 go build -o bin/proxyflash ./deployments/local/proxyflash
+go build -o bin/proxylat ./deployments/local/proxylat
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -50,6 +52,13 @@ echo "-- direct"
 lat -h "$rhost" -p "$rport"
 echo "-- through the proxy"
 lat -p 26390
+echo "== 1c: latency at fixed rates, 50 connections, cold keys (deployments/local/proxylat; counted from when each command was due)"
+for rate in 5000 20000; do
+	for cmd in get set; do
+		bin/proxylat -addr "$HOTSPOT_REDIS" -rate "$rate" -cmd "$cmd" -d 10s
+		bin/proxylat -addr 127.0.0.1:26390 -rate "$rate" -cmd "$cmd" -d 10s
+	done
+done
 echo "== 3: one hot key"
 redis-cli -h "$rhost" -p "$rport" set "$id:hot" v >/dev/null
 echo "-- direct"
