@@ -21,11 +21,11 @@ var errBacklog = errors.New("hotcache: Kafka backlog full")
 // in all with 50 and 200 ms and then 250 ms between them (5.5 s of waiting,
 // so a batch goes out within 250 ms of its partition being served again); the
 // Transport (kafkaio.WriterTransport) asks for the cluster layout again after
-// a failed attempt, so the next one goes to the new leader. A batch whose attempts all
-// failed is counted (reporter_failed_records_total). A partition's batches go
-// out one after another, so a batch that retries holds back the ones behind
-// it; maxInflight bounds them all, and past it new batches are dropped and
-// counted, so the app never waits for Kafka.
+// a failed attempt, so the next one goes to the new leader. A batch whose
+// attempts all failed is counted (reporter_failed_records_total). A
+// partition's batches go out one after another, so a batch that retries
+// holds back the ones behind it; maxInflight bounds them all, and past it new
+// batches are dropped and counted, so the app never waits for Kafka.
 const (
 	reportAttempts   = 24
 	reportBackoffMin = 50 * time.Millisecond

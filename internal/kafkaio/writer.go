@@ -53,15 +53,14 @@ type Transport struct {
 	mk func() *kafka.Transport
 
 	mu       sync.Mutex
-	cur      *generation
+	cur      *inner
 	stale    bool      // a request failed since cur learned the layout
 	renewed  time.Time // when the last renewal started
 	renewing bool
 }
 
-// generation is one kafka.Transport of a Transport and its requests in
-// flight.
-type generation struct {
+// inner is one kafka.Transport of a Transport and its requests in flight.
+type inner struct {
 	tr      *kafka.Transport
 	refs    int
 	retired bool
@@ -70,7 +69,7 @@ type generation struct {
 // NewTransport returns a Transport over the kafka.Transports mk makes: one
 // now, and a fresh one at each renewal.
 func NewTransport(mk func() *kafka.Transport) *Transport {
-	return &Transport{mk: mk, cur: &generation{tr: mk()}}
+	return &Transport{mk: mk, cur: &inner{tr: mk()}}
 }
 
 // WriterTransport returns a Transport for a Writer of topic, with s's TLS and
@@ -131,7 +130,7 @@ func (t *Transport) renew(addr net.Addr) {
 	t.renewing = false
 	old := t.cur
 	if err == nil {
-		t.cur, t.stale = &generation{tr: fresh}, false
+		t.cur, t.stale = &inner{tr: fresh}, false
 		old.retired = true
 	}
 	done := err == nil && old.refs == 0
