@@ -88,14 +88,23 @@ c_format() { # c_format DIR: format DIR's storage with the cluster's id, once
 	KAFKA_CLUSTER_ID=$(cat "$cstate/cluster.id") format_kafka "$dir" "$dir"
 }
 
+c_start_node() { # c_start_node DIR PORT HEAP WHAT: start the KRaft node of DIR on PORT, its server.properties from stdin
+	local dir=$1 port=$2 heap=$3 what=$4
+	port_open "$port" && die "port $port is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
+	mkdir -p "$dir"
+	cat >"$dir/server.properties"
+	kafka_log4j "$dir"
+	c_format "$dir"
+	log "starting Apache Kafka $kafka_version $what of 3 on 127.0.0.1:$port"
+	HOTSPOT_KAFKA_HEAP=$heap launch_kafka "$dir" "$dir"
+}
+
 cluster_controller() { # cluster_controller N: start KRaft controller N (node id 100+N)
 	local n=$1 dir ctl
 	dir=$cstate/controller$n
 	alive kafka "$dir" && return
 	ctl=$(c_ctl_port "$n")
-	port_open "$ctl" && die "port $ctl is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
-	mkdir -p "$dir"
-	cat >"$dir/server.properties" <<EOF
+	c_start_node "$dir" "$ctl" "${HOTSPOT_KAFKA_CONTROLLER_HEAP:-192m}" "controller $n" <<EOF
 process.roles=controller
 node.id=$((100 + n))
 controller.quorum.voters=$(c_voters)
@@ -110,10 +119,6 @@ broker.session.timeout.ms=1000
 controller.quorum.fetch.timeout.ms=1000
 controller.quorum.election.timeout.ms=500
 EOF
-	kafka_log4j "$dir"
-	c_format "$dir"
-	log "starting Apache Kafka $kafka_version controller $n of 3 on 127.0.0.1:$ctl"
-	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_CONTROLLER_HEAP:-192m} launch_kafka "$dir" "$dir"
 }
 
 cluster_kafka() { # cluster_kafka N: start Kafka broker N
@@ -121,9 +126,7 @@ cluster_kafka() { # cluster_kafka N: start Kafka broker N
 	dir=$cstate/kafka$n
 	alive kafka "$dir" && return
 	port=$(c_kafka_port "$n")
-	port_open "$port" && die "port $port is taken by a process this script did not start (set HOTSPOT_CLUSTER_KAFKA_PORT)"
-	mkdir -p "$dir"
-	cat >"$dir/server.properties" <<EOF
+	c_start_node "$dir" "$port" "${HOTSPOT_KAFKA_HEAP:-384m}" "broker $n" <<EOF
 process.roles=broker
 node.id=$n
 controller.quorum.voters=$(c_voters)
@@ -145,10 +148,6 @@ broker.heartbeat.interval.ms=250
 broker.session.timeout.ms=1000
 replica.fetch.backoff.ms=100
 EOF
-	kafka_log4j "$dir"
-	c_format "$dir"
-	log "starting Apache Kafka $kafka_version broker $n of 3 on 127.0.0.1:$port"
-	HOTSPOT_KAFKA_HEAP=${HOTSPOT_KAFKA_HEAP:-384m} launch_kafka "$dir" "$dir"
 }
 
 cluster_redis() {
