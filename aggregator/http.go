@@ -125,8 +125,8 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 			hot = true
 		}
 	}, wire.PartialExtras{
-		Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
-			if p, ok := t.keySources(app, key, top, distinct, now); ok {
+		Sources: func(app, key []byte, total uint64, top []wire.SourceCount, distinct []byte) {
+			if p, ok := t.keySources(app, key, total, top, distinct, now); ok {
 				sketches = append(sketches, p)
 			}
 		},

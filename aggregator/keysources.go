@@ -54,9 +54,11 @@ type srcCount struct {
 // its part of the key's accesses over about that window; and the distinct
 // sources of the current and the previous period of that length.
 //
-// Counts are placed on the receipt clock: the key's counts and the
-// sources of the same round arrive in the same batch, so both sides of a
-// share cover the same rounds whatever their event time.
+// Both sides of a share come from the detectors' sources reports, each a
+// key's total and busiest sources over the same rounds (about a second of
+// them), and are placed on the receipt clock: a share covers the same
+// rounds above and below the line whatever their event time, and the
+// key's counts, which arrive every round, never touch this state.
 //
 // The table lock guards the counts; the sketches have a lock of their own,
 // so that a batch's sketches are decoded and merged after the table lock
@@ -92,17 +94,21 @@ func (s *keySources) decay(now, tau int64) {
 	s.at = now
 }
 
-// count adds n accesses of the key.
-func (s *keySources) count(n uint64, now, tau int64) {
+// merge adds what a detector saw of the key over some rounds: total
+// accesses, and the busiest sources among them (Space-Saving: a source not
+// kept takes the place of the least busy one when all maxKeySources places
+// are taken, with that one's count added to its own). A detector older
+// than partial-count version 7 sends no total (0): its sources count as the
+// whole, so its keys' shares are over the sources it named until it is
+// upgraded.
+func (s *keySources) merge(total uint64, top []wire.SourceCount, now, tau int64) {
 	s.decay(now, tau)
-	s.total += float64(n)
-}
-
-// merge adds a round's busiest sources of the key (Space-Saving: a source
-// not kept takes the place of the least busy one when all maxKeySources
-// places are taken, with that one's count added to its own).
-func (s *keySources) merge(top []wire.SourceCount, now, tau int64) {
-	s.decay(now, tau)
+	if total == 0 {
+		for _, sc := range top {
+			total += sc.N
+		}
+	}
+	s.total += float64(total)
 	for _, sc := range top {
 		c := float64(sc.N)
 		name := sourceName(sc.Src)
@@ -141,11 +147,10 @@ func sourceName(name string) string {
 // bound n-err over the key's total.
 //
 // The total is at least what the sources sent (the sum of the kept
-// counts, which Space-Saving keeps whole): a key's state can begin
-// between a round's count and its sources (an effect report in between,
-// or another detector's batch of the same round), and then holds sources
-// of accesses it never counted; the shares would add up to more than 1
-// until that round decays away.
+// counts, which Space-Saving keeps whole), so that the shares add up to
+// at most 1 even if a report's total fell short of its sources' sum (a
+// detector's report is consistent, but a total saturates, and an older
+// detector's is made up of its sources).
 func (s *keySources) shares(now, tau int64) []api.SourceShare {
 	s.decay(now, tau)
 	var sent float64

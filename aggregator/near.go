@@ -58,20 +58,10 @@ func (t *table) isNear(e *entry, frac float64) bool {
 // remember a round or two).
 func tau(e *entry) int64 { return int64(max(e.r.window, time.Second)) }
 
-// nearCount counts n accesses of e (reads and writes, whatever its rule
-// measures: the sources count accesses) received at now, after the rule
-// has judged them, when e has state. The caller holds t.mu.
-func (t *table) nearCount(e *entry, n uint64, now time.Time) {
-	if e.near != nil {
-		e.near.src.count(n, now.UnixNano(), tau(e))
-	}
-}
-
 // near returns the tracked entry of (app, key) with its state, or nil. A
 // key gets state when sources or an effect report arrive for it while it is
-// near its threshold (isNear), not when it is counted: the keys of an app
-// that sends neither cost nothing more (the state's decaying counts cost
-// an exponential per key and round). The caller holds t.mu.
+// near its threshold (isNear); its counts never touch it, so the keys of an
+// app that sends neither cost nothing more. The caller holds t.mu.
 func (t *table) near(app, key []byte) *entry {
 	e := t.lookup(app, key)
 	switch {
@@ -143,18 +133,20 @@ func (t *table) lookup(app, key []byte) *entry {
 	return as.keys[string(key)]
 }
 
-// keySources merges a detector round's busiest sources of (app, key),
-// received at now, into the key's state, and returns the sketch of its
-// distinct sources still to merge (pendingSketch.merge, after the table
-// lock is released); a key that has no state is not near its threshold
-// here, and its sources are dropped (ok false). The caller holds t.mu.
-func (t *table) keySources(app, key []byte, top []wire.SourceCount, distinct []byte, now time.Time) (p pendingSketch, ok bool) {
+// keySources merges what a detector saw of (app, key)'s sources, received
+// at now, into the key's state: its total accesses and busiest sources
+// over the detector's rounds since it last sent them. It returns the
+// sketch of the key's distinct sources still to merge (pendingSketch.merge,
+// after the table lock is released); a key that has no state is not near
+// its threshold here, and its sources are dropped (ok false). The caller
+// holds t.mu.
+func (t *table) keySources(app, key []byte, total uint64, top []wire.SourceCount, distinct []byte, now time.Time) (p pendingSketch, ok bool) {
 	e := t.near(app, key)
 	if e == nil {
 		return p, false
 	}
 	tc := tau(e)
-	e.near.src.merge(top, now.UnixNano(), tc)
+	e.near.src.merge(total, top, now.UnixNano(), tc)
 	return pendingSketch{src: &e.near.src, b: distinct, now: now.UnixNano(), tau: tc}, len(distinct) > 0
 }
 

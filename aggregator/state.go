@@ -299,9 +299,6 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		t.m.tracked.Set(float64(len(t.entries)))
 	}
 	if n == 0 {
-		if e.near != nil {
-			e.near.src.count(c.n, now.UnixNano(), tau(e))
-		}
 		return false
 	}
 	switch {
@@ -316,9 +313,7 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		e.fresh = true
 		t.fresh = append(t.fresh, e)
 	}
-	hot := t.check(e, b, now)
-	t.nearCount(e, c.n, now)
-	return hot
+	return t.check(e, b, now)
 }
 
 // check runs the rule's promotion on e at now (bucket b) over the

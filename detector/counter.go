@@ -396,6 +396,7 @@ func (c *counter) drain() {
 	if len(q.srcs) > 0 {
 		nextRun = q.srcs[0].at
 	}
+	tracking := len(c.trackers) > len(c.freeSrc)
 	for i, end := range q.ends {
 		idx, ok := c.addKey(q.keys[start:end], q.hs[i], q.ns[i], q.ws[i])
 		if x < len(q.xs) && q.xs[x].at == uint32(i) {
@@ -414,11 +415,19 @@ func (c *counter) drain() {
 				nextRun = q.srcs[r].at
 			}
 		}
-		if run != nil && ok {
+		switch {
+		case !ok:
+		case run != nil:
 			// Only keys near the threshold have their sources counted:
 			// the others cost this test.
 			if e := &c.entries[idx]; e.src != 0 || e.window >= c.srcMark {
 				c.addSource(idx, &run.srcRef, q.ns[i])
+			}
+		case tracking:
+			// An access without a source counts in its key's total.
+			if e := &c.entries[idx]; e.src != 0 {
+				t := c.trackers[e.src-1]
+				t.total = satAdd(t.total, q.ns[i])
 			}
 		}
 		start = end

@@ -20,19 +20,23 @@ type KeyEffect = api.KeyEffect
 // Sources are tracked only for keys near the threshold: a key's sources
 // start to be counted once its window on this partition holds half its
 // share of a hot key's window (counter.srcMark), at most maxTrackers keys
-// per partition at a time. A tracker counts the key's sources in a table
-// of srcSlots (below) and sends the topSources busiest of each round, with
-// a HyperLogLog of all of them (sketchPrecision: 2^12 registers, a
-// standard error of 1.6 %). The sketch is dense (4 KiB; an insertion is a
-// register update, where a sparse one is a hash-set insertion) and goes
-// out with every sketchEvery-th round (about 2 KiB serialized, once a
-// second per tracked key), then starts afresh. The aggregators merge them
-// (docs/aggregator.md, "Sources").
+// per partition at a time. A tracker counts the key's accesses and their
+// sources in a table of srcSlots (below), and reports them every
+// reportEvery rounds (about a second), in the first round it tracks (so
+// that a key turning hot has its sources known), in the round the key is
+// tracked no more and in the partition's last: the key's total, the
+// topSources busiest sources and a HyperLogLog of all of them
+// (sketchPrecision: 2^12 registers, a standard error of 1.6 %). It then
+// starts afresh. The sketch is dense (4 KiB; an insertion is a register
+// update, where a sparse one is a hash-set insertion; about 2 KiB
+// serialized). The aggregators merge the reports (docs/aggregator.md,
+// "Sources"); a report per round cost a sixth of hotspotd's CPU at 200k
+// accesses/s from 100 instances, one per second about a twentieth of it.
 const (
 	maxTrackers     = 256
 	topSources      = 16
 	sketchPrecision = 12
-	sketchEvery     = 10
+	reportEvery     = 10
 )
 
 // A tracker's table holds srcSlots sources; a source lives within
@@ -47,34 +51,34 @@ const (
 	srcProbe = 8
 )
 
-// srcTracker counts one key's sources over a round. Sources are told apart
-// by their 64-bit hashes alone: two that collide (about one pair in 2^64)
-// would share a count; hash 0 marks an empty slot, so a source whose hash
-// is 0 is counted as 1.
+// srcTracker counts one key's accesses and their sources between two
+// reports. Sources are told apart by their 64-bit hashes alone: two that
+// collide (about one pair in 2^64) would share a count; hash 0 marks an
+// empty slot, so a source whose hash is 0 is counted as 1.
 //
-// A source is put in the sketch once per period: when the round that
-// counted it ends (take), or when it loses its slot (add). The sketch is
-// the costly part, a register in 4 KiB read per source rather than per
-// access.
+// A source is put in the sketch once per report: when the report goes out
+// (report), or when it loses its slot (add). The sketch is the costly
+// part, a register in 4 KiB read per source rather than per access.
 type srcTracker struct {
 	hs       [srcSlots]uint64      // xxhash of each slot's source; 0: empty
-	ns       [srcSlots]uint64      // the round's count of each
+	ns       [srcSlots]uint64      // each one's count since the last report
 	names    [srcSlots][]byte      // buffers reused as sources come and go
-	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this period's sketch
+	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this report's sketch
+	total    uint64                // the key's accesses since the last report, with a source or without
 	idx      uint32                // the key's entry
-	seen     bool
-	rounds   int // since the sketch last went out
+	rounds   int                   // since the last report
+	reported bool                  // a report went out
 	hll      *hyperloglog.Sketch
 }
 
 // add counts n accesses from source r. A source not in the table takes
 // the first free slot of its srcProbe, or else one whose source was not
-// seen this round, or else (Space-Saving, within its probe slots) the
-// least busy, with that one's count added to its own: an overestimate by
-// at most that count, which only a key with more than srcSlots sources in
-// one round sees.
+// seen since the last report, or else (Space-Saving, within its probe
+// slots) the least busy, with that one's count added to its own: an
+// overestimate by at most that count, which only a key with more than
+// srcSlots sources between two reports sees.
 func (t *srcTracker) add(r *srcRef, n uint64) {
-	t.seen = true
+	t.total = satAdd(t.total, n)
 	h := max(r.h, 1)
 	home := int(h)
 	victim := -1
@@ -92,7 +96,7 @@ func (t *srcTracker) add(r *srcRef, n uint64) {
 		}
 	}
 	if t.ns[victim] != 0 && !t.inSketch(victim) {
-		t.hll.InsertHash(t.hs[victim]) // counted this round: it must not go unsketched
+		t.hll.InsertHash(t.hs[victim]) // counted for this report: it must not go unsketched
 	}
 	t.put(victim, h, r.b, satAdd(t.ns[victim], n))
 }
@@ -103,7 +107,7 @@ func (t *srcTracker) put(i int, h uint64, b []byte, n uint64) {
 	t.sketched[i/64] &^= 1 << (i % 64)
 }
 
-// inSketch reports whether slot i's source is in this period's sketch.
+// inSketch reports whether slot i's source is in this report's sketch.
 func (t *srcTracker) inSketch(i int) bool { return t.sketched[i/64]&(1<<(i%64)) != 0 }
 
 // queueSource sets src (empty: none) as the source of the access about to
@@ -124,10 +128,10 @@ func (c *counter) queueSource(src []byte) {
 	q.srcOn = len(src) > 0
 }
 
-// take returns the round's sources of key app/key, the topSources
-// busiest first, with the sketch every sketchEvery rounds, and starts the
-// next round.
-func (t *srcTracker) take(app, key string) KeySources {
+// report returns what the tracker counted of key app/key since its last
+// report: the total, the topSources busiest sources first and the sketch
+// of all of them; and starts the next report.
+func (t *srcTracker) report(app, key string) KeySources {
 	var live [srcSlots]uint8
 	k := 0
 	for i, n := range t.ns {
@@ -144,17 +148,16 @@ func (t *srcTracker) take(app, key string) KeySources {
 	order := live[:k]
 	slices.SortFunc(order, func(a, b uint8) int { return cmp.Compare(t.ns[b], t.ns[a]) })
 	order = order[:min(k, topSources)]
-	ks := KeySources{App: app, Key: key, Top: make([]api.SourceCount, len(order))}
+	ks := KeySources{App: app, Key: key, Total: t.total, Top: make([]api.SourceCount, len(order))}
 	for j, i := range order {
 		ks.Top[j] = api.SourceCount{Src: string(t.names[i]), N: t.ns[i]}
 	}
-	if t.rounds++; t.rounds >= sketchEvery {
+	if k > 0 {
 		ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
 		t.hll.Reset()
-		t.rounds, t.sketched = 0, [srcSlots / 64]uint64{}
 	}
-	t.ns = [srcSlots]uint64{}
-	t.seen = false
+	t.ns, t.sketched, t.total = [srcSlots]uint64{}, [srcSlots / 64]uint64{}, 0
+	t.rounds, t.reported = 0, true
 	return ks
 }
 
@@ -189,21 +192,26 @@ func (c *counter) dropSource(e *entry) {
 	}
 }
 
-// takeSources appends the round's sources of every tracked key that had any
-// to dst and starts the next round. A tracked key whose window fell below
-// the mark is tracked no more.
-func (c *counter) takeSources(dst []KeySources) []KeySources {
+// takeSources ends a round: it appends to dst the reports due (see
+// reportEvery) of the tracked keys that had accesses since their last one;
+// with final set, the partition's last round, every such report. A tracked
+// key whose window fell below half the mark is tracked no more. (A key
+// removed from the table with its tracker takes its report with it: its
+// total and sources alike, so the shares of what was reported stand.)
+func (c *counter) takeSources(dst []KeySources, final bool) []KeySources {
 	c.drain()
 	for _, t := range c.trackers {
 		if t == nil {
 			continue
 		}
 		e := &c.entries[t.idx]
-		if t.seen {
+		t.rounds++
+		stop := e.window < c.srcMark/2
+		if t.total > 0 && (!t.reported || t.rounds >= reportEvery || stop || final) {
 			app, key := splitKey(e.key)
-			dst = append(dst, t.take(app, key))
+			dst = append(dst, t.report(app, key))
 		}
-		if e.window < c.srcMark/2 {
+		if stop {
 			c.dropSource(e)
 		}
 	}

@@ -11,10 +11,13 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
-// TestSourcesAndEffects: a key at 3x the threshold, 70 % of it from one
-// source, reaches the Sink with its sources (busiest first, shares as sent)
-// and a sketch that counts them; a cold key's sources are not tracked; the
-// effect batches the apps wrote reach the Sink summed per key.
+// TestSourcesAndEffects: a key at 3x the threshold, 70 % of its sourced
+// accesses from one source and a tenth of its accesses without a source,
+// reaches the Sink in a report about once a second with its total (with
+// the accesses without a source), its sources (busiest first, shares as
+// sent) and a sketch that counts them; a cold key's sources are not
+// tracked; the effect batches the apps wrote reach the Sink summed per
+// key.
 func TestSourcesAndEffects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(1)
@@ -23,11 +26,12 @@ func TestSourcesAndEffects(t *testing.T) {
 		src.assign(0)
 		_, stop := startFake(t, Config{}, src, sink)
 		share := map[string]int{"pod-a": 105, "pod-b": 15, "pod-c": 15, "pod-d": 15} // per 50 ms: 3000/s
-		// 3 s of rounds: at least two sketches.
+		// 3 s of rounds: at least three reports.
 		for range 60 {
 			for s, n := range share {
 				topic.append(0, fmt.Appendf(nil, `{"app":"shop","key":"item:42","count":%d,"src":%q}`, n, s))
 			}
+			topic.append(0, []byte(`{"app":"shop","key":"item:42","count":17}`))
 			topic.append(0, []byte(`{"app":"shop","key":"cold","src":"pod-x"}`))
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -41,10 +45,10 @@ func TestSourcesAndEffects(t *testing.T) {
 			t.Fatal(err)
 		}
 		bySrc := map[string]uint64{}
-		var total uint64
+		var total, reported uint64 // the sources' counts, the reports' totals
 		sk, _ := hyperloglog.NewSketch(sketchPrecision, true)
 		var effects wire.EffectCounts
-		sketches := 0
+		sketches, reports, rounds := 0, 0, len(sink.flushes)
 		sink.mu.Lock()
 		for _, f := range sink.flushes {
 			for _, s := range f.Sources {
@@ -52,6 +56,8 @@ func TestSourcesAndEffects(t *testing.T) {
 					t.Errorf("sources of %s/%s sent: only item:42 is near the threshold", s.App, s.Key)
 					continue
 				}
+				reports++
+				reported += s.Total
 				for i, sc := range s.Top {
 					if i > 0 && sc.N > s.Top[i-1].N {
 						t.Errorf("sources not busiest first: %+v", s.Top)
@@ -60,7 +66,8 @@ func TestSourcesAndEffects(t *testing.T) {
 					total += sc.N
 				}
 				if len(s.Distinct) == 0 {
-					continue // the sketch goes out every sketchEvery rounds
+					t.Errorf("a report without its sketch: %+v", s)
+					continue
 				}
 				sketches++
 				var o hyperloglog.Sketch
@@ -84,10 +91,14 @@ func TestSourcesAndEffects(t *testing.T) {
 			t.Fatal("no sources sent")
 		}
 		if a := float64(bySrc["pod-a"]) / float64(total); a < 0.68 || a > 0.72 {
-			t.Errorf("pod-a sent %.3f of the tracked accesses, want 0.70 (%v)", a, bySrc)
+			t.Errorf("pod-a sent %.3f of the tracked accesses with a source, want 0.70 (%v)", a, bySrc)
 		}
-		if sketches < 2 {
-			t.Errorf("%d sketches sent, want one every %d rounds", sketches, sketchEvery)
+		// 105 of every 167 accesses: 0.629.
+		if a := float64(bySrc["pod-a"]) / float64(reported); a < 0.61 || a > 0.65 {
+			t.Errorf("pod-a sent %.3f of the tracked accesses (%d of %d reported), want 0.63", a, bySrc["pod-a"], reported)
+		}
+		if sketches < 3 || reports > rounds/reportEvery+3 {
+			t.Errorf("%d reports (%d sketches) in %d rounds, want one every %d rounds, the first and the last", reports, sketches, rounds, reportEvery)
 		}
 		if n := sk.Estimate(); n != 4 {
 			t.Errorf("distinct sources %d, want 4", n)

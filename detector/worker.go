@@ -223,7 +223,7 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// Entry times were clamped to the clock as they were counted.
-	w.sources = w.c.takeSources(w.sources[:0])
+	w.sources = w.c.takeSources(w.sources[:0], final)
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, keys: w.c.len(),
 		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects}
 	w.oldest, w.newest = 0, 0

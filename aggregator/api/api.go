@@ -50,11 +50,14 @@ type SourceCount struct {
 	N   uint64
 }
 
-// KeySources is what a detector saw of one key's sources in a flush round,
-// for a key near the threshold: the busiest (at most 16, busiest first) and
-// a serialized HyperLogLog of all the distinct ones (nil: none).
+// KeySources is what a detector saw of one key's sources over the flush
+// rounds since it last sent them (about a second), for a key near the
+// threshold: the key's accesses in those rounds (Total, with a source or
+// without), the busiest sources (at most 16, busiest first) and a
+// serialized HyperLogLog of all the distinct ones (nil: none).
 type KeySources struct {
 	App, Key string
+	Total    uint64
 	Top      []SourceCount
 	Distinct []byte
 }

@@ -365,7 +365,7 @@ func (o *owner) addSources(s KeySources) {
 	for i, t := range s.Top {
 		top[i] = wire.SourceCount{Src: t.Src, N: t.N}
 	}
-	o.batch.Sources = append(o.batch.Sources, wire.PartialSources{App: s.App, Key: s.Key, Top: top, Distinct: s.Distinct})
+	o.batch.Sources = append(o.batch.Sources, wire.PartialSources{App: s.App, Key: s.Key, Total: s.Total, Top: top, Distinct: s.Distinct})
 }
 
 func (o *owner) addEffect(e KeyEffect) {

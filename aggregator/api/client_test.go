@@ -317,8 +317,8 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 			_, err := wire.DecodePartialsWith(b, func(app, key []byte, n, writes, bytes, _ uint64) {
 				s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("count %d %d %d", n, writes, bytes))
 			}, wire.PartialExtras{
-				Sources: func(_, key []byte, top []wire.SourceCount, distinct []byte) {
-					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("sources %v %s", top, distinct))
+				Sources: func(_, key []byte, total uint64, top []wire.SourceCount, distinct []byte) {
+					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("sources %d %v %s", total, top, distinct))
 				},
 				Effect: func(_, key []byte, c wire.EffectCounts) {
 					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("effect %d", c.L1Hits))
@@ -340,13 +340,13 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 	for i := range 30 {
 		k := "k" + strconv.Itoa(i)
 		in = append(in, api.Count{App: "a", Key: k, N: 10, Writes: 2, Bytes: 100})
-		f.Sources = append(f.Sources, api.KeySources{App: "a", Key: k, Top: []api.SourceCount{{"pod-1", 7}}, Distinct: []byte("hll")})
+		f.Sources = append(f.Sources, api.KeySources{App: "a", Key: k, Total: 10, Top: []api.SourceCount{{"pod-1", 7}}, Distinct: []byte("hll")})
 		f.Effects = append(f.Effects, api.KeyEffect{App: "a", Key: k, Effect: api.Effect{L1Hits: 5}})
 	}
 	if err := c.Send(t.Context(), f, in); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"count 10 2 100", "sources [{pod-1 7}] hll", "effect 5"}
+	want := []string{"count 10 2 100", "sources 10 [{pod-1 7}] hll", "effect 5"}
 	for _, k := range in {
 		var got [][]string
 		for _, s := range servers {

@@ -325,7 +325,7 @@ func FuzzDecodePartials(f *testing.F) {
 	f.Add([]byte{0xa6, 0x03, 0x01, 'd', 0x07, 0x09, 0x05, 0x06, 0x01, 0x01, 'a', 0x01, 0x01, 'k', 0x02})
 	f.Add(wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 5, End: 5, Seq: 1,
 		Groups:  []wire.PartialGroup{{App: "a", Entries: []wire.KeyCount{{Key: "k", Count: 3}}}},
-		Sources: []wire.PartialSources{{App: "a", Key: "k", Top: []wire.SourceCount{{"pod-1", 2}, {"pod-2", 1}}, Distinct: []byte{1, 2, 3}}},
+		Sources: []wire.PartialSources{{App: "a", Key: "k", Total: 4, Top: []wire.SourceCount{{"pod-1", 2}, {"pod-2", 1}}, Distinct: []byte{1, 2, 3}}},
 		Effects: []wire.PartialEffect{{App: "a", Key: "k", EffectCounts: wire.EffectCounts{L1Hits: 7, Limited: 1}}}}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		type group struct {
@@ -382,11 +382,11 @@ func decodeExtras(t *testing.T, in []byte) ([]wire.PartialSources, []wire.Partia
 	var ss []wire.PartialSources
 	var es []wire.PartialEffect
 	_, err := wire.DecodePartialsWith(in, func(_, _ []byte, _, _, _, _ uint64) {}, wire.PartialExtras{
-		Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
+		Sources: func(app, key []byte, total uint64, top []wire.SourceCount, distinct []byte) {
 			if len(key) == 0 || len(top) > wire.MaxTopSources || len(distinct) > wire.MaxSketchLen {
 				t.Fatalf("sources of %q: %d, sketch of %d bytes", key, len(top), len(distinct))
 			}
-			ss = append(ss, wire.PartialSources{App: string(app), Key: string(key), Top: slices.Clone(top), Distinct: bytes.Clone(distinct)})
+			ss = append(ss, wire.PartialSources{App: string(app), Key: string(key), Total: total, Top: slices.Clone(top), Distinct: bytes.Clone(distinct)})
 		},
 		Effect: func(app, key []byte, c wire.EffectCounts) {
 			es = append(es, wire.PartialEffect{App: string(app), Key: string(key), EffectCounts: c})

@@ -16,8 +16,9 @@ const partialMagic = 0xA6
 // 5 otherwise (so that a shard not yet upgraded still takes the counts).
 // Version 1 had no Span, version 2 no End and Seq, versions 1 to 3 carry
 // counts only (all reads, no bytes), versions 1 to 4 no Step and Weights,
-// and versions 1 to 5 no sources and effects; DecodePartials reads all six.
-const partialVersion = 6
+// versions 1 to 5 no sources and effects, and version 6 no sources'
+// Total; DecodePartials reads all seven.
+const partialVersion = 7
 
 // MaxTopSources is the most sources a partial-count batch carries for one
 // key; MaxSketchLen the longest sketch of its distinct sources.
@@ -63,9 +64,9 @@ type PartialBatch struct {
 	Step    int64
 	Weights []uint64
 	Groups  []PartialGroup
-	// Sources and Effects (version 6) say, for some keys (those near the
-	// threshold), who made their accesses, and what the apps' caches did
-	// with their reads since the previous flush.
+	// Sources and Effects (version 6 on) say, for some keys (those near
+	// the threshold), who made their accesses, and what the apps' caches
+	// did with their reads since the previous flush.
 	Sources []PartialSources
 	Effects []PartialEffect
 }
@@ -77,12 +78,14 @@ type SourceCount struct {
 	N   uint64
 }
 
-// PartialSources is what a detector saw of one key's sources over a flush:
-// the busiest (at most MaxTopSources, busiest first) and an opaque sketch of
-// all the distinct ones (a serialized HyperLogLog; at most MaxSketchLen
-// bytes, nil for none).
+// PartialSources is what a detector saw of one key's sources over some
+// rounds: the key's accesses in them (Total, with a source or without),
+// the busiest sources (at most MaxTopSources, busiest first) and an opaque
+// sketch of all the distinct ones (a serialized HyperLogLog; at most
+// MaxSketchLen bytes, nil for none).
 type PartialSources struct {
 	App, Key string
+	Total    uint64
 	Top      []SourceCount
 	Distinct []byte
 }
@@ -94,11 +97,12 @@ type PartialEffect struct {
 	EffectCounts
 }
 
-// PartialExtras receives the sources and effects of a version 6 batch (see
-// DecodePartialsWith). A nil field skips them. The byte slices alias the
-// body; top is the decoder's and valid only during the call.
+// PartialExtras receives the sources and effects of a version 6 or 7
+// batch (see DecodePartialsWith). A nil field skips them. The byte slices
+// alias the body; top is the decoder's and valid only during the call.
+// total is 0 in a version 6 batch, which had none.
 type PartialExtras struct {
-	Sources func(app, key []byte, top []SourceCount, distinct []byte)
+	Sources func(app, key []byte, total uint64, top []SourceCount, distinct []byte)
 	Effect  func(app, key []byte, c EffectCounts)
 }
 
@@ -181,7 +185,7 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	return dst
 }
 
-// appendPartialExtras writes version 6's sources and effects sections.
+// appendPartialExtras writes version 7's sources and effects sections.
 // Entries with an empty or invalid key are left out, sources beyond
 // MaxTopSources, sources with an empty name or a count of 0, and sketches
 // longer than MaxSketchLen.
@@ -200,6 +204,7 @@ func appendPartialExtras(dst []byte, b *PartialBatch) []byte {
 		}
 		dst = appendString(dst, s.App)
 		dst = appendString(dst, s.Key)
+		dst = binary.AppendUvarint(dst, s.Total)
 		top := 0
 		for _, sc := range s.Top[:min(len(s.Top), MaxTopSources)] {
 			if sc.Src != "" && sc.N > 0 && utf8.ValidString(sc.Src) {
@@ -285,15 +290,16 @@ func countPartials(entries []KeyCount) int {
 // without bytes (writes, bytes and writeBytes 0). Keys are 1 or more bytes;
 // lengths are bounded only by the body, so callers should limit its size
 // (http.MaxBytesReader). The same key may appear more than once: the
-// counts add up. err is nil or an *Error. Versions 1 to 6 are read; the
-// sources and effects of version 6 are validated and skipped (see
+// counts add up. err is nil or an *Error. Versions 1 to 7 are read; the
+// sources and effects of versions 6 and 7 are validated and skipped (see
 // DecodePartialsWith).
 func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64)) (PartialHeader, error) {
 	return DecodePartialsWith(body, fn, PartialExtras{})
 }
 
-// DecodePartialsWith is DecodePartials, and then hands a version 6 batch's
-// sources and effects to x, in order, once every count was delivered.
+// DecodePartialsWith is DecodePartials, and then hands a version 6 or 7
+// batch's sources and effects to x, in order, once every count was
+// delivered.
 func DecodePartialsWith(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64), x PartialExtras) (PartialHeader, error) {
 	src, h, version, groups, start, f := checkPartials(body)
 	if f.r != 0 {
@@ -326,15 +332,15 @@ func DecodePartialsWith(body []byte, fn func(app, key []byte, n, writes, bytes, 
 		}
 	}
 	if version >= 6 {
-		deliverExtras(body, i, x)
+		deliverExtras(body, i, version, x)
 	}
 	h.Source = string(src)
 	return h, nil
 }
 
 // deliverExtras hands the checked sources and effects sections at body[i]
-// to x.
-func deliverExtras(b []byte, i int, x PartialExtras) {
+// of a batch of the given version to x.
+func deliverExtras(b []byte, i int, version byte, x PartialExtras) {
 	str := func() []byte {
 		l, j := trustedUvarint(b, i)
 		i = j + int(l)
@@ -344,7 +350,10 @@ func deliverExtras(b []byte, i int, x PartialExtras) {
 	n, i := trustedUvarint(b, i)
 	for ; n > 0; n-- {
 		app, key := str(), str()
-		var t uint64
+		var total, t uint64
+		if version >= 7 {
+			total, i = trustedUvarint(b, i)
+		}
 		t, i = trustedUvarint(b, i)
 		top = top[:0]
 		for ; t > 0; t-- {
@@ -357,7 +366,7 @@ func deliverExtras(b []byte, i int, x PartialExtras) {
 		}
 		distinct := str()
 		if x.Sources != nil {
-			x.Sources(app, key, top, distinct)
+			x.Sources(app, key, total, top, distinct)
 		}
 	}
 	n, i = trustedUvarint(b, i)
@@ -416,7 +425,7 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups,
 		}
 	}
 	if version >= 6 {
-		if i, f = checkExtras(b, i); f.r != 0 {
+		if i, f = checkExtras(b, i, version); f.r != 0 {
 			return
 		}
 	}
@@ -426,9 +435,9 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups,
 	return
 }
 
-// checkExtras validates version 6's sources and effects sections at b[i]
-// and returns the index after them.
-func checkExtras(b []byte, i int) (int, fail) {
+// checkExtras validates the sources and effects sections of a version 6
+// or 7 batch at b[i] and returns the index after them.
+func checkExtras(b []byte, i int, version byte) (int, fail) {
 	// str checks a string of at most max bytes (0: any) that must be
 	// valid UTF-8 (and not empty, when what names a key or a source).
 	str := func(what string, max int, nonEmpty bool) fail {
@@ -458,6 +467,9 @@ func checkExtras(b []byte, i int) (int, fail) {
 	for i = j; n > 0; n-- {
 		if f = str("app", 0, false); f.r == 0 {
 			f = str("key", 0, true)
+		}
+		if f.r == 0 && version >= 7 {
+			f = num() // the key's total
 		}
 		if f.r != 0 {
 			return i, f

@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,30 +125,31 @@ func TestEffectBatch(t *testing.T) {
 	}
 }
 
-// TestPartialsExtras: a batch with sources or effects is version 6 and
+// TestPartialsExtras: a batch with sources or effects is version 7 and
 // hands them to DecodePartialsWith after its counts; one without stays
-// version 5, which a shard that predates version 6 still takes.
+// version 5, which a shard that predates version 6 still takes; a
+// version 6 batch (sources without a total) still decodes.
 func TestPartialsExtras(t *testing.T) {
 	b := &wire.PartialBatch{Source: "d", At: 5, End: 5, Seq: 1,
 		Groups: []wire.PartialGroup{{App: "shop", Entries: []wire.KeyCount{{Key: "item:42", Count: 30}}}}}
 	if v := wire.AppendPartials(nil, b)[1]; v != 5 {
 		t.Errorf("without sources or effects: version %d, want 5", v)
 	}
-	b.Sources = []wire.PartialSources{{App: "shop", Key: "item:42",
+	b.Sources = []wire.PartialSources{{App: "shop", Key: "item:42", Total: 40,
 		Top:      []wire.SourceCount{{"pod-1", 21}, {"", 3}, {"pod-2", 0}, {"pod-3", 6}},
 		Distinct: []byte("sketch")}}
 	b.Effects = []wire.PartialEffect{{App: "shop", Key: "item:42", EffectCounts: wire.EffectCounts{L1Hits: 900, L2Reads: 90, SourceLoads: 2, Limited: 10}}}
 	body := wire.AppendPartials(nil, b)
-	if body[1] != 6 {
-		t.Fatalf("with sources: version %d, want 6", body[1])
+	if body[1] != 7 {
+		t.Fatalf("with sources: version %d, want 7", body[1])
 	}
 	var order []string
 	_, err := wire.DecodePartialsWith(body, func(_, key []byte, n, _, _, _ uint64) { order = append(order, "count "+string(key)) },
 		wire.PartialExtras{
-			Sources: func(app, key []byte, top []wire.SourceCount, distinct []byte) {
+			Sources: func(app, key []byte, total uint64, top []wire.SourceCount, distinct []byte) {
 				want := []wire.SourceCount{{"pod-1", 21}, {"pod-3", 6}} // the empty and the 0 left out
-				if string(app) != "shop" || !reflect.DeepEqual(top, want) || string(distinct) != "sketch" {
-					t.Errorf("sources of %s/%s: %+v %q", app, key, top, distinct)
+				if string(app) != "shop" || total != 40 || !reflect.DeepEqual(top, want) || string(distinct) != "sketch" {
+					t.Errorf("sources of %s/%s: %d %+v %q", app, key, total, top, distinct)
 				}
 				order = append(order, "sources "+string(key))
 			},
@@ -162,7 +164,19 @@ func TestPartialsExtras(t *testing.T) {
 		t.Errorf("delivered %v, %v; want %v", order, err, want)
 	}
 	if _, err := wire.DecodePartials(body, func(_, _ []byte, _, _, _, _ uint64) {}); err != nil {
-		t.Errorf("DecodePartials of version 6: %v", err)
+		t.Errorf("DecodePartials of version 7: %v", err)
+	}
+	// Version 6, by hand: source "d", at 5, span 0, end 5, seq 1, no
+	// weights, no groups; one sources entry (app "a", key "k", one source
+	// "p" of 3, sketch "s"); no effects.
+	v6 := hx(t, "a6 06 01 64 05 00 05 01 00 00 | 01 01 61 01 6b 01 01 70 03 01 73 | 00")
+	var got []string
+	_, err = wire.DecodePartialsWith(v6, func(_, _ []byte, _, _, _, _ uint64) {}, wire.PartialExtras{
+		Sources: func(app, key []byte, total uint64, top []wire.SourceCount, distinct []byte) {
+			got = append(got, fmt.Sprintf("%s/%s %d %v %s", app, key, total, top, distinct))
+		}})
+	if want := []string{"a/k 0 [{p 3}] s"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("version 6: %v, %v; want %v", got, err, want)
 	}
 	b.Sources[0].Top = make([]wire.SourceCount, wire.MaxTopSources+5)
 	for i := range b.Sources[0].Top {
@@ -170,7 +184,7 @@ func TestPartialsExtras(t *testing.T) {
 	}
 	n := 0
 	wire.DecodePartialsWith(wire.AppendPartials(nil, b), func(_, _ []byte, _, _, _, _ uint64) {},
-		wire.PartialExtras{Sources: func(_, _ []byte, top []wire.SourceCount, _ []byte) { n = len(top) }})
+		wire.PartialExtras{Sources: func(_, _ []byte, _ uint64, top []wire.SourceCount, _ []byte) { n = len(top) }})
 	if n != wire.MaxTopSources {
 		t.Errorf("%d sources written, want at most %d", n, wire.MaxTopSources)
 	}
