@@ -147,17 +147,22 @@ func TestSourcesFollowTheWindow(t *testing.T) {
 }
 
 // TestSharesFromReports: two detectors count a key every round and report
-// its sources every tenth, at different rounds, each report with the key's
-// total over its rounds. A share is read after every round: it stays at
-// what the sources sent (both sides of it come in the same reports, so it
-// does not swing between them). A
-// report without a total, from a detector older than partial-count
-// version 7, counts its sources as the whole.
+// its sources once a second, in the same round (the detectors report in
+// the round that passes a whole second), each report with the key's total
+// over its rounds; one sees the key's busiest source, the other only small
+// ones. A share is read after every round: it stays at what the sources
+// sent (both sides of it come in the same reports, so it does not swing
+// between them). A report without a total, from a detector older than
+// partial-count version 7, counts its sources as the whole.
 func TestSharesFromReports(t *testing.T) {
 	a := mustNew(t, Config{}, &fakePub{})
-	// The busiest two of a report; the rest of its 1500 accesses came
-	// from sources too small to be named.
-	top := []wire.SourceCount{{Src: "web-1", N: 1050}, {Src: "web-2", N: 300}}
+	// A second of the key: 1500 accesses, 1050 from web-1 (all on d0), 300
+	// from web-2 (half on each), the rest from sources too small to be
+	// named.
+	reports := []wire.PartialSources{
+		{App: "app", Key: "k", Total: 1200, Top: []wire.SourceCount{{Src: "web-1", N: 1050}, {Src: "web-2", N: 150}}},
+		{App: "app", Key: "k", Total: 300, Top: []wire.SourceCount{{Src: "web-2", N: 150}}},
+	}
 	now := t0
 	apply := func(src string, b *wire.PartialBatch) {
 		t.Helper()
@@ -168,10 +173,10 @@ func TestSharesFromReports(t *testing.T) {
 	}
 	counts := []wire.PartialGroup{{App: "app", Entries: []wire.KeyCount{{Key: "k", Count: 150}}}}
 	for i := range 60 {
-		for d, phase := range []int{0, 5} {
+		for d, r := range reports {
 			b := &wire.PartialBatch{Groups: counts}
-			if i%10 == phase {
-				b.Sources = []wire.PartialSources{{App: "app", Key: "k", Total: 10 * 150, Top: top}}
+			if i%10 == 0 {
+				b.Sources = []wire.PartialSources{r}
 			}
 			apply(fmt.Sprint("d", d), b)
 		}
@@ -196,6 +201,7 @@ func TestSharesFromReports(t *testing.T) {
 		a.t.sweep(now)
 		now = now.Add(100 * time.Millisecond)
 	}
+	top := []wire.SourceCount{{Src: "web-1", N: 1050}, {Src: "web-2", N: 300}}
 	apply("d1", &wire.PartialBatch{Sources: []wire.PartialSources{{App: "app", Key: "k", Top: top}}})
 	st, _ := a.t.key("app", "k", now)
 	if len(st.Sources) != 2 || math.Abs(st.Sources[0].Share-0.7778) > 0.001 {

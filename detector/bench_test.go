@@ -165,7 +165,7 @@ func benchDecodeAndCount(b *testing.B, t *weightTable, version, instances int) {
 			c.advance(now)
 			if now%int64(100*time.Millisecond) == 0 {
 				buf = c.flush(buf[:0], false)
-				srcs = c.takeSources(srcs[:0], false)
+				srcs = c.takeSources(srcs[:0], now, false)
 			}
 		}
 		if err := dec.Decode(recs[i%len(recs)], add); err != nil {

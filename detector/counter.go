@@ -77,6 +77,7 @@ type counter struct {
 	// Sources of keys near the threshold (sources.go): a key is tracked
 	// once its window reaches srcMark, half of windowShare.
 	srcMark  uint64
+	srcSec   int64         // the second of the clock of the last round (takeSources)
 	trackers []*srcTracker // by entry.src-1; nil: free
 	freeSrc  []uint32
 

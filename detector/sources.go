@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/cespare/xxhash/v2"
@@ -21,22 +22,22 @@ type KeyEffect = api.KeyEffect
 // start to be counted once its window on this partition holds half its
 // share of a hot key's window (counter.srcMark), at most maxTrackers keys
 // per partition at a time. A tracker counts the key's accesses and their
-// sources in a table of srcSlots (below), and reports them every
-// reportEvery rounds (about a second), in the first round it tracks (so
-// that a key turning hot has its sources known), in the round the key is
-// tracked no more and in the partition's last: the key's total, the
-// topSources busiest sources and a HyperLogLog of all of them
-// (sketchPrecision: 2^12 registers, a standard error of 1.6 %). It then
-// starts afresh. The sketch is dense (4 KiB; an insertion is a register
-// update, where a sparse one is a hash-set insertion; about 2 KiB
+// sources in a table of srcSlots (below), and reports them once a second,
+// in the round that passes a whole second of the clock (so that every
+// partition's report of a key reaches the aggregator at about the same
+// time, and its shares do not swing with the partitions' phases), in the
+// first round it tracks (so that a key turning hot has its sources known),
+// in the round the key is tracked no more and in the partition's last: the
+// key's total, the topSources busiest sources and a HyperLogLog of all of
+// them (sketchPrecision: 2^12 registers, a standard error of 1.6 %). It
+// then starts afresh. The sketch is dense (4 KiB; an insertion is a
+// register update, where a sparse one is a hash-set insertion; about 2 KiB
 // serialized). The aggregators merge the reports (docs/aggregator.md,
-// "Sources"); a report per round cost a sixth of hotspotd's CPU at 200k
-// accesses/s from 100 instances, one per second about a twentieth of it.
+// "Sources"). A report per round cost most of what sources cost hotspotd.
 const (
 	maxTrackers     = 256
 	topSources      = 16
 	sketchPrecision = 12
-	reportEvery     = 10
 )
 
 // A tracker's table holds srcSlots sources; a source lives within
@@ -66,7 +67,6 @@ type srcTracker struct {
 	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this report's sketch
 	total    uint64                // the key's accesses since the last report, with a source or without
 	idx      uint32                // the key's entry
-	rounds   int                   // since the last report
 	reported bool                  // a report went out
 	hll      *hyperloglog.Sketch
 }
@@ -157,7 +157,7 @@ func (t *srcTracker) report(app, key string) KeySources {
 		t.hll.Reset()
 	}
 	t.ns, t.sketched, t.total = [srcSlots]uint64{}, [srcSlots / 64]uint64{}, 0
-	t.rounds, t.reported = 0, true
+	t.reported = true
 	return ks
 }
 
@@ -192,22 +192,25 @@ func (c *counter) dropSource(e *entry) {
 	}
 }
 
-// takeSources ends a round: it appends to dst the reports due (see
-// reportEvery) of the tracked keys that had accesses since their last one;
-// with final set, the partition's last round, every such report. A tracked
+// takeSources ends the round of now (Unix ns): it appends to dst the
+// reports due of the tracked keys that had accesses since their last one
+// (see maxTrackers); with final set, the partition's last round, every
+// such report. A tracked
 // key whose window fell below half the mark is tracked no more. (A key
 // removed from the table with its tracker takes its report with it: its
 // total and sources alike, so the shares of what was reported stand.)
-func (c *counter) takeSources(dst []KeySources, final bool) []KeySources {
+func (c *counter) takeSources(dst []KeySources, now int64, final bool) []KeySources {
 	c.drain()
+	sec := now / int64(time.Second)
+	due := sec != c.srcSec || final
+	c.srcSec = sec
 	for _, t := range c.trackers {
 		if t == nil {
 			continue
 		}
 		e := &c.entries[t.idx]
-		t.rounds++
 		stop := e.window < c.srcMark/2
-		if t.total > 0 && (!t.reported || t.rounds >= reportEvery || stop || final) {
+		if t.total > 0 && (due || stop || !t.reported) {
 			app, key := splitKey(e.key)
 			dst = append(dst, t.report(app, key))
 		}

@@ -211,7 +211,8 @@ func (w *worker) consume(rec Record) {
 
 // answer hands the round's counts and the partition's offset to the flusher.
 func (w *worker) answer(id uint64, final bool) {
-	w.c.advance(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	w.c.advance(now)
 	w.buf = w.c.flush(w.buf[:0], final)
 	w.c.takeEarly() // a key that turned hot is in this answer
 	s := w.c.takeStats()
@@ -223,7 +224,7 @@ func (w *worker) answer(id uint64, final bool) {
 		w.lag.Set(float64(max(w.hwm-w.offset, 0)))
 	}
 	// Entry times were clamped to the clock as they were counted.
-	w.sources = w.c.takeSources(w.sources[:0], final)
+	w.sources = w.c.takeSources(w.sources[:0], now, final)
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, keys: w.c.len(),
 		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects}
 	w.oldest, w.newest = 0, 0
