@@ -103,12 +103,13 @@ func (s *keySources) decay(now, tau int64) {
 // upgraded.
 func (s *keySources) merge(total uint64, top []wire.SourceCount, now, tau int64) {
 	s.decay(now, tau)
+	n := float64(total)
 	if total == 0 {
 		for _, sc := range top {
-			total += sc.N
+			n += float64(sc.N)
 		}
 	}
-	s.total += float64(total)
+	s.total += n
 	for _, sc := range top {
 		c := float64(sc.N)
 		name := sourceName(sc.Src)

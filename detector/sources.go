@@ -33,7 +33,8 @@ type KeyEffect = api.KeyEffect
 // then starts afresh. The sketch is dense (4 KiB; an insertion is a
 // register update, where a sparse one is a hash-set insertion; about 2 KiB
 // serialized). The aggregators merge the reports (docs/aggregator.md,
-// "Sources"). A report per round cost most of what sources cost hotspotd.
+// "Sources"). A report every round, as before, cost about half of what
+// sources cost hotspotd (BENCHMARKS.md, I3).
 const (
 	maxTrackers     = 256
 	topSources      = 16
@@ -195,10 +196,10 @@ func (c *counter) dropSource(e *entry) {
 // takeSources ends the round of now (Unix ns): it appends to dst the
 // reports due of the tracked keys that had accesses since their last one
 // (see maxTrackers); with final set, the partition's last round, every
-// such report. A tracked
-// key whose window fell below half the mark is tracked no more. (A key
-// removed from the table with its tracker takes its report with it: its
-// total and sources alike, so the shares of what was reported stand.)
+// such report. A tracked key whose window fell below half the mark is
+// tracked no more. (A key removed from the table with its tracker takes
+// its report with it: its total and sources alike, so the shares of what
+// was reported stand.)
 func (c *counter) takeSources(dst []KeySources, now int64, final bool) []KeySources {
 	c.drain()
 	sec := now / int64(time.Second)
