@@ -15,6 +15,12 @@ const (
 	// {"error": ...} on a bad body, of which nothing was counted; 413 when
 	// the body is over the shard's size cap.
 	PartialsPath = Prefix + "partials"
+	// MembersHeader is set on a shard's answers when its process follows
+	// the members (Client.Announce): the aggregators that process routes
+	// to, each hotset.Escape'd, comma-separated. A sender whose own shard
+	// is missing from it knows the others have moved that shard's keys on
+	// (see Client.Send).
+	MembersHeader = "Hotspot-Members"
 	// TopPath answers GET ?app=APP&n=N (n defaults to 10; at most the
 	// shard's top-K) with a Top: the shard's busiest keys of app, hot or
 	// not. With &rule=R (an index in the app's rule list) it lists only

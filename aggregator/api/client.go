@@ -12,7 +12,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -66,9 +69,15 @@ type Client struct {
 	scheme string          // "http://", or "https://" with Config.TLS
 	m      metrics
 
+	// members is the MembersHeader value of the ring, set by SetMembers;
+	// selfName is SelfID as it appears there.
+	members  atomic.Pointer[string]
+	selfName string
+
 	mu      sync.Mutex           // serializes Send; guards the fields below
 	owners  map[string]*owner    // by node ID; buffers reused across Sends
 	suspect map[string]time.Time // node ID -> until when it is routed around
+	selfOut bool                 // SelfID is suspected because a shard's answer left it out
 	key     []byte               // ring-key scratch
 	order   []router.Node        // LookupN scratch
 }
@@ -81,8 +90,18 @@ type owner struct {
 	apps  map[string]int // app -> index in batch.Groups
 	body  []byte
 	used  bool
-	idle  int // consecutive Sends without keys for this owner
+	idle  int        // consecutive Sends without keys for this owner
+	self  selfListed // what the last answer's MembersHeader said of SelfID
 }
+
+// selfListed is what one shard's answer said of the sender's own shard.
+type selfListed uint8
+
+const (
+	selfUnknown selfListed = iota // no MembersHeader, no SelfID, or the answer of SelfID itself
+	selfIn
+	selfLeftOut
+)
 
 // New returns a Client with an empty ring: Send fails with ErrNoMembers until
 // SetMembers (or Follow) has seen a member.
@@ -112,6 +131,9 @@ func New(cfg Config) (*Client, error) {
 		m:       newMetrics(cfg.Registerer),
 		owners:  make(map[string]*owner),
 		suspect: make(map[string]time.Time),
+	}
+	if cfg.SelfID != "" {
+		c.selfName = hotset.Escape(cfg.SelfID)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -152,6 +174,14 @@ func (c *Client) Close() {
 // otherwise an error naming each failed owner. counts is not kept. Each
 // batch carries f's times and a sequence number made of f.Seq and the pass
 // (see batchSeq), so that an aggregator applies a retried batch once.
+//
+// With SelfID set, the answers also say whether the other processes still
+// route to this process's own shard (MembersHeader): one that has lost its
+// ZooKeeper session while the others have not is no longer in their ring,
+// though it still is in its own. While an answer leaves SelfID out, SelfID
+// is routed around as a failed shard is, so that its keys' counts from this
+// process's detector reach the shards the others now send them to; the
+// first answer that lists it again ends that.
 func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -313,15 +343,38 @@ func (c *Client) postAll(ctx context.Context, f Flush, pass int) []failure {
 		wg.Wait()
 	}
 	var failed []failure
+	var in, out bool
 	for i, o := range used {
 		if errs[i] != nil {
 			failed = append(failed, failure{o, errs[i]})
 			delete(c.owners, o.node.ID) // keep its batch out of the next round's reuse
 			continue
 		}
+		in, out = in || o.self == selfIn, out || o.self == selfLeftOut
 		o.release()
 	}
+	c.heardOfSelf(in, out)
 	return failed
+}
+
+// heardOfSelf follows what the answers of one pass said of SelfID: routed
+// around while any of them leaves it out (the others' view wins over this
+// process's own), routed to again once one lists it and none leaves it out.
+func (c *Client) heardOfSelf(in, out bool) {
+	switch {
+	case out:
+		if !c.selfOut {
+			c.log.Warn("the other shards route without this process's own shard; routing its keys as they do", "self", c.cfg.SelfID)
+			c.m.selfOut.Set(1)
+		}
+		c.selfOut = true
+		c.suspect[c.cfg.SelfID] = time.Now().Add(c.cfg.SuspectFor)
+	case in && c.selfOut:
+		c.log.Info("the other shards route to this process's own shard again", "self", c.cfg.SelfID)
+		c.m.selfOut.Set(0)
+		c.selfOut = false
+		delete(c.suspect, c.cfg.SelfID)
+	}
 }
 
 func (c *Client) owner(n router.Node) *owner {
@@ -411,6 +464,7 @@ func (c *Client) post(ctx context.Context, o *owner) error {
 }
 
 func (c *Client) do(ctx context.Context, o *owner) error {
+	o.self = selfUnknown
 	if c.cfg.Self != nil && o.node.ID == c.cfg.SelfID {
 		return c.cfg.Self(o.body)
 	}
@@ -428,6 +482,15 @@ func (c *Client) do(ctx context.Context, o *owner) error {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	if v := resp.Header.Get(MembersHeader); v != "" && c.selfName != "" {
+		o.self = selfLeftOut
+		for m := range strings.SplitSeq(v, ",") {
+			if m == c.selfName {
+				o.self = selfIn
+				break
+			}
+		}
 	}
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return err
@@ -473,8 +536,29 @@ func (c *Client) SetMembers(members map[string][]byte) {
 		c.log.Error("aggregator ring not updated", "err", err)
 		return
 	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = hotset.Escape(n.ID)
+	}
+	slices.Sort(names)
+	v := strings.Join(names, ",")
+	c.members.Store(&v)
 	c.m.members.Set(float64(len(nodes)))
 	c.log.Info("aggregator members", "count", len(nodes))
+}
+
+// Announce wraps a shard's handler (aggregator.Handler) so that its answers
+// carry MembersHeader: the members this Client routes to, once it has seen
+// any. Every process that runs a shard and follows the members should
+// serve its shard so: the senders whose own shard it has left out then
+// route as it does (see Send).
+func (c *Client) Announce(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := c.members.Load(); v != nil && *v != "" {
+			w.Header().Set(MembersHeader, *v)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Members returns the aggregators the ring currently routes to, by ID.
@@ -486,6 +570,7 @@ type metrics struct {
 	seconds  prometheus.Histogram
 	members  prometheus.Gauge
 	rerouted prometheus.Counter
+	selfOut  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -504,5 +589,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "members", Help: "Aggregators in the ring."}),
 		rerouted: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "reroutes_total", Help: "Rounds of counts rerouted to the next ring node after an aggregator failed."}),
+		selfOut: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "self_left_out", Help: "1 while the other shards' answers leave this process's own shard out of their ring, and its keys' counts are routed as they route them."}),
 	}
 }

@@ -359,3 +359,73 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestSendFollowsShardsThatLeftSelfOut: a process cut off from ZooKeeper
+// still has its own shard in its ring after the others dropped it. Once
+// their answers (MembersHeader, through Announce) leave it out, its
+// detector routes that shard's keys as they do, to each key's owner in the
+// ring without it; once an answer lists it again, to it again.
+func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
+	self := newShard(t, "self")
+	peerView := newClient(t) // the others' view of the members
+	peers := map[string]*shard{}
+	for _, id := range []string{"a", "b"} {
+		a, err := aggregator.New(aggregator.Config{ID: id, Addr: "unused:1"}, nopPublisher{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(peerView.Announce(a.Handler()))
+		t.Cleanup(srv.Close)
+		peers[id] = &shard{id: id, agg: a, srv: srv}
+	}
+	calls := 0
+	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: "self", Self: func(body []byte) error {
+		calls++
+		return self.agg.TakePartials(body)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	all := map[string][]byte{"self": self.member(), "a": peers["a"].member(), "b": peers["b"].member()}
+	c.SetMembers(all)
+	without := map[string][]byte{"a": all["a"], "b": all["b"]}
+	peerView.SetMembers(without)
+
+	shards := map[string]*shard{"self": self, "a": peers["a"], "b": peers["b"]}
+	// send sends 300 counts of keys named after round and checks that each
+	// is at the owner the ring over ids gives it, and nowhere else.
+	send := func(round int, ids ...string) {
+		t.Helper()
+		cs := counts(300)
+		for i := range cs {
+			cs[i].Key = fmt.Sprintf("r%d:%s", round, cs[i].Key)
+		}
+		if err := c.Send(t.Context(), api.Flush{At: time.Now(), Seq: uint64(round)}, cs); err != nil {
+			t.Fatal(err)
+		}
+		for i, owner := range owners(t, cs, ids...) {
+			for id, s := range shards {
+				_, ok := s.agg.Key(cs[i].App, cs[i].Key)
+				if ok != (id == owner) {
+					t.Fatalf("round %d: %s/%s at %s: %v; its owner over %v is %s", round, cs[i].App, cs[i].Key, id, ok, ids, owner)
+				}
+			}
+		}
+	}
+	send(1, "self", "a", "b") // the answers leave self out: from the next Send on...
+	if calls != 1 {
+		t.Fatalf("Self called %d times in the first Send, want 1", calls)
+	}
+	send(2, "a", "b") // ...its keys go where the others send them
+	send(3, "a", "b")
+	if calls != 1 {
+		t.Fatalf("Self called %d times while left out, want none after the first Send", calls-1)
+	}
+	peerView.SetMembers(all) // its session is back: the others list it again
+	send(4, "a", "b")        // their answers to this Send list it...
+	send(5, "self", "a", "b")
+	if calls != 2 {
+		t.Fatalf("Self called %d times after the others listed it again, want 1", calls-1)
+	}
+}

@@ -259,7 +259,9 @@ func (p *process) handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", public)
 	if p.agg != nil {
-		mux.Handle(api.Prefix, p.guard(p.agg.Handler()))
+		// Its answers name the members this process routes to, so that a
+		// process the others have dropped routes as they do (api.Client.Send).
+		mux.Handle(api.Prefix, p.guard(p.aggs.Announce(p.agg.Handler())))
 	}
 	if p.cfg.pprof {
 		mux.Handle("/debug/pprof/", pprofHandler(p.cfg.adminToken, p.log))
