@@ -428,7 +428,7 @@ func (c *counter) drain() {
 			// An access without a source counts in its key's total.
 			if e := &c.entries[idx]; e.src != 0 {
 				t := c.trackers[e.src-1]
-				t.total = satAdd(t.total, q.ns[i])
+				t.unsourced = satAdd(t.unsourced, q.ns[i])
 			}
 		}
 		start = end

@@ -58,18 +58,31 @@ const (
 // collide (about one pair in 2^64) would share a count; hash 0 marks an
 // empty slot, so a source whose hash is 0 is counted as 1.
 //
+// An access with a source touches one slot, its hash and count side by
+// side, and nothing else: the slots' counts add up to the accesses with a
+// source (a slot taken over keeps its count, see add), so the key's total
+// is that sum and the accesses without one (unsourced). Reading a
+// tracker's header as well cost as much again, at 50 tracked keys whose
+// tables do not stay in cache between two of their accesses (BENCHMARKS.md,
+// I3).
+//
 // A source is put in the sketch once per report: when the report goes out
 // (report), or when it loses its slot (add). The sketch is the costly
 // part, a register in 4 KiB read per source rather than per access.
 type srcTracker struct {
-	hs       [srcSlots]uint64      // xxhash of each slot's source; 0: empty
-	ns       [srcSlots]uint64      // each one's count since the last report
-	names    [srcSlots][]byte      // buffers reused as sources come and go
-	sketched [srcSlots / 64]uint64 // bit i: slot i's source is in this report's sketch
-	total    uint64                // the key's accesses since the last report, with a source or without
-	idx      uint32                // the key's entry
-	reported bool                  // a report went out
-	hll      *hyperloglog.Sketch
+	slots     [srcSlots]srcSlot
+	names     [srcSlots][]byte      // buffers reused as sources come and go
+	sketched  [srcSlots / 64]uint64 // bit i: slot i's source is in this report's sketch
+	unsourced uint64                // the key's accesses without a source since the last report
+	idx       uint32                // the key's entry
+	reported  bool                  // a report went out
+	hll       *hyperloglog.Sketch
+}
+
+// srcSlot is one source of a key and its count since the last report.
+type srcSlot struct {
+	h uint64 // xxhash of the source; 0: empty
+	n uint64
 }
 
 // add counts n accesses from source r. A source not in the table takes
@@ -79,33 +92,49 @@ type srcTracker struct {
 // overestimate by at most that count, which only a key with more than
 // srcSlots sources between two reports sees.
 func (t *srcTracker) add(r *srcRef, n uint64) {
-	t.total = satAdd(t.total, n)
 	h := max(r.h, 1)
 	home := int(h)
 	victim := -1
 	for j := range srcProbe {
 		i := (home + j) & (srcSlots - 1)
+		s := &t.slots[i]
 		switch {
-		case t.hs[i] == h:
-			t.ns[i] = satAdd(t.ns[i], n)
+		case s.h == h:
+			s.n = satAdd(s.n, n)
 			return
-		case t.hs[i] == 0:
+		case s.h == 0:
 			t.put(i, h, r.b, n)
 			return
-		case victim < 0 || t.ns[victim] != 0 && t.ns[i] < t.ns[victim]:
+		case victim < 0 || t.slots[victim].n != 0 && s.n < t.slots[victim].n:
 			victim = i
 		}
 	}
-	if t.ns[victim] != 0 && !t.inSketch(victim) {
-		t.hll.InsertHash(t.hs[victim]) // counted for this report: it must not go unsketched
+	v := &t.slots[victim]
+	if v.n != 0 && !t.inSketch(victim) {
+		t.hll.InsertHash(v.h) // counted for this report: it must not go unsketched
 	}
-	t.put(victim, h, r.b, satAdd(t.ns[victim], n))
+	t.put(victim, h, r.b, satAdd(v.n, n))
 }
 
 // put places source h, named b, in slot i with count n.
 func (t *srcTracker) put(i int, h uint64, b []byte, n uint64) {
-	t.hs[i], t.ns[i], t.names[i] = h, n, append(t.names[i][:0], b...)
+	t.slots[i] = srcSlot{h, n}
+	t.names[i] = append(t.names[i][:0], b...)
 	t.sketched[i/64] &^= 1 << (i % 64)
+}
+
+// counted reports whether the tracker counted an access since its last
+// report.
+func (t *srcTracker) counted() bool {
+	if t.unsourced > 0 {
+		return true
+	}
+	for _, s := range t.slots {
+		if s.n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inSketch reports whether slot i's source is in this report's sketch.
@@ -135,29 +164,34 @@ func (c *counter) queueSource(src []byte) {
 func (t *srcTracker) report(app, key string) KeySources {
 	var live [srcSlots]uint8
 	k := 0
-	for i, n := range t.ns {
-		if n == 0 {
+	total := t.unsourced
+	for i, s := range t.slots {
+		if s.n == 0 {
 			continue
 		}
+		total = satAdd(total, s.n)
 		live[k] = uint8(i)
 		k++
 		if !t.inSketch(i) {
-			t.hll.InsertHash(t.hs[i])
+			t.hll.InsertHash(s.h)
 			t.sketched[i/64] |= 1 << (i % 64)
 		}
 	}
 	order := live[:k]
-	slices.SortFunc(order, func(a, b uint8) int { return cmp.Compare(t.ns[b], t.ns[a]) })
+	slices.SortFunc(order, func(a, b uint8) int { return cmp.Compare(t.slots[b].n, t.slots[a].n) })
 	order = order[:min(k, topSources)]
-	ks := KeySources{App: app, Key: key, Total: t.total, Top: make([]api.SourceCount, len(order))}
+	ks := KeySources{App: app, Key: key, Total: total, Top: make([]api.SourceCount, len(order))}
 	for j, i := range order {
-		ks.Top[j] = api.SourceCount{Src: string(t.names[i]), N: t.ns[i]}
+		ks.Top[j] = api.SourceCount{Src: string(t.names[i]), N: t.slots[i].n}
 	}
 	if k > 0 {
 		ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail
 		t.hll.Reset()
 	}
-	t.ns, t.sketched, t.total = [srcSlots]uint64{}, [srcSlots / 64]uint64{}, 0
+	for i := range t.slots {
+		t.slots[i].n = 0
+	}
+	t.sketched, t.unsourced = [srcSlots / 64]uint64{}, 0
 	t.reported = true
 	return ks
 }
@@ -211,7 +245,7 @@ func (c *counter) takeSources(dst []KeySources, now int64, final bool) []KeySour
 		}
 		e := &c.entries[t.idx]
 		stop := e.window < c.srcMark/2
-		if t.total > 0 && (due || stop || !t.reported) {
+		if (due || stop || !t.reported) && t.counted() {
 			app, key := splitKey(e.key)
 			dst = append(dst, t.report(app, key))
 		}
