@@ -213,17 +213,41 @@ func (r *faultRun) keptDuring(key string, from, to time.Time) []string {
 // load generator (acks=all, retrying) loses no record, and the views agree
 // with the truth throughout. The broker is started again at the end.
 func TestClusterBrokerKill(t *testing.T) {
+	clusterBrokerKill(t, func(c *cluster, led map[int]int) int {
+		victim := 0
+		for id, n := range led {
+			if victim == 0 || n > led[victim] {
+				victim = id
+			}
+		}
+		return victim
+	})
+}
+
+// TestClusterCoordinatorKill is TestClusterBrokerKill with the detectors'
+// group coordinator as the victim, the slowest case: the group must find a
+// new coordinator, which loads the group, and rebalance before any
+// partition is read again (docs/operations.md, "Why a broker's death can take
+// 2 s to detect").
+func TestClusterCoordinatorKill(t *testing.T) {
+	clusterBrokerKill(t, func(c *cluster, _ map[int]int) int {
+		victim := groupCoordinator(t, c)
+		if victim <= 0 {
+			t.Fatal("the group's coordinator is not known")
+		}
+		return victim
+	})
+}
+
+// clusterBrokerKill kills the broker pick names, given how many access
+// partitions each broker leads, and checks what TestClusterBrokerKill says.
+func clusterBrokerKill(t *testing.T, pick func(c *cluster, led map[int]int) int) {
 	c := onClusterStack(t, 8)
 	r := newFaultRun(t, c)
 	r.runLoad(clusterWorkload(c, 40*time.Second, 14*time.Second, faultAt))
 	time.Sleep(faultAt)
 	by := leaders(t, c)
-	victim := 0
-	for id, n := range by {
-		if victim == 0 || n > by[victim] {
-			victim = id
-		}
-	}
+	victim := pick(c, by)
 	t.Cleanup(func() {
 		member(t, "start", "kafka"+strconv.Itoa(victim))
 		waitFor(t, 120*time.Second, "every replica back in sync", func() bool { return insync(t, c) })
