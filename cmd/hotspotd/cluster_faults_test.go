@@ -259,7 +259,8 @@ func clusterBrokerKill(t *testing.T, pick func(c *cluster, led map[int]int) int)
 		victim, by[victim], coordinator, killed.Sub(r.start).Round(time.Millisecond))
 	waitFor(t, recoveryBound, "after:2x in every view", func() bool { return len(r.listedBy("after:2x", killed)) == 3 })
 	seen := r.listedBy("after:2x", killed)
-	t.Logf("after:2x, hot from the kill, listed by the views after %v; partitions now led by %v", seen, leaders(t, c))
+	t.Logf("after:2x, hot from the kill, listed by the views after %v; partitions now led by %v; detectors assigned partitions again after %v",
+		seen, leaders(t, c), assignedAfter(t, c, killed))
 	for view, d := range seen {
 		switch {
 		case d > clusterDetectBound:
