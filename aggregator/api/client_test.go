@@ -40,13 +40,35 @@ type shard struct {
 
 func newShard(t *testing.T, id string) *shard {
 	t.Helper()
+	return newShardWith(t, id, func(h http.Handler) http.Handler { return h })
+}
+
+// newShardWith is newShard with the shard's handler wrapped.
+func newShardWith(t *testing.T, id string, wrap func(http.Handler) http.Handler) *shard {
+	t.Helper()
 	a, err := aggregator.New(aggregator.Config{ID: id, Addr: "unused:1"}, nopPublisher{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := httptest.NewServer(wrap(a.Handler()))
 	t.Cleanup(srv.Close)
 	return &shard{id: id, agg: a, srv: srv}
+}
+
+// newSelfClient returns a Client whose own shard is self, handed its
+// batches in-process, and the count of those batches.
+func newSelfClient(t *testing.T, self *shard) (*api.Client, *int) {
+	t.Helper()
+	calls := new(int)
+	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: self.id, Self: func(body []byte) error {
+		*calls++
+		return self.agg.TakePartials(body)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, calls
 }
 
 func (s *shard) member() []byte {
@@ -140,15 +162,7 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 // unreachable here), the others' over HTTP, and each count is taken once.
 func TestSendHandsOwnShardItsBatchInProcess(t *testing.T) {
 	self, other := newShard(t, "self"), newShard(t, "other")
-	calls := 0
-	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: "self", Self: func(body []byte) error {
-		calls++
-		return self.agg.TakePartials(body)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, calls := newSelfClient(t, self)
 	c.SetMembers(map[string][]byte{
 		"self":  hotset.EncodeMember(hotset.Member{ID: "self", Addr: "127.0.0.1:1"}), // nothing listens
 		"other": other.member(),
@@ -157,8 +171,8 @@ func TestSendHandsOwnShardItsBatchInProcess(t *testing.T) {
 	if err := c.Send(t.Context(), api.Flush{At: time.Now(), Seq: 7}, cs); err != nil {
 		t.Fatal(err)
 	}
-	if calls != 1 {
-		t.Errorf("Self called %d times for one Send, want 1", calls)
+	if *calls != 1 {
+		t.Errorf("Self called %d times for one Send, want 1", *calls)
 	}
 	for i, owner := range owners(t, cs, "self", "other") {
 		for id, s := range map[string]*shard{"self": self, "other": other} {
@@ -368,25 +382,8 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
 	self := newShard(t, "self")
 	peerView := newClient(t) // the others' view of the members
-	peers := map[string]*shard{}
-	for _, id := range []string{"a", "b"} {
-		a, err := aggregator.New(aggregator.Config{ID: id, Addr: "unused:1"}, nopPublisher{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(peerView.Announce(a.Handler()))
-		t.Cleanup(srv.Close)
-		peers[id] = &shard{id: id, agg: a, srv: srv}
-	}
-	calls := 0
-	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: "self", Self: func(body []byte) error {
-		calls++
-		return self.agg.TakePartials(body)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	peers := map[string]*shard{"a": newShardWith(t, "a", peerView.Announce), "b": newShardWith(t, "b", peerView.Announce)}
+	c, calls := newSelfClient(t, self)
 	all := map[string][]byte{"self": self.member(), "a": peers["a"].member(), "b": peers["b"].member()}
 	c.SetMembers(all)
 	without := map[string][]byte{"a": all["a"], "b": all["b"]}
@@ -414,18 +411,18 @@ func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
 		}
 	}
 	send(1, "self", "a", "b") // the answers leave self out: from the next Send on...
-	if calls != 1 {
-		t.Fatalf("Self called %d times in the first Send, want 1", calls)
+	if *calls != 1 {
+		t.Fatalf("Self called %d times in the first Send, want 1", *calls)
 	}
 	send(2, "a", "b") // ...its keys go where the others send them
 	send(3, "a", "b")
-	if calls != 1 {
-		t.Fatalf("Self called %d times while left out, want none after the first Send", calls-1)
+	if *calls != 1 {
+		t.Fatalf("Self called %d times while left out, want none after the first Send", *calls-1)
 	}
 	peerView.SetMembers(all) // its session is back: the others list it again
 	send(4, "a", "b")        // their answers to this Send list it...
 	send(5, "self", "a", "b")
-	if calls != 2 {
-		t.Fatalf("Self called %d times after the others listed it again, want 1", calls-1)
+	if *calls != 2 {
+		t.Fatalf("Self called %d times after the others listed it again, want 1", *calls-1)
 	}
 }
