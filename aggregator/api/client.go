@@ -178,10 +178,12 @@ func (c *Client) Close() {
 // With SelfID set, the answers also say whether the other processes still
 // route to this process's own shard (MembersHeader): one that has lost its
 // ZooKeeper session while the others have not is no longer in their ring,
-// though it still is in its own. While an answer leaves SelfID out, SelfID
-// is routed around as a failed shard is, so that its keys' counts from this
-// process's detector reach the shards the others now send them to; the
-// first answer that lists it again ends that.
+// though it still is in its own. While most answers that say leave SelfID
+// out, SelfID is routed around as a failed shard is, so that its keys'
+// counts from this process's detector reach the shards the others now send
+// them to; it is routed to again once most answers list it. (Most, not any:
+// a shard cut off itself keeps a stale view, in which a member that joined
+// since is missing.)
 func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -343,33 +345,39 @@ func (c *Client) postAll(ctx context.Context, f Flush, pass int) []failure {
 		wg.Wait()
 	}
 	var failed []failure
-	var in, out bool
+	var in, out int
 	for i, o := range used {
 		if errs[i] != nil {
 			failed = append(failed, failure{o, errs[i]})
 			delete(c.owners, o.node.ID) // keep its batch out of the next round's reuse
 			continue
 		}
-		in, out = in || o.self == selfIn, out || o.self == selfLeftOut
+		switch o.self {
+		case selfIn:
+			in++
+		case selfLeftOut:
+			out++
+		}
 		o.release()
 	}
 	c.heardOfSelf(in, out)
 	return failed
 }
 
-// heardOfSelf follows what the answers of one pass said of SelfID: routed
-// around while any of them leaves it out (the others' view wins over this
-// process's own), routed to again once one lists it and none leaves it out.
-func (c *Client) heardOfSelf(in, out bool) {
+// heardOfSelf follows what the answers of one pass said of SelfID, in of
+// them listing it and out leaving it out: routed around while most leave it
+// out (the others' view wins over this process's own), routed to again
+// once most list it.
+func (c *Client) heardOfSelf(in, out int) {
 	switch {
-	case out:
+	case out > in:
 		if !c.selfOut {
 			c.log.Warn("the other shards route without this process's own shard; routing its keys as they do", "self", c.cfg.SelfID)
 			c.m.selfOut.Set(1)
 		}
 		c.selfOut = true
 		c.suspect[c.cfg.SelfID] = time.Now().Add(c.cfg.SuspectFor)
-	case in && c.selfOut:
+	case in > out && c.selfOut:
 		c.log.Info("the other shards route to this process's own shard again", "self", c.cfg.SelfID)
 		c.m.selfOut.Set(0)
 		c.selfOut = false
