@@ -61,10 +61,10 @@ const (
 // An access with a source touches one slot, its hash and count side by
 // side, and nothing else: the slots' counts add up to the accesses with a
 // source (a slot taken over keeps its count, see add), so the key's total
-// is that sum and the accesses without one (unsourced). Reading a
-// tracker's header as well cost as much again, at 50 tracked keys whose
-// tables do not stay in cache between two of their accesses (BENCHMARKS.md,
-// I3).
+// is that sum and the accesses without one (unsourced). With 50 tracked
+// keys, a table does not stay in cache between two accesses of its key, so
+// every line an access touches is a miss: a running total and hashes apart
+// from their counts made three (BENCHMARKS.md, I3).
 //
 // A source is put in the sketch once per report: when the report goes out
 // (report), or when it loses its slot (add). The sketch is the costly
