@@ -217,9 +217,12 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	}
 	// Every live member hears from every Send, an empty batch if it owns
 	// none of the counts: aggregators take silence from all detectors for
-	// a paused consumer group (see aggregator.Config.Stall).
+	// a paused consumer group (see aggregator.Config.Stall). So does this
+	// process's own shard while the others leave it out: it owns no key,
+	// and its keys' windows empty and its hot keys demote, rather than
+	// stalling and publishing them again when its session is back.
 	for _, n := range ring.Nodes() {
-		if _, down := c.suspect[n.ID]; !down {
+		if _, down := c.suspect[n.ID]; !down || n.ID == c.cfg.SelfID && c.selfOut {
 			c.owner(n).used = true
 		}
 	}

@@ -433,13 +433,17 @@ func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
 			t.Fatalf("round %d: Self called %d times in all, want %d", round, *calls, wantCalls)
 		}
 	}
-	see(false, false, true)           // a and b have dropped self; c is cut off too, its view stale
-	send(1, 1, "self", "a", "b", "c") // the answers leave self out: from the next Send on...
-	send(2, 1, "a", "b", "c")         // ...its keys go where the others send them
-	see(true, false, true)            // back, and seen by a, not yet by b: most list it
-	send(3, 1, "a", "b", "c")         // the answers to this Send list it...
-	send(4, 2, "self", "a", "b", "c")
+	see(false, false, true) // a and b have dropped self; c is cut off too, its view stale
+	send(1, 1, "self", "a", "b", "c")
+	// The answers left self out: from this Send on, its keys go where the
+	// others send them, and it gets an empty batch, so that its keys'
+	// windows empty rather than stall.
+	send(2, 2, "a", "b", "c")
+	send(3, 3, "a", "b", "c")
+	see(true, false, true)    // back, and seen by a, not yet by b: most list it
+	send(4, 4, "a", "b", "c") // the answers to this Send list it...
+	send(5, 5, "self", "a", "b", "c")
 	see(false, true, true) // one shard's view without it does not move it
-	send(5, 3, "self", "a", "b", "c")
-	send(6, 4, "self", "a", "b", "c")
+	send(6, 6, "self", "a", "b", "c")
+	send(7, 7, "self", "a", "b", "c")
 }
