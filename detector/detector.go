@@ -199,6 +199,13 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 	})
 }
 
+// forget drops what this member handed on of p: p's log was replaced.
+func (d *Detector) forget(p TopicPartition) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.handed, p)
+}
+
 // handedOn notes the offsets a generation's counts were handed on up to.
 func (d *Detector) handedOn(offsets map[TopicPartition]int64) {
 	d.mu.Lock()

@@ -219,6 +219,52 @@ func TestLostCommitCountsNothingTwice(t *testing.T) {
 	})
 }
 
+// TestRewoundPartitionCommitsTheNewLog: a partition whose log was replaced
+// (its topic deleted and created again) is counted from the new log's start;
+// the new log's offsets are committed though lower than the old one's, and
+// the next generation starts from them, not from the old log's offset this
+// member handed on (which would count the new log twice).
+func TestRewoundPartitionCommitsTheNewLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		want := map[string]uint64{}
+		for range 5 {
+			topic.append(0, []byte(`{"key":"old"}`))
+			want["default/old"]++
+		}
+		time.Sleep(2 * time.Second)
+		if got := topic.commits(); got[0] != 5 {
+			t.Fatalf("committed %v, want partition 0 at 5", got)
+		}
+		src.assign(0) // the first generation hands on 5
+		time.Sleep(300 * time.Millisecond)
+		topic.replace(0, []byte(`{"key":"new"}`), []byte(`{"key":"new"}`))
+		want["default/new"] += 2
+		time.Sleep(2 * time.Second)
+		if got := topic.commits(); got[0] != 2 {
+			t.Fatalf("committed %v after the log was replaced, want partition 0 at 2, the new log's", got)
+		}
+		src.assign(0)
+		time.Sleep(300 * time.Millisecond)
+		topic.append(0, []byte(`{"key":"c"}`))
+		want["default/c"]++
+		time.Sleep(2 * time.Second)
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if diff := diffSums(sink.got(), want); diff != "" {
+			t.Errorf("counts: %s; events %v", diff, topic.eventLog())
+		}
+		if got := topic.commits(); got[0] != 3 {
+			t.Errorf("committed %v at the end, want partition 0 at 3", got)
+		}
+	})
+}
+
 func TestRunCancelFlushesCountsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)

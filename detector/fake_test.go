@@ -37,6 +37,17 @@ func (t *fakeTopic) append(p int, vals ...[]byte) {
 	t.changed = make(chan struct{})
 }
 
+// replace replaces partition p's log with a new one holding vals: the
+// topic deleted and created again. A claim whose position is past the new
+// log's end moves to its start, as kafkaio's reader does.
+func (t *fakeTopic) replace(p int, vals ...[]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.logs[p] = slices.Clone(vals)
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
 func (t *fakeTopic) event(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -176,6 +187,11 @@ func (c *fakeClaim) Fetch(ctx context.Context) (Record, error) {
 	for {
 		c.topic.mu.Lock()
 		log := c.topic.logs[c.part]
+		if c.off > int64(len(log)) {
+			c.off = 0
+			c.topic.mu.Unlock()
+			return Record{}, fmt.Errorf("fakeClaim: %w", ErrRewound)
+		}
 		if c.off < int64(len(log)) {
 			r := Record{Value: log[c.off], Offset: c.off, HighWaterMark: int64(len(log))}
 			c.off++

@@ -237,6 +237,14 @@ func (f *flusher) collect(id uint64) {
 		if p.oldest > 0 && (oldest == 0 || p.oldest < oldest) {
 			oldest = p.oldest
 		}
+		if p.rewound {
+			// The offsets of the old log mean nothing for the new one:
+			// the new log's may be committed and handed on though lower.
+			delete(f.offsets, p.partition)
+			delete(f.taken, p.partition)
+			delete(f.committed, p.partition)
+			f.d.forget(p.partition)
+		}
 		if p.offset >= 0 {
 			f.offsets[p.partition] = p.offset
 		}

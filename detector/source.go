@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/aggregator/api"
@@ -70,10 +71,20 @@ type Claim interface {
 	Topic() string
 	Partition() int
 	// Fetch returns the next record. When ctx ends first it returns an error
-	// and loses no record: the next Fetch returns it.
+	// and loses no record: the next Fetch returns it. An error that wraps
+	// ErrRewound says that the partition's log was replaced and the Claim
+	// reads the new one from its start.
 	Fetch(ctx context.Context) (Record, error)
 	Close() error
 }
+
+// ErrRewound is returned, wrapped, by Claim.Fetch when the partition's log no
+// longer holds the claim's position (its topic was deleted and created
+// again, or the log cut back) and the claim moved back to read what the log
+// holds now. The offsets read before mean nothing for the new log: the
+// detector commits and hands on the new log's offsets even though they are
+// lower.
+var ErrRewound = errors.New("detector: the partition's log was replaced")
 
 // Record is one record of a partition.
 type Record struct {

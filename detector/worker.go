@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type partial struct {
 	partition TopicPartition
 	counts    []Count // the worker's buffer: valid until it answers the next round
 	offset    int64   // next offset to read; -1 if no record was counted yet
+	rewound   bool    // the partition's log was replaced since the last answer (ErrRewound)
 	keys      int     // keys in the worker's counter
 	// Event time of the entries counted during the round, Unix ms, never
 	// ahead of the clock (0, 0: none), and their accesses per step of it
@@ -63,6 +65,7 @@ type worker struct {
 	wg     weigher // the filter weights of each entry's app
 
 	offset, hwm int64
+	rewound     bool   // the partition's log was replaced since the last answer (ErrRewound)
 	entries     uint64 // entries of the record being decoded
 	stale       uint64 // of them, older than the window
 	// oldestLive is the oldest event time still in the window, Unix ms:
@@ -149,6 +152,14 @@ func (w *worker) run(gctx context.Context) {
 			w.consume(rec)
 			continue
 		}
+		if errors.Is(err, ErrRewound) {
+			// Whether or not the round ended meanwhile: the claim has
+			// moved to the new log, and this round's answer says so.
+			w.offset, w.hwm, w.rewound = -1, 0, true
+			w.d.log.Warn("detector: the partition's log was replaced (its topic deleted and created again, or the log cut back); counting the new one",
+				"topic", w.tp.Topic, "partition", w.tp.Partition, "err", err)
+			continue
+		}
 		if r.ctx.Err() == nil {
 			w.d.m.fetchErrs.Inc()
 			w.d.log.Warn("detector: fetch failed; retrying", "topic", w.tp.Topic, "partition", w.tp.Partition, "err", err)
@@ -225,9 +236,9 @@ func (w *worker) answer(id uint64, final bool) {
 	}
 	// Entry times were clamped to the clock as they were counted.
 	w.sources = w.c.takeSources(w.sources[:0], now, final)
-	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, keys: w.c.len(),
+	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, rewound: w.rewound, keys: w.c.len(),
 		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects}
-	w.oldest, w.newest = 0, 0
+	w.oldest, w.newest, w.rewound = 0, 0, false
 	w.spread, w.sent = w.sent, w.spread
 	w.spread.reset()
 	w.sources, w.sentSources = w.sentSources, w.sources

@@ -63,6 +63,7 @@ type GroupConfig struct {
 type Group struct {
 	cfg    GroupConfig
 	reader kafka.ReaderConfig // template for the partition readers
+	start  int64              // where a partition without a committed offset starts: kafka.FirstOffset or kafka.LastOffset
 	cg     *kafka.ConsumerGroup
 	client *kafka.Client // offset commits and leaves, each bounded by its context
 	// transport is client's, the Group's own: its connections are dropped
@@ -170,13 +171,17 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		// Partition changes are rare; a new partition is picked up at the
-		// next rebalance rather than by polling metadata every few seconds.
-		WatchPartitionChanges: false,
-		StartOffset:           start,
-		Logger:                debug,
-		ErrorLogger:           debug,
-		Dialer:                dialer,
+		// Every member asks for the topics' partitions every few seconds
+		// and ends its generation when their number changed: partitions
+		// added to a topic, or a topic deleted and created again (by the
+		// brokers, for a reader's metadata request, with their default
+		// number of partitions), are read from the rebalance that follows.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: partitionWatch,
+		StartOffset:            start,
+		Logger:                 debug,
+		ErrorLogger:            debug,
+		Dialer:                 dialer,
 	}
 	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
 	// validates again, so this only catches errors early.
@@ -202,16 +207,23 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		// (docs/detector.md, "Broker restart").
 		ReadBackoffMin: 50 * time.Millisecond,
 		ReadBackoffMax: 250 * time.Millisecond,
-		Logger:         debug,
-		ErrorLogger:    debug,
-		Dialer:         cfg.Security.Dialer(10 * time.Second),
+		// A position past the end of the partition's log is reported to
+		// Fetch (see beyondEnd) rather than retried until the log grows
+		// past it, which would skip everything a recreated topic got.
+		OffsetOutOfRangeError: true,
+		Logger:                debug,
+		ErrorLogger:           debug,
+		Dialer:                cfg.Security.Dialer(10 * time.Second),
 	}
 	// NewReader panics on a bad config: validate once, here.
 	if err := rc.Validate(); err != nil {
 		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
 	}
-	return &Group{cfg: cfg, reader: rc, clientID: clientID, retryFor: retryFor}, gc, nil
+	return &Group{cfg: cfg, reader: rc, start: start, clientID: clientID, retryFor: retryFor}, gc, nil
 }
+
+// partitionWatch is how often each member asks for its topics' partitions.
+const partitionWatch = 5 * time.Second
 
 // retryFor is how long Next keeps retrying failed joins before it returns
 // the error (Group.retryFor; tests shorten it).
@@ -272,7 +284,7 @@ func (g *Group) generation(gen *kafka.Generation) *Generation {
 		close(g.joined)
 		g.joined = nil
 	}
-	out := &Generation{gen: gen, client: g.client, transport: g.transport, stats: g.stats, reader: g.reader}
+	out := &Generation{gen: gen, client: g.client, transport: g.transport, stats: g.stats, reader: g.reader, start: g.start}
 	for _, topic := range g.cfg.Topics { // in the configured order
 		for _, p := range gen.Assignments[topic] {
 			out.parts = append(out.parts, Assignment{TopicPartition: TopicPartition{topic, p.ID}, Offset: p.Offset})
@@ -332,6 +344,7 @@ type Generation struct {
 	transport *kafka.Transport // client's
 	stats     *clientStats
 	reader    kafka.ReaderConfig
+	start     int64 // the Group's
 	parts     []Assignment
 }
 
@@ -390,10 +403,9 @@ func (g *Generation) Commit(ctx context.Context, offsets map[TopicPartition]int6
 func (g *Generation) Reader(a Assignment) *Reader {
 	rc := g.reader
 	rc.Topic, rc.Partition = a.Topic, a.Partition
-	r := kafka.NewReader(rc)  // cannot panic: rc was validated in build (and a.Topic is one of cfg.Topics)
-	_ = r.SetOffset(a.Offset) // fails only on a closed reader
-	g.stats.open(r)
-	return &Reader{r: r, tp: a.TopicPartition, stats: g.stats}
+	r := &Reader{rc: rc, tp: a.TopicPartition, client: g.client, start: g.start, stats: g.stats}
+	r.open(a.Offset)
+	return r
 }
 
 // Record is one Kafka record of the partition.
@@ -404,27 +416,139 @@ type Record struct {
 	HighWaterMark int64 // offset the partition's next record will get, as of the fetch
 }
 
+// ErrRewound is returned, wrapped, by Reader.Fetch when the partition's log
+// no longer holds the reader's position and the reader moved back to read
+// what the log holds now: the topic was deleted and created again, or its
+// log was cut back (an unclean leader election). Offsets read before it
+// mean nothing for the log read after it.
+var ErrRewound = errors.New("kafkaio: the partition's log was recreated or cut back")
+
+// rewindAfter is how long a partition's log must keep ending before the
+// reader's position before the reader moves back. Right after a leader
+// change the new leader's end (its high-water mark) can trail the old
+// leader's for a moment; a recreated topic's stays behind.
+const rewindAfter = 5 * time.Second
+
 // Reader reads one partition in offset order. It is not safe for concurrent use.
 type Reader struct {
-	r     *kafka.Reader
-	tp    TopicPartition
-	stats *clientStats
+	r      *kafka.Reader
+	rc     kafka.ReaderConfig // r's, to open another at a new position
+	tp     TopicPartition
+	client *kafka.Client // the Group's: the log's offsets by time
+	start  int64         // the Group's start for a partition without a committed offset
+	stats  *clientStats
+	last   time.Time // the time of the last record read; zero before the first
+	beyond time.Time // when the log was first found to end before the position; zero while it does not
 }
 
 // TopicPartition is the partition read.
 func (r *Reader) TopicPartition() TopicPartition { return r.tp }
 
 // Fetch returns the next record. When ctx ends first it returns ctx.Err()
-// and no record is lost: the next Fetch returns it.
+// and no record is lost: the next Fetch returns it. An error that wraps
+// ErrRewound says that the reader moved back to the start of a log that
+// replaced the one it read.
 func (r *Reader) Fetch(ctx context.Context) (Record, error) {
-	m, err := r.r.FetchMessage(ctx)
-	if err != nil {
+	for {
+		m, err := r.r.FetchMessage(ctx)
+		if err == nil {
+			r.last, r.beyond = m.Time, time.Time{}
+			return Record{Value: m.Value, Offset: m.Offset, Time: m.Time, HighWaterMark: m.HighWaterMark}, nil
+		}
 		if ctx.Err() != nil {
 			return Record{}, ctx.Err()
 		}
-		return Record{}, fmt.Errorf("kafkaio: fetch %s partition %d: %w", r.tp.Topic, r.tp.Partition, err)
+		if !errors.Is(err, kafka.OffsetOutOfRange) {
+			return Record{}, fmt.Errorf("kafkaio: fetch %s partition %d: %w", r.tp.Topic, r.tp.Partition, err)
+		}
+		if err := r.beyondEnd(ctx); err != nil {
+			return Record{}, err
+		}
 	}
-	return Record{Value: m.Value, Offset: m.Offset, Time: m.Time, HighWaterMark: m.HighWaterMark}, nil
+}
+
+// beyondEnd follows kafka-go's report that the partition's log ends before
+// the reader's position; kafka-go's reader has stopped. Until the log has
+// kept ending there for rewindAfter, it reads at the same position again
+// after a short wait. Then it moves the reader to the first record written
+// at or after the last one it read, or, if it read none (its position was
+// handed on from the old log), where a partition without a committed offset
+// starts, and returns an error that wraps ErrRewound.
+func (r *Reader) beyondEnd(ctx context.Context) error {
+	pos := r.r.Offset()
+	now := time.Now()
+	if r.beyond.IsZero() {
+		r.beyond = now
+	}
+	if now.Sub(r.beyond) < rewindAfter {
+		t := time.NewTimer(100 * time.Millisecond)
+		defer t.Stop()
+		r.reopen(pos)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	to, err := r.offsetAt(ctx, r.last)
+	if err != nil {
+		r.reopen(pos)
+		return fmt.Errorf("kafkaio: fetch %s partition %d: the log ends before offset %d, and where to read on is unknown: %w",
+			r.tp.Topic, r.tp.Partition, pos, err)
+	}
+	r.reopen(to)
+	since := now.Sub(r.beyond).Round(time.Millisecond)
+	r.beyond = time.Time{}
+	return fmt.Errorf("kafkaio: fetch %s partition %d: the log has ended before offset %d for %v; reading on at offset %d: %w",
+		r.tp.Topic, r.tp.Partition, pos, since, to, ErrRewound)
+}
+
+// offsetAt returns the offset of the log's first record written at or after
+// t, or kafka.LastOffset when there is none; when t is zero, the Group's
+// start.
+func (r *Reader) offsetAt(ctx context.Context, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return r.start, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req := kafka.TimeOffsetOf(r.tp.Partition, t)
+	resp, err := r.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{r.tp.Topic: {req}}})
+	if err != nil {
+		t, _ := r.client.Transport.(*kafka.Transport)
+		resetOn(t, err)
+		return 0, err
+	}
+	ps := resp.Topics[r.tp.Topic]
+	if len(ps) != 1 {
+		return 0, fmt.Errorf("ListOffsets answered %d partitions for one", len(ps))
+	}
+	p := ps[0]
+	if p.Error != nil {
+		return 0, p.Error
+	}
+	for o := range p.Offsets { // one: -1 when no record is that recent
+		if o >= 0 {
+			return o, nil
+		}
+	}
+	return kafka.LastOffset, nil
+}
+
+// open starts a kafka-go reader at offset (which may be kafka.FirstOffset or
+// kafka.LastOffset).
+func (r *Reader) open(offset int64) {
+	r.r = kafka.NewReader(r.rc) // cannot panic: rc was validated in build (and its topic is one of cfg.Topics)
+	_ = r.r.SetOffset(offset)   // fails only on a closed reader
+	r.stats.open(r.r)
+}
+
+// reopen replaces the kafka-go reader, which stops for good once it reported
+// a position out of range, with one at offset.
+func (r *Reader) reopen(offset int64) {
+	_ = r.Close()
+	r.open(offset)
 }
 
 // Close stops the reader's background fetching.

@@ -3,6 +3,7 @@ package kafkaio
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -256,5 +257,102 @@ func TestCheckRejectsBadConfig(t *testing.T) {
 		if err := Check(c); err == nil {
 			t.Errorf("%s: Check accepted it", tc.name)
 		}
+	}
+}
+
+// recreateTopic deletes topic, which held more than n records, and waits
+// until its partition 0 is a new log (of n records at most), created again
+// by the brokers (auto.create.topics.enable: a reader's metadata requests
+// do it) or here.
+func recreateTopic(t *testing.T, addr, topic string, n int64) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	if _, err := client.DeleteTopics(t.Context(), &kafka.DeleteTopicsRequest{Topics: []string{topic}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if _, err := EnsureTopic(t.Context(), []string{addr}, topic, 1); err != nil {
+			continue
+		}
+		resp, err := client.ListOffsets(t.Context(), &kafka.ListOffsetsRequest{
+			Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(0)}}})
+		if err == nil && len(resp.Topics[topic]) == 1 {
+			if p := resp.Topics[topic][0]; p.Error == nil && p.LastOffset >= 0 && p.LastOffset <= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s not back as a new log 30 s after its deletion", topic)
+		}
+	}
+}
+
+// readUntil fetches from r until it returns the record of want (an offset),
+// and returns that record and the errors met on the way.
+func readUntil(t *testing.T, r *Reader, want int64, within time.Duration) (Record, []error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	var errs []error
+	for {
+		rec, err := r.Fetch(ctx)
+		switch {
+		case ctx.Err() != nil:
+			t.Fatalf("no record at offset %d within %v; errors on the way: %v", want, within, errs)
+		case err != nil:
+			errs = append(errs, err)
+		case rec.Offset == want:
+			return rec, errs
+		}
+	}
+}
+
+// TestFetchRewindsToARecreatedLog: a reader whose topic is deleted and
+// created again reads the new log from its start once the log has kept
+// ending before its position for rewindAfter, instead of waiting for the
+// new log to grow past it (kafka-go's own behaviour, which skipped every
+// record the new topic got). A reader opened past the end of a log (an
+// offset handed on from the old topic) does the same.
+func TestFetchRewindsToARecreatedLog(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic := stacktest.Name(t)
+	createTopic(t, addr, topic, 1)
+	old := make([][]byte, 300)
+	for i := range old {
+		old[i] = []byte("old-" + strconv.Itoa(i))
+	}
+	produce(t, addr, topic, 0, old...)
+	g, _, err := build(testConfig(addr, topic, "unused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &Generation{reader: g.reader, start: g.start, client: &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}}
+	r := gen.Reader(Assignment{TopicPartition: TopicPartition{topic, 0}, Offset: kafka.FirstOffset})
+	defer r.Close()
+	readUntil(t, r, 299, 20*time.Second)
+
+	recreateTopic(t, addr, topic, 0)
+	produce(t, addr, topic, 0, []byte("new-0"), []byte("new-1"))
+	start := time.Now()
+	rec, errs := readUntil(t, r, 0, rewindAfter+20*time.Second)
+	if string(rec.Value) != "new-0" {
+		t.Fatalf("first record read after the topic came back: %q, want new-0", rec.Value)
+	}
+	if !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, ErrRewound) }) {
+		t.Fatalf("no ErrRewound among the errors before the new log's first record: %v", errs)
+	}
+	t.Logf("new log read from its start %v after its first record was written; errors on the way: %d", time.Since(start).Round(time.Millisecond), len(errs))
+	if rec, _ := readUntil(t, r, 1, 5*time.Second); string(rec.Value) != "new-1" {
+		t.Fatalf("record 1 of the new log: %q, want new-1", rec.Value)
+	}
+
+	// An offset handed on from the old log: past the new one's end.
+	r2 := gen.Reader(Assignment{TopicPartition: TopicPartition{topic, 0}, Offset: 300})
+	defer r2.Close()
+	rec, errs = readUntil(t, r2, 0, rewindAfter+20*time.Second)
+	if string(rec.Value) != "new-0" || !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, ErrRewound) }) {
+		t.Fatalf("a reader opened at offset 300 of a 2-record log read %q after errors %v; want new-0 after ErrRewound", rec.Value, errs)
 	}
 }
