@@ -178,7 +178,8 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 	}
 	if len(claims) == 0 {
 		// More detectors than partitions, or the topic did not exist when
-		// the group formed: partitions are picked up at the next rebalance.
+		// the group formed: its partitions, once there, end the generation
+		// (kafkaio's partition watch).
 		d.log.Warn("detector: no partition assigned", "topics", d.cfg.topics())
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -171,17 +172,15 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		// Every member asks for the topics' partitions every few seconds
-		// and ends its generation when their number changed: partitions
-		// added to a topic, or a topic deleted and created again (by the
-		// brokers, for a reader's metadata request, with their default
-		// number of partitions), are read from the rebalance that follows.
-		WatchPartitionChanges:  true,
-		PartitionWatchInterval: partitionWatch,
-		StartOffset:            start,
-		Logger:                 debug,
-		ErrorLogger:            debug,
-		Dialer:                 dialer,
+		// Not kafka-go's partition watcher: it ends every generation at
+		// once while one of the topics does not exist, so a group with a
+		// topic not created yet never stays formed. watchPartitions does
+		// the same work without that.
+		WatchPartitionChanges: false,
+		StartOffset:           start,
+		Logger:                debug,
+		ErrorLogger:           debug,
+		Dialer:                dialer,
 	}
 	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
 	// validates again, so this only catches errors early.
@@ -224,6 +223,62 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 
 // partitionWatch is how often each member asks for its topics' partitions.
 const partitionWatch = 5 * time.Second
+
+// watchPartitions returns, which ends the generation and starts a
+// rebalance, once the number of partitions of one of the topics differs
+// from what it was when the generation began; a topic that does not exist
+// has none. So partitions added to a topic, a topic created after the
+// group formed, and a topic deleted and created again (the brokers do it
+// for a reader's metadata request, with their default number of
+// partitions) are read from the next generation on, not from whenever the
+// membership next changes.
+func (g *Group) watchPartitions(ctx context.Context) {
+	t := time.NewTicker(partitionWatch)
+	defer t.Stop()
+	var began map[string]int
+	for {
+		now, err := g.partitionCounts(ctx)
+		switch {
+		case err != nil:
+			g.cfg.Logger.Debug("kafkaio: partition watch", "group", g.cfg.Group, "err", err)
+		case began == nil:
+			began = now
+		case !maps.Equal(now, began):
+			g.cfg.Logger.Info("kafkaio: the topics' partitions changed; rebalancing", "group", g.cfg.Group,
+				"before", began, "now", now)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// partitionCounts returns the number of partitions of each topic, 0 for a
+// topic that does not exist. It does not make the brokers create a topic.
+func (g *Group) partitionCounts(ctx context.Context) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := g.client.Metadata(ctx, &kafka.MetadataRequest{Topics: g.cfg.Topics})
+	if err != nil {
+		resetOn(g.transport, err)
+		return nil, err
+	}
+	counts := make(map[string]int, len(g.cfg.Topics))
+	for _, t := range md.Topics {
+		switch {
+		case errors.Is(t.Error, kafka.UnknownTopicOrPartition):
+			counts[t.Name] = 0
+		case t.Error != nil:
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		default:
+			counts[t.Name] = len(t.Partitions)
+		}
+	}
+	return counts, nil
+}
 
 // retryFor is how long Next keeps retrying failed joins before it returns
 // the error (Group.retryFor; tests shorten it).
@@ -290,6 +345,7 @@ func (g *Group) generation(gen *kafka.Generation) *Generation {
 			out.parts = append(out.parts, Assignment{TopicPartition: TopicPartition{topic, p.ID}, Offset: p.Offset})
 		}
 	}
+	gen.Start(g.watchPartitions)
 	return out
 }
 

@@ -356,3 +356,59 @@ func TestFetchRewindsToARecreatedLog(t *testing.T) {
 		t.Fatalf("a reader opened at offset 300 of a 2-record log read %q after errors %v; want new-0 after ErrRewound", rec.Value, errs)
 	}
 }
+
+// TestGroupFollowsPartitionChanges: a generation lasts while the topics'
+// partitions stay as they were, and partitions added to a topic end it
+// within a partition watch or two: the next generation reads them. Before,
+// they waited for the group's membership to change.
+func TestGroupFollowsPartitionChanges(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic, group := stacktest.Name(t), stacktest.Name(t)
+	createTopic(t, addr, topic, 1)
+	g, err := NewGroup(testConfig(addr, topic, group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	next := func() (*Generation, chan struct{}) {
+		gen, err := g.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		ended := make(chan struct{})
+		gen.Start(func(ctx context.Context) { <-ctx.Done(); close(ended) })
+		return gen, ended
+	}
+	gen, ended := next()
+	if n := len(gen.Assignments()); n != 1 {
+		t.Fatalf("first generation: %v, want partition 0 alone", gen.Assignments())
+	}
+	select {
+	case <-ended:
+		t.Fatal("the generation ended while the partitions stayed as they were")
+	case <-time.After(2*partitionWatch + time.Second):
+	}
+
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	resp, err := client.CreatePartitions(t.Context(), &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: topic, Count: 3}}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := time.Now()
+	select {
+	case <-ended:
+	case <-time.After(2*partitionWatch + 5*time.Second):
+		t.Fatal("the generation outlived partitions added to its topic")
+	}
+	gen, _ = next()
+	t.Logf("a generation with the new partitions %v after they were added", time.Since(added).Round(time.Millisecond))
+	if n := len(gen.Assignments()); n != 3 {
+		t.Fatalf("generation after partitions were added: %v, want partitions 0, 1 and 2", gen.Assignments())
+	}
+}
