@@ -24,6 +24,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
@@ -536,6 +537,7 @@ func TestClusterZooKeeperPartition(t *testing.T) {
 	for _, p := range proxies {
 		p.set(false)
 	}
+	after := watchAfterHeal(w)
 	waitFor(t, 30*time.Second, "n3 to join again", func() bool {
 		ok, _, err := zc.Exists(c.root + "/members/aggregators/n3")
 		return err == nil && ok
@@ -551,6 +553,7 @@ func TestClusterZooKeeperPartition(t *testing.T) {
 	r.views.mu.Unlock()
 	r.faults = append(r.faults, [2]time.Time{cut, healed.Add(recoveryBound)})
 	res := r.finish()
+	after.check(t)
 	r.views.mu.Lock()
 	samples := slices.Clone(r.views.samples)
 	r.views.mu.Unlock()
@@ -572,6 +575,66 @@ func TestClusterZooKeeperPartition(t *testing.T) {
 	}
 	if _, ok := snap.Key("shop", "cools:0"); ok {
 		t.Error("the app's watcher still has cools:0, cold since the partition")
+	}
+}
+
+// healWatch samples an app's hot set (its watcher's snapshot) every 50 ms
+// from the moment a cut-off process is healed, while it takes its shard
+// back, to the end of the load.
+type healWatch struct {
+	stop    chan struct{}
+	done    chan struct{}
+	samples int
+	stale   []time.Time            // samples that held a cools:* key, cold since before the heal
+	missing map[string][]time.Time // samples that lacked a key hot throughout
+}
+
+func watchAfterHeal(w *hotwatch.Watcher) *healWatch {
+	h := &healWatch{stop: make(chan struct{}), done: make(chan struct{}), missing: map[string][]time.Time{}}
+	go func() {
+		defer close(h.done)
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case now := <-tk.C:
+				snap := w.Snapshot()
+				h.samples++
+				for _, k := range snap.App("shop") {
+					if strings.HasPrefix(k.Key, "cools:") {
+						h.stale = append(h.stale, now)
+						break
+					}
+				}
+				for _, key := range []string{"fixed:2x", "fixed:3x", "after:2x"} {
+					if _, ok := snap.Key("shop", key); !ok {
+						h.missing[key] = append(h.missing[key], now)
+					}
+				}
+			}
+		}
+	}()
+	return h
+}
+
+// check stops the sampling and fails the test when a key cold since before
+// the heal came back, or a key hot throughout went missing, in any sample:
+// the healed process takes its shard back without publishing what it held
+// when it was cut off, and without a gap.
+func (h *healWatch) check(t *testing.T) {
+	t.Helper()
+	close(h.stop)
+	<-h.done
+	t.Logf("the app's hot set after the heal: %d samples, %d with a cools:* key, missing %v", h.samples, len(h.stale), h.missing)
+	if len(h.stale) > 0 {
+		t.Errorf("a key cold since before the heal was in the app's hot set again, in %d samples of %d from %v on",
+			len(h.stale), h.samples, h.stale[0].Format(time.StampMilli))
+	}
+	for key, at := range h.missing {
+		t.Errorf("%s, hot throughout, was missing from the app's hot set after the heal in %d samples of %d, from %v on",
+			key, len(at), h.samples, at[0].Format(time.StampMilli))
 	}
 }
 
