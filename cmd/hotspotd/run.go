@@ -212,9 +212,10 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 }
 
 // ensureTopic makes sure the access topics exist: a group formed before its
-// topic exists gets no partitions of it until the next rebalance. Only a
-// missing broker and a replication factor the cluster cannot meet are
-// errors; otherwise the detector waits for the topic.
+// topic exists gets no partitions of it until its partition watch sees the
+// topic (kafkaio, every 5 s). Only a missing broker and a replication factor
+// the cluster cannot meet are errors; otherwise the detector waits for the
+// topic.
 func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
 	spec := kafkaio.TopicSpec{Partitions: cfg.partitions, Replicas: cfg.replicas}
 	for _, topic := range cfg.topics() {
