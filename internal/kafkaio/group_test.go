@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -410,5 +411,34 @@ func TestGroupFollowsPartitionChanges(t *testing.T) {
 	t.Logf("a generation with the new partitions %v after they were added", time.Since(added).Round(time.Millisecond))
 	if n := len(gen.Assignments()); n != 3 {
 		t.Fatalf("generation after partitions were added: %v, want partitions 0, 1 and 2", gen.Assignments())
+	}
+}
+
+// TestPartitionCountsOfAMissingTopic: the partition watch counts a topic
+// that does not exist as none, and asking does not make the brokers create
+// it (the local stacks create topics for the older metadata requests of
+// kafka-go's readers and group leader).
+func TestPartitionCountsOfAMissingTopic(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic, missing := stacktest.Name(t), stacktest.Name(t)+".missing"
+	createTopic(t, addr, topic, 2)
+	cfg := testConfig(addr, topic, "unused")
+	cfg.Topics = append(cfg.Topics, missing)
+	g, err := NewGroup(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for i := range 2 { // the second time, half a second on: the first must not have created it
+		if i > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		counts, err := g.partitionCounts(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{topic: 2, missing: 0}; !maps.Equal(counts, want) {
+			t.Fatalf("partition counts %v, want %v", counts, want)
+		}
 	}
 }
