@@ -2,7 +2,6 @@ package detector
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 )
@@ -55,14 +54,5 @@ func (c kafkaClaim) Close() error   { return c.r.Close() }
 
 func (c kafkaClaim) Fetch(ctx context.Context) (Record, error) {
 	r, err := c.r.Fetch(ctx)
-	if errors.Is(err, kafkaio.ErrRewound) {
-		err = rewoundError{err}
-	}
 	return Record{Value: r.Value, Offset: r.Offset, HighWaterMark: r.HighWaterMark, Time: r.Time}, err
 }
-
-// rewoundError is kafkaio's ErrRewound as the detector's.
-type rewoundError struct{ error }
-
-func (e rewoundError) Is(target error) bool { return target == ErrRewound }
-func (e rewoundError) Unwrap() error        { return e.error }

@@ -2,10 +2,10 @@ package detector
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 )
 
 // Count is one key's accesses since the previous flush. It is the partial
@@ -84,7 +84,7 @@ type Claim interface {
 // holds now. The offsets read before mean nothing for the new log: the
 // detector commits and hands on the new log's offsets even though they are
 // lower.
-var ErrRewound = errors.New("detector: the partition's log was replaced")
+var ErrRewound = kafkaio.ErrRewound
 
 // Record is one record of a partition.
 type Record struct {

@@ -48,7 +48,7 @@ type GroupConfig struct {
 	// added delay on a partition that gets records slowly.
 	MinBytes int
 
-	Logger *slog.Logger // kafka-go's own messages go here at debug level; nil discards
+	Logger *slog.Logger // kafka-go's own messages go here at debug level, a rebalance for changed partitions at info; nil discards
 
 	// Registerer, if set, gets the group's request counters
 	// (hotspot_kafka_*: fetches, fetched records and bytes, offset
