@@ -120,6 +120,7 @@ type Client struct {
 
 	recent  *ristretto.Cache[string, *value] // last-known values (breaker fallback) and not-found answers
 	sf      singleflight.Group
+	colds   sync.Map // key -> *coldRead in flight, for a promotion's load to join
 	hotLim  *rate.Limiter
 	loadLim *rate.Limiter
 	warmLim *rate.Limiter // Warm's own pace, on top of loadLim
@@ -460,9 +461,14 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	defer e.loading.Store(false)
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
-	gen := e.gen.Load()
+	gen, seq := e.gen.Load(), c.invSeq.Load()
 	start := time.Now()
 	var h hotLoad
+	if r := c.joinCold(ctx, e.key, seq); r != nil {
+		h.v, h.tr = r.v, r.tr
+		c.install(e, gen, r.v, time.Since(start))
+		return h, nil
+	}
 	data, notFound, err := c.fetch(ctx, e.key, true, &h.tr)
 	if err != nil {
 		return h, err
@@ -470,6 +476,41 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	c.install(e, gen, h.v, h.v.loaded.Sub(start))
 	return h, nil
+}
+
+// coldRead is a cold read of one key in flight (getCold). A key is often
+// promoted while the reads that made it hot are still waiting on Redis or
+// the Loader; the promotion's load then takes that read's value rather than
+// call the Loader a second time.
+type coldRead struct {
+	seq  uint64        // invSeq when the read started
+	done chan struct{} // closed when v and tr are set
+	v    *value        // nil if the read failed or an invalidation came while it ran
+	tr   fetchTrace
+}
+
+// joinCold waits for the cold read of key in flight, if there is one, and
+// returns it if it has a value and no invalidation came between its start and
+// seq, read by the caller (nor while it ran): a value that can be installed
+// under the entry generation read with seq. Otherwise it returns nil.
+func (c *Client) joinCold(ctx context.Context, key string, seq uint64) *coldRead {
+	x, ok := c.colds.Load(key)
+	if !ok {
+		return nil
+	}
+	r := x.(*coldRead)
+	if r.seq != seq {
+		return nil
+	}
+	select {
+	case <-r.done:
+		if r.v == nil {
+			return nil
+		}
+		return r
+	case <-ctx.Done():
+		return nil
+	}
 }
 
 // install makes v e's value unless e was invalidated since gen was read, or
@@ -521,19 +562,25 @@ func (c *Client) getCold(ctx context.Context, key string) ([]byte, Served, error
 	ch := c.sf.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 		defer cancel()
-		seq := c.invSeq.Load()
-		data, notFound, err := c.fetch(ctx, key, false, nil)
+		r := &coldRead{seq: c.invSeq.Load(), done: make(chan struct{})}
+		c.colds.Store(key, r)
+		defer func() {
+			c.colds.CompareAndDelete(key, r)
+			close(r.done)
+		}()
+		data, notFound, err := c.fetch(ctx, key, false, &r.tr)
 		if err != nil {
 			return nil, err
 		}
 		v := &value{data: data, notFound: notFound, loaded: time.Now()}
 		// A read that raced with an invalidation may hold the old value:
 		// return it to the callers that were waiting, but keep no copy.
-		if c.invSeq.Load() == seq {
+		if c.invSeq.Load() == r.seq {
 			if c.guard.read(key, v, v.loaded) {
 				c.m.localProtected.Inc()
 			}
 			c.remember(key, v)
+			r.v = v
 		}
 		return v, nil
 	})
@@ -573,7 +620,7 @@ func (c *Client) remember(key string, v *value) {
 // Loader. tr, if not nil, records which backends the read reached.
 func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace) (data []byte, notFound bool, err error) {
 	if tr == nil {
-		tr = new(fetchTrace) // a cold read is not traced
+		tr = new(fetchTrace)
 	}
 	redisOK := false
 	var redisErr error

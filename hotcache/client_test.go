@@ -404,3 +404,67 @@ func TestHotKeysCarryRuleAndKind(t *testing.T) {
 		}
 	}
 }
+
+// TestPromotionJoinsAColdReadInFlight promotes a key while a cold read of it
+// waits on the source: the promotion's load takes that read's value instead
+// of calling the source a second time.
+func TestPromotionJoinsAColdReadInFlight(t *testing.T) {
+	src := newSource("k", "v")
+	src.delay = 200 * time.Millisecond
+	c := newClient(t, WithLoader(src), WithHotReadLimit(NoLimit), WithLoaderLimit(NoLimit))
+	done := make(chan string)
+	go func() {
+		v, _ := c.Get(context.Background(), "k")
+		done <- string(v)
+	}()
+	for src.loads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	promote(t, c, "k")
+	if v := <-done; v != "v" {
+		t.Fatalf("cold Get = %q, want %q", v, "v")
+	}
+	if got := get(t, c, "k"); got != "v" {
+		t.Fatalf("hot Get = %q, want %q", got, "v")
+	}
+	if n := src.loads.Load(); n != 1 {
+		t.Errorf("source read %d times, want 1", n)
+	}
+}
+
+// TestPromotionDoesNotJoinAnInvalidatedColdRead writes the key while a cold
+// read of it is in flight and promotes it: the old value the read holds must
+// not become the hot value.
+func TestPromotionDoesNotJoinAnInvalidatedColdRead(t *testing.T) {
+	src := &firstReadSlow{source: newSource("k", "old")}
+	c := newClient(t, WithLoader(src), WithHotReadLimit(NoLimit), WithLoaderLimit(NoLimit))
+	done := make(chan struct{})
+	go func() {
+		_, _ = c.Get(context.Background(), "k")
+		close(done)
+	}()
+	for src.loads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Set(context.Background(), "k", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	promote(t, c, "k")
+	<-done
+	if got := get(t, c, "k"); got != "new" {
+		t.Errorf("hot Get after the write = %q, want %q", got, "new")
+	}
+}
+
+// firstReadSlow is a source whose first read takes the value as it is when
+// the read starts and returns it 200 ms later.
+type firstReadSlow struct{ *source }
+
+func (s *firstReadSlow) Load(ctx context.Context, key string) ([]byte, error) {
+	first := s.loads.Load() == 0
+	v, err := s.source.Load(ctx, key)
+	if first {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return v, err
+}
