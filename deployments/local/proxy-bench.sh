@@ -3,7 +3,8 @@
 # local stack (`make up`). Run on a quiet machine and record the output in
 # BENCHMARKS.md with the machine's description: on a 2-core machine the proxy,
 # Redis and redis-benchmark share the cores. N (default 100000) sets -n.
-#   1. redis-benchmark -t get,set -c 50 -r 100000, -P 1 and -P 16: direct, then through the proxy
+#   1. redis-benchmark -t get,set -c 50 -r 100000, -P 1 and -P 16: direct, through a bare pipe
+#      (deployments/local/pipefloor: the extra hop alone), then through the proxy
 #   1b. the latency of one client (-c 1): direct, then through the proxy
 #   1c. the latency at fixed rates (5,000 and 20,000/s over 50 connections): direct, then through the proxy
 #   2. the proxy's CPU per request (its utime+stime over the run / requests)
@@ -19,6 +20,7 @@ go build -o bin/hotspotd ./cmd/hotspotd
 go build -o bin/hotspot-proxy ./cmd/hotspot-proxy
 go build -o bin/proxyflash ./deployments/local/proxyflash
 go build -o bin/proxylat ./deployments/local/proxylat
+go build -o bin/pipefloor ./deployments/local/pipefloor
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -31,6 +33,8 @@ bin/hotspot-proxy --app bench --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk
 	--redis "$HOTSPOT_REDIS" --listen 127.0.0.1:26390 --http 127.0.0.1:26391 >"$log/proxy.log" 2>&1 &
 proxy=$!
 pids+=($proxy)
+bin/pipefloor --listen 127.0.0.1:26395 --redis "$HOTSPOT_REDIS" &
+pids+=($!)
 for _ in $(seq 100); do redis-cli -p 26390 ping >/dev/null 2>&1 && break; sleep 0.1; done
 rhost=${HOTSPOT_REDIS%:*} rport=${HOTSPOT_REDIS##*:}
 cpu() { awk '{print $14+$15}' "/proc/$proxy/stat"; }
@@ -40,6 +44,8 @@ echo "== 1, 2: cold keys (nproc=$(nproc); proxy, Redis and redis-benchmark share
 for P in 1 16; do
 	echo "-- direct -P $P"
 	redis-benchmark -h "$rhost" -p "$rport" -t get,set -n "$n" -c 50 -r 100000 -P "$P" -q
+	echo "-- through a bare pipe -P $P (the hop alone)"
+	redis-benchmark -p 26395 -t get,set -n "$n" -c 50 -r 100000 -P "$P" -q
 	c0=$(cpu)
 	echo "-- through the proxy -P $P"
 	redis-benchmark -p 26390 -t get,set -n "$n" -c 50 -r 100000 -P "$P" -q
