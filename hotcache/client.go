@@ -129,6 +129,7 @@ type Client struct {
 	guard   *localGuard   // instant local protection of keys read too often
 	pending *pendingSet   // invalidations not landed yet
 	invSeq  atomic.Uint64 // bumped by every local drop; a cold read started before one is not remembered
+	missed  atomic.Uint64 // bumped by markAllStale: a cached reply (ReplyCache) from before is stale
 	clearMu sync.Mutex    // serializes recent.Clear calls
 
 	rdb           redis.UniversalClient

@@ -213,9 +213,11 @@ func (c *Client) dropLocal(key string) {
 
 // markAllStale is used after invalidations may have been missed (the Pub/Sub
 // connection was lost): every hot value is reloaded at once, and served
-// meanwhile only if its reload is refused or fails.
+// meanwhile only if its reload is refused or fails; so is every reply a
+// ReplyCache holds, when next asked for.
 func (c *Client) markAllStale() {
 	c.invSeq.Add(1)
+	c.missed.Add(1)
 	c.clearRecent()
 	c.guard.dropPrefix("")
 	for _, e := range c.hot.Load().m {

@@ -153,8 +153,10 @@ func (c *Client) DropLocal(key string) {
 // key stays in the Client's hot table with the generation it had when the
 // read started: a demotion or an invalidation (a Set, a Broadcast, a received
 // broadcast) drops it with the key's value. A reply older than the L1 TTL is
-// stale: it is served only when the hot-read bucket refuses a new read. Safe
-// for concurrent use.
+// stale, and so is every reply read before the Client's invalidation
+// subscription was lost (broadcasts may have been missed meanwhile, as for
+// the L1's values): it is served only when the hot-read bucket refuses a new
+// read. Safe for concurrent use.
 type ReplyCache struct {
 	c       *Client
 	max     int64
@@ -181,15 +183,16 @@ type keyReplies struct {
 }
 
 type cachedReply struct {
-	data []byte
-	at   time.Time
+	data   []byte
+	at     time.Time
+	missed uint64 // Client.missed when the read started
 }
 
 // ReplyTicket is a read in progress that ReplyCache.Get handed to its caller.
 type ReplyTicket struct {
 	key, variant string
 	e            *hotEntry
-	gen          uint64
+	gen, missed  uint64
 }
 
 // Key is the key of the read t stands for.
@@ -222,7 +225,7 @@ func (r *ReplyCache) Get(key, variant string) ([]byte, ReplyTicket, HotState) {
 	if e == nil {
 		return nil, ReplyTicket{}, NotHot
 	}
-	gen := e.gen.Load()
+	gen, missed := e.gen.Load(), c.missed.Load()
 	var stale []byte
 	s := r.stripe(key)
 	s.mu.Lock()
@@ -230,7 +233,7 @@ func (r *ReplyCache) Get(key, variant string) ([]byte, ReplyTicket, HotState) {
 		if kr.e != e || kr.gen != gen {
 			r.dropLocked(s, key, kr)
 		} else if cr, ok := kr.v[variant]; ok {
-			if time.Since(cr.at) <= c.o.l1TTL {
+			if cr.missed == missed && time.Since(cr.at) <= c.o.l1TTL {
 				s.mu.Unlock()
 				c.countHot(e, len(cr.data))
 				return cr.data, ReplyTicket{}, HotHit
@@ -249,7 +252,7 @@ func (r *ReplyCache) Get(key, variant string) ([]byte, ReplyTicket, HotState) {
 		c.countHotMiss(e, 0, effLimited)
 		return nil, ReplyTicket{}, HotLimited
 	}
-	return nil, ReplyTicket{key: key, variant: variant, e: e, gen: gen}, HotMiss
+	return nil, ReplyTicket{key: key, variant: variant, e: e, gen: gen, missed: missed}, HotMiss
 }
 
 // Put counts the read of t (a read that reached Redis, of len(reply) bytes)
@@ -294,7 +297,7 @@ func (r *ReplyCache) Put(t ReplyTicket, reply []byte) {
 		return
 	}
 	kr.size += size
-	kr.v[t.variant] = cachedReply{data: append([]byte(nil), reply...), at: time.Now()}
+	kr.v[t.variant] = cachedReply{data: append([]byte(nil), reply...), at: time.Now(), missed: t.missed}
 	// Checked again under the lock: an invalidation between the first check
 	// and the store bumped the generation, and Get drops what it finds then.
 }

@@ -83,6 +83,41 @@ func TestReplyCache(t *testing.T) {
 	})
 }
 
+// TestReplyCacheAfterMissedBroadcasts: once the invalidation subscription
+// was lost (markAllStale), a reply read before is read again, and served
+// only when the hot-read bucket refuses that read.
+func TestReplyCacheAfterMissedBroadcasts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, WithLoader(newSource("k", "v")), WithHotReadLimit(2), WithL1(0, 10*time.Second))
+		r := c.NewReplyCache(1 << 20)
+		promote(t, c, "k")
+		time.Sleep(time.Second) // tokens again
+		_, tk, _ := r.Get("k", "hgetall")
+		r.Put(tk, []byte("*0\r\n"))
+		c.markAllStale()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		_, tk, st := r.Get("k", "hgetall")
+		if st != HotMiss {
+			t.Fatalf("a reply from before the subscription was lost: %v, want HotMiss (read again)", st)
+		}
+		// A read that started before the loss is not fresh either.
+		c.markAllStale()
+		synctest.Wait()
+		r.Put(tk, []byte("*2\r\n$1\r\nf\r\n$3\r\nold\r\n"))
+		time.Sleep(time.Second)
+		if _, _, st := r.Get("k", "hgetall"); st != HotMiss {
+			t.Fatalf("a reply read across the loss: %v, want HotMiss", st)
+		}
+		for range 3 { // the bucket holds 2
+			r.Get("k", "drain")
+		}
+		if got, _, st := r.Get("k", "hgetall"); st != HotHit || string(got) != "*2\r\n$1\r\nf\r\n$3\r\nold\r\n" {
+			t.Fatalf("with the bucket empty: %q, %v; want the stale reply served", got, st)
+		}
+	})
+}
+
 func TestReplyCacheBudget(t *testing.T) {
 	c := newClient(t, WithLoader(newSource("k", "v")), WithHotReadLimit(NoLimit))
 	promote(t, c, "k")

@@ -315,6 +315,51 @@ func TestInvalidationEveryInstance(t *testing.T) {
 	}
 }
 
+// TestMissedBroadcasts kills the Client's invalidation subscription on a
+// real Redis and, before it is back, writes a hot key and publishes its
+// invalidation, which no one receives. Once resubscribed, the Client must
+// read the key again (its value, and the replies a ReplyCache holds) instead
+// of serving what it had for the rest of the L1 TTL (a minute here).
+func TestMissedBroadcasts(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	c := newClient(t, WithRedis(srv.Addr), WithRedisKeyPrefix("p:"), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute))
+	replies := c.NewReplyCache(1 << 20)
+	promote(t, c, "k")
+	if got := get(t, c, "k"); got != "v1" {
+		t.Fatalf("Get = %q, want v1", got)
+	}
+	_, tk, st := replies.Get("k", "hgetall")
+	if st != HotMiss {
+		t.Fatalf("ReplyCache.Get = %v, want HotMiss", st)
+	}
+	replies.Put(tk, []byte("old reply"))
+	if got, _, st := replies.Get("k", "hgetall"); st != HotHit || string(got) != "old reply" {
+		t.Fatalf("ReplyCache.Get = %q, %v, want the reply put", got, st)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	// One pipeline, run in order by Redis' single thread: the subscriber is
+	// gone before the publish.
+	killed := time.Now()
+	if _, err := admin.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ClientKillByFilter(ctx, "TYPE", "pubsub")
+		p.Set(ctx, "p:k", "v2", 0)
+		p.Publish(ctx, c.channel, "k")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the value written while unsubscribed", func() bool {
+		v, err := c.Get(ctx, "k")
+		return err == nil && string(v) == "v2"
+	})
+	t.Logf("v2 served %v after the subscription was killed", time.Since(killed).Round(time.Millisecond))
+	if _, _, st := replies.Get("k", "hgetall"); st != HotMiss {
+		t.Errorf("ReplyCache.Get after the subscription came back: %v, want HotMiss (read again)", st)
+	}
+}
+
 // TestReportToKafka checks that Gets reach Kafka as the SDK's binary batches.
 func TestReportToKafka(t *testing.T) {
 	broker := stacktest.Kafka(t)
