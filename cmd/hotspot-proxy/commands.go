@@ -118,6 +118,35 @@ func (in *cmdInfo) keys(dst [][]byte, args [][]byte) [][]byte {
 	return dst
 }
 
+// getKeys says whether args' keys need the upstream's COMMAND GETKEYS: the
+// command's keys move (SORT ... STORE, GEORADIUS ... STORE, MIGRATE ... KEYS,
+// XREAD ... STREAMS) and no numkeys argument gives them.
+func (in *cmdInfo) getKeys() bool { return in.movable && in.numkeysArg == 0 }
+
+// getKeysTimeout bounds a COMMAND GETKEYS.
+const getKeysTimeout = 250 * time.Millisecond
+
+// movableKeys appends the keys of args to dst as the upstream names them
+// (COMMAND GETKEYS, one round trip: these commands are rare), or, if it does
+// not answer in time (or refuses args), those at the command's fixed
+// positions.
+func movableKeys(rdb redis.UniversalClient, in *cmdInfo, dst, args [][]byte) [][]byte {
+	ctx, cancel := context.WithTimeout(context.Background(), getKeysTimeout)
+	defer cancel()
+	cmd := make([]any, len(args))
+	for i, a := range args {
+		cmd[i] = a
+	}
+	keys, err := rdb.CommandGetKeys(ctx, cmd...).Result()
+	if err != nil {
+		return in.keys(dst, args)
+	}
+	for _, k := range keys {
+		dst = append(dst, []byte(k))
+	}
+	return dst
+}
+
 // commands holds the table, loaded in the background until the upstream
 // answers.
 type commands struct {

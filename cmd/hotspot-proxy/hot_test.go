@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +179,47 @@ func TestHotReadLimit(t *testing.T) {
 				t.Errorf("HOTSPOT INFO limited:%d, want %d", n, blanks)
 			}
 		})
+	}
+}
+
+// TestMovableKeyWritesInvalidate writes hot keys with commands whose keys
+// the COMMAND table's positions do not give (SORT ... STORE, MIGRATE ...
+// KEYS): the proxy asks Redis for them (COMMAND GETKEYS) and drops them
+// from L1, so the next read sees the write instead of the old value.
+func TestMovableKeyWritesInvalidate(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.StartRedisServer(t).Addr
+	other := stacktest.StartRedisServer(t) // MIGRATE's destination
+	h := stacktest.NewHotSet(t, zkAddr)
+	prefix := h.App + ":"
+	p := startProxy(t, redisAddr, func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App })
+	sorted, moved, src := prefix+"sorted", prefix+"moved", prefix+"src"
+	rdb := newRedis(redisAddr)
+	defer rdb.Close()
+	ctx := context.Background()
+	rdb.Set(ctx, sorted, "old", 0)
+	rdb.Set(ctx, moved, "here", 0)
+	rdb.RPush(ctx, src, "3", "1", "2")
+	h.Set(sorted, moved)
+	c := dialRaw(t, p.addr)
+	defer c.close()
+	waitUntil(t, 10*time.Second, "both keys served from L1", func() bool {
+		hits := infoField(t, p.addr, "hits")
+		c.do("GET", sorted)
+		c.do("GET", moved)
+		return infoField(t, p.addr, "hits") >= hits+2
+	})
+
+	if got := string(c.do("SORT", src, "STORE", sorted)); got != ":3\r\n" {
+		t.Fatalf("SORT ... STORE: %q", got)
+	}
+	if got := string(c.do("GET", sorted)); got != "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n" {
+		t.Errorf("GET of a hot key SORT ... STORE made a list: %q, want WRONGTYPE", got)
+	}
+	host, port, _ := strings.Cut(other.Addr, ":")
+	if got := string(c.do("MIGRATE", host, port, "", "0", "5000", "KEYS", moved)); got != "+OK\r\n" {
+		t.Fatalf("MIGRATE ... KEYS: %q", got)
+	}
+	if got := string(c.do("GET", moved)); got != "$-1\r\n" {
+		t.Errorf("GET of a hot key MIGRATE moved away: %q, want a null", got)
 	}
 }

@@ -260,7 +260,11 @@ func (s *session) handle(cmd redcon.Command) *item {
 		p.stats.passthrough.Add(1)
 		return it
 	}
-	it.keys = in.keys(nil, args)
+	if in.getKeys() {
+		it.keys = movableKeys(p.rdb, in, nil, args)
+	} else {
+		it.keys = in.keys(nil, args)
+	}
 	it.write = in.write
 	if in.write {
 		it.barrier = true // read-your-writes: no L1 answer before its reply is in
