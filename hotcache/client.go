@@ -63,16 +63,26 @@ type HotKey struct {
 type value struct {
 	data     []byte
 	notFound bool
+	err      error // the key holds another type than a string in Redis (wrongType): Get's answer for it
 	loaded   time.Time
 	stale    bool // older than the L1 TTL and not yet refreshed: served only when a reload is refused or fails
 }
 
 func (v *value) result() ([]byte, error) {
-	if v.notFound {
+	switch {
+	case v.err != nil:
+		return nil, v.err
+	case v.notFound:
 		return nil, ErrNotFound
 	}
 	return v.data, nil
 }
+
+// wrongType reports whether err is Redis' answer to a GET of a key that
+// holds a hash, a list or another type. Redis answered: that is neither a
+// failure of Redis (its breaker) nor a miss to fill from the Loader, whose
+// write-back would replace the key.
+func wrongType(err error) bool { return redis.HasErrorPrefix(err, "WRONGTYPE") }
 
 // hotEntry is one promoted key in L1. The hot table maps keys to entries;
 // an entry's value is replaced atomically, so a Get on a hot key is a map
@@ -471,10 +481,16 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 		return h, nil
 	}
 	data, notFound, err := c.fetch(ctx, e.key, true, &h.tr)
-	if err != nil {
+	switch {
+	case wrongType(err):
+		// Kept as the key's value: its Gets get the error from L1 until it
+		// is refreshed or invalidated, instead of a GET each.
+		h.v = &value{err: err, loaded: time.Now()}
+	case err != nil:
 		return h, err
+	default:
+		h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	}
-	h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	c.install(e, gen, h.v, h.v.loaded.Sub(start))
 	return h, nil
 }
@@ -645,6 +661,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 			case errors.Is(err, redis.Nil):
 				c.br.success()
 				redisOK = true
+			case wrongType(err):
+				c.br.success()
+				return nil, false, fmt.Errorf("hotcache: redis get %q: %w", key, err)
 			default:
 				c.br.failure()
 				redisErr = fmt.Errorf("%w: redis get %q: %w", ErrUnavailable, key, err)

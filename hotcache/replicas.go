@@ -289,6 +289,9 @@ func (r *replicas) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := r.read(ctx, node, key)
+	if wrongType(err) {
+		return nil, err // the node answered
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		r.picker.MarkUnhealthy(node)
 		next, perr := r.pick(key, cands) // the best of the others

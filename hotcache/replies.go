@@ -44,8 +44,8 @@ const (
 	// refused a backend read: answer with a blank (counted as limited).
 	HotLimited
 	// HotNotFound: LookupHot only: the key is hot and its L1 value says "not
-	// found"; nothing was counted. A proxy cannot tell a missing key from a
-	// key of another type there, so it asks its ReplyCache instead.
+	// found", or that Redis holds another type than a string under it
+	// (WRONGTYPE); nothing was counted. A proxy asks its ReplyCache instead.
 	HotNotFound
 )
 
@@ -65,7 +65,7 @@ func (c *Client) LookupHot(ctx context.Context, key string) ([]byte, HotState, e
 		return nil, NotHot, nil
 	}
 	if v := e.val.Load(); v != nil && !v.stale {
-		if v.notFound {
+		if v.notFound || v.err != nil {
 			return nil, HotNotFound, nil
 		}
 		c.countHot(e, len(v.data))
@@ -73,7 +73,7 @@ func (c *Client) LookupHot(ctx context.Context, key string) ([]byte, HotState, e
 	}
 	data, _, out, err := c.getHot(ctx, e)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound) || wrongType(err):
 		c.countHotMiss(e, 0, out)
 		return nil, HotNotFound, nil
 	case errors.Is(err, ErrThrottled):

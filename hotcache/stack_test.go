@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
@@ -358,6 +359,53 @@ func TestMissedBroadcasts(t *testing.T) {
 	if _, _, st := replies.Get("k", "hgetall"); st != HotMiss {
 		t.Errorf("ReplyCache.Get after the subscription came back: %v, want HotMiss (read again)", st)
 	}
+}
+
+// TestHotKeyOfAnotherType promotes a key that Redis holds as a hash (another
+// component's, or one that proxies serve with HGETALL). Get answers Redis'
+// WRONGTYPE error; the Loader is never asked (its write-back would replace
+// the hash), the breaker counts no failure, and the error is kept in L1 like
+// a value: no GET every refresher tick.
+func TestHotKeyOfAnotherType(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	src := newSource("h", "a string")
+	c := newClient(t, WithRedis(srv.Addr), WithRedisKeyPrefix("p:"), WithLoader(src))
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	admin.HSet(ctx, "p:h", "f", "v")
+	c.onChange(hotwatch.Change{App: c.o.app, Added: hotKeys("h"), At: time.Now()})
+	waitFor(t, "the key's value in L1", func() bool {
+		e := c.hot.Load().m["h"]
+		return e != nil && e.val.Load() != nil
+	})
+	before := getCalls(t, srv.Addr)
+	for range 100 {
+		if _, err := c.Get(ctx, "h"); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") || errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Get of a hash = %v, want Redis' WRONGTYPE, not ErrUnavailable", err)
+		}
+	}
+	time.Sleep(time.Second) // four refresher ticks
+	if n := getCalls(t, srv.Addr) - before; n > 0 {
+		t.Errorf("Redis ran %d GETs for 100 Gets and a second of refresher ticks, want 0", n)
+	}
+	if n := src.loads.Load(); n != 0 {
+		t.Errorf("the Loader was asked %d times", n)
+	}
+	if typ := admin.Type(ctx, "p:h").Val(); typ != "hash" {
+		t.Errorf("Redis holds a %s under the key, want the hash", typ)
+	}
+	if c.br.state.Load() != stateClosed || c.br.fails.Load() != 0 {
+		t.Errorf("breaker state %d, %d failures; want closed, none", c.br.state.Load(), c.br.fails.Load())
+	}
+	// The key written as a string through the SDK: the new value at once.
+	if err := c.Set(ctx, "h", []byte("now a string")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the string", func() bool {
+		v, err := c.Get(ctx, "h")
+		return err == nil && string(v) == "now a string"
+	})
 }
 
 // TestReportToKafka checks that Gets reach Kafka as the SDK's binary batches.

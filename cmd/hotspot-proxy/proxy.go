@@ -81,28 +81,6 @@ type bcastReq struct {
 	key string
 }
 
-// wrongTypeAsMiss makes a GET that finds a key of another type a miss for
-// the SDK Clients: the SDK loads a hot key's value with GET, and would count
-// WRONGTYPE as a Redis failure (its breaker). The proxy's clients still get
-// Redis' own reply: the proxy serves GET from the SDK's value only when it
-// has one, and other commands from replies read on their own connections.
-type wrongTypeAsMiss struct{}
-
-func (wrongTypeAsMiss) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (wrongTypeAsMiss) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (wrongTypeAsMiss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err != nil && cmd.Name() == "get" && strings.HasPrefix(err.Error(), "WRONGTYPE") {
-			cmd.SetErr(redis.Nil)
-			return redis.Nil
-		}
-		return err
-	}
-}
-
 // newProxy connects the default app's Client and starts loading the command
 // table; it does not listen yet.
 func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
@@ -120,7 +98,6 @@ func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error)
 			PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
 		})
 	}
-	p.rdb.AddHook(wrongTypeAsMiss{})
 	go p.cmds.load(p.bg, p.rdb, func(err error) {
 		log.Warn("hotspot-proxy: COMMAND table not read yet; commands pass through", "err", err)
 	})
