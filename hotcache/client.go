@@ -366,7 +366,9 @@ func (c *Client) spawn(fn func()) {
 // Get returns key's value. A hot key is served from L1 memory; another key
 // from Redis, else from the Loader (one load per key at a time in this
 // instance, written back to Redis). Every call counts one access for Hotspot.
-// The returned slice is shared: do not modify it.
+// A key that Redis holds as a hash or another type gets Redis' WRONGTYPE
+// error, not the Loader's value. The returned slice is shared: do not modify
+// it.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 	v, _, err := c.lookup(ctx, key)
 	return v, err
