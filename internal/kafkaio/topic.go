@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -20,8 +23,9 @@ var ErrNoBroker = errors.New("kafkaio: no Kafka broker answers")
 // brokers' default replication factor unless it exists, then waits until
 // every partition has a leader that serves it, so that the first records
 // written are not refused. It leaves an existing topic as it is, whatever its
-// partition count, and reports that count. When no broker answers, the error
-// wraps ErrNoBroker.
+// partition count, and reports that count. A create request that a broker
+// drops or answers with a retriable error (a broker restarting) is sent
+// again. When no broker answers, the error wraps ErrNoBroker.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) (int, error) {
 	return EnsureTopicWith(ctx, nil, brokers, topic, partitions)
 }
@@ -51,6 +55,11 @@ func EnsureTopicSpec(ctx context.Context, sec *Security, brokers []string, topic
 		return 0, errors.New("kafkaio: EnsureTopic needs brokers, a topic, partitions >= 1 and replicas >= 0")
 	}
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second, Transport: sec.Transport()}
+	return ensureTopic(ctx, client, brokers, topic, spec)
+}
+
+// ensureTopic is EnsureTopicSpec through client.
+func ensureTopic(ctx context.Context, client *kafka.Client, brokers []string, topic string, spec TopicSpec) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
@@ -67,11 +76,7 @@ func EnsureTopicSpec(ctx context.Context, sec *Security, brokers []string, topic
 		for _, k := range slices.Sorted(maps.Keys(spec.Config)) {
 			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: spec.Config[k]})
 		}
-		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
-		if err == nil {
-			err = res.Errors[topic]
-		}
-		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		if err := makeTopic(ctx, client, tc); err != nil {
 			return 0, fmt.Errorf("kafkaio: create topic %s (%d partitions, replication factor %s): %w", topic, spec.Partitions, replicas, err)
 		}
 	}
@@ -93,6 +98,43 @@ func EnsureTopicSpec(ctx context.Context, sec *Security, brokers []string, topic
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// makeTopic creates the topic tc describes; one that exists already is
+// fine. A request that a broker did not answer (a connection refused, reset
+// or closed midway, as while a broker restarts) or answered with a retriable
+// error is sent again, 100 ms later, until ctx ends.
+func makeTopic(ctx context.Context, client *kafka.Client, tc kafka.TopicConfig) error {
+	for {
+		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+		if err == nil {
+			err = res.Errors[tc.Topic]
+		}
+		if err == nil || errors.Is(err, kafka.TopicAlreadyExists) {
+			return nil
+		}
+		if !retriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// retriable reports whether a request that failed with err may succeed if
+// sent again: the broker did not answer, or said so (kafka-go's temporary
+// errors: no controller yet, not the controller, a timeout...).
+func retriable(err error) bool {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke.Temporary()
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // serving reports whether every partition of topic answers a ListOffsets

@@ -3,12 +3,16 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/createtopics"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -106,4 +110,38 @@ func deleteAtCleanup(t *testing.T, addr, topic string) {
 		client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
 		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	})
+}
+
+// flakyCreate drops the first CreateTopics request as a broker that closes
+// the connection midway does (a broker restarting).
+type flakyCreate struct {
+	kafka.RoundTripper
+	dropped atomic.Bool
+}
+
+func (f *flakyCreate) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	if _, ok := req.(*createtopics.Request); ok && !f.dropped.Swap(true) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return f.RoundTripper.RoundTrip(ctx, addr, req)
+}
+
+// TestEnsureTopicRetriesADroppedCreate: a CreateTopics request the broker
+// did not answer is sent again (CI once lost a test to one, on the broker a
+// test had just restarted).
+func TestEnsureTopicRetriesADroppedCreate(t *testing.T) {
+	addr := stacktest.Kafka(t)
+	topic := stacktest.Name(t)
+	tr := &flakyCreate{RoundTripper: &kafka.Transport{}}
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second, Transport: tr}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	n, err := ensureTopic(t.Context(), client, []string{addr}, topic, TopicSpec{Partitions: 2})
+	if err != nil || n != 2 {
+		t.Fatalf("ensureTopic = %d, %v; want 2 partitions", n, err)
+	}
+	if !tr.dropped.Load() {
+		t.Fatal("no CreateTopics request was dropped")
+	}
 }
