@@ -146,6 +146,7 @@ type Client struct {
 	ownRedis      bool
 	logID         uint64    // names this Client in go-redis's log lines (redislog.go)
 	rep           *replicas // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
+	track         *tracking // Redis client tracking of hot keys; nil unless one Redis server
 	channel       string    // invalidation Pub/Sub channel
 	prefixChannel string    // prefix invalidation Pub/Sub channel
 
@@ -255,6 +256,7 @@ func (c *Client) openRedis() error {
 	if c.rep, err = newReplicas(c.o, c.redisDialer(), c.rdb, c.log); err != nil {
 		return err
 	}
+	c.track = newTracking(c.o, c.rdb, c.rep != nil, c.trackingRefused)
 	if c.rdb != nil {
 		installRedisLogger()
 		redisLoggers.Store(c.logID, c.log)
@@ -279,7 +281,8 @@ func (c *Client) setSink(tr *kafkaio.Transport) {
 
 // startWorkers starts the Client's goroutines: the reporter, the L1
 // refresher and loaders and, with Redis, the invalidation subscriber, the
-// retries of pending invalidations and the replicas' samplers.
+// retries of pending invalidations, the tracking subscriber and the
+// replicas' samplers.
 func (c *Client) startWorkers() {
 	rep := &reporter{app: c.o.app, src: c.instance, every: c.o.reportEvery, table: c.table, hot: c.drainHot, sink: c.sink, m: c.m,
 		effectEvery: c.o.effectEvery, effects: c.takeEffects}
@@ -291,6 +294,9 @@ func (c *Client) startWorkers() {
 	if c.rdb != nil {
 		c.spawn(c.subscribe)
 		c.spawn(c.retryPending)
+	}
+	if c.track != nil {
+		c.spawn(c.trackWrites)
 	}
 	if c.rep != nil {
 		for _, nd := range c.rep.list {
@@ -463,8 +469,9 @@ func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, effec
 // hotLoad is the result of loadHot: the value read (nil on error) and what
 // the read did.
 type hotLoad struct {
-	v  *value
-	tr fetchTrace
+	v    *value
+	tr   fetchTrace
+	redo bool // an invalidation came while it ran: v was not installed
 }
 
 // loadHot reads e's value from the backends and installs it in L1. It runs
@@ -494,6 +501,7 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 		h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	}
 	c.install(e, gen, h.v, h.v.loaded.Sub(start))
+	h.redo = e.gen.Load() != gen
 	return h, nil
 }
 
@@ -650,9 +658,12 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 			var data []byte
 			var err error
 			tr.redis = true
-			if hot && c.rep != nil {
+			switch {
+			case hot && c.rep != nil:
 				data, err = c.rep.get(ctx, key) // the best of its replicas
-			} else {
+			case hot:
+				data, err = c.trackedGet(ctx, c.o.redisPrefix+key)
+			default:
 				data, err = c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()
 			}
 			switch {
@@ -772,6 +783,9 @@ func (c *Client) Close() error {
 	}
 	if c.kafkaTr != nil {
 		c.kafkaTr.CloseIdleConnections()
+	}
+	if c.track != nil {
+		_ = c.track.sub.Close()
 	}
 	if c.ownRedis {
 		if err := c.rdb.Close(); err != nil {

@@ -33,6 +33,7 @@ type metrics struct {
 	fallbackAnswers prometheus.Counter
 	pendingRetried  prometheus.Counter
 	pendingDropped  prometheus.Counter
+	trackingRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -63,7 +64,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.breakerState = f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "redis_breaker_state",
 		Help: "Redis circuit breaker: 0 closed, 1 half-open, 2 open."})
 	m.loads = vec("loads_total", "Values read from a backend (from=redis|loader) or found missing (from=notfound).", "from")
-	m.invalidations = vec("invalidations_total", "Invalidations broadcast (dir=sent) and received (dir=received).", "dir")
+	m.invalidations = vec("invalidations_total", "Invalidations broadcast (dir=sent), received (dir=received), and keys Redis reported changed through client tracking (dir=tracked).", "dir")
+	m.trackingRefused = counter("redis_tracking_refused_total", "Refusals of client tracking by Redis (before 6, or an ACL user without CLIENT or __redis__:invalidate): a hot-key read answered untracked, or the tracking connection refused its ID or subscription.")
 	m.reportBatches = counter("reporter_batches_total", "Access batches handed to Kafka.")
 	m.reportBytes = counter("reporter_bytes_total", "Bytes of access and effect batches handed to Kafka.")
 	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down).", "reason")

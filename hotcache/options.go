@@ -65,6 +65,7 @@ type options struct {
 	warmSet       bool
 	bulkRate      Rate // keys per second InvalidatePrefix deletes
 	redisReplicas int  // R, the Redis nodes holding each hot key (replicas.go)
+	tracking      bool // Redis client tracking of hot keys (tracking.go)
 
 	reg prometheus.Registerer
 	log *slog.Logger
@@ -104,6 +105,7 @@ func defaults() options {
 		pendingMax:      10_000,
 		bulkRate:        10_000,
 		redisReplicas:   defaultReplicas,
+		tracking:        true,
 	}
 }
 
@@ -172,6 +174,16 @@ func WithRedis(addrs ...string) Option { return func(o *options) { o.redisAddrs 
 // otherwise waits up to a minute after a master's death), and hot-key
 // copies on distinct masters as with WithRedisCluster.
 func WithRedisClient(c redis.UniversalClient) Option { return func(o *options) { o.redisClient = c } }
+
+// WithRedisTracking turns Redis client tracking of hot keys on or off
+// (default on). With it, a write that bypasses Hotspot (a service without
+// the SDK, redis-cli) drops the key from every instance's L1 within about a
+// round trip; without it, such a write reaches L1 only at the L1 TTL. It
+// applies to one Redis server (WithRedis with one address, or a
+// *redis.Client given to WithRedisClient) and costs one more connection per
+// Client and two more commands in each hot-key read; Redis (6 or later) keeps
+// the names of the hot keys each instance read.
+func WithRedisTracking(on bool) Option { return func(o *options) { o.tracking = on } }
 
 // WithRedisKeyPrefix prefixes every Redis key the Client reads or writes
 // (default none: the cache key is the Redis key).

@@ -241,9 +241,10 @@ func (p *Proxy) startCluster() {
 }
 
 // redisOptions is how the SDK Clients reach Redis: through the proxy's own
-// client, whose wrongTypeAsMiss hook they need. On a cluster the SDK spreads
-// hot keys' copies over the masters (WithRedisClient with a ClusterClient),
-// and Broadcast deletes those copies before it publishes.
+// client. On one server the SDK tracks the hot keys it reads
+// (--redis-tracking); on a cluster it spreads hot keys' copies over the
+// masters (WithRedisClient with a ClusterClient), and Broadcast deletes those
+// copies before it publishes.
 func (p *Proxy) redisOptions() []hotcache.Option {
 	return []hotcache.Option{hotcache.WithRedisClient(p.rdb)}
 }

@@ -184,13 +184,16 @@ func TestHotReadLimit(t *testing.T) {
 // TestMovableKeyWritesInvalidate writes hot keys with commands whose keys
 // the COMMAND table's positions do not give (SORT ... STORE, MIGRATE ...
 // KEYS): the proxy asks Redis for them (COMMAND GETKEYS) and drops them
-// from L1, so the next read sees the write instead of the old value.
+// from L1, so the next read sees the write instead of the old value. Redis'
+// client tracking would tell the proxy too: it is off here.
 func TestMovableKeyWritesInvalidate(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.StartRedisServer(t).Addr
 	other := stacktest.StartRedisServer(t) // MIGRATE's destination
 	h := stacktest.NewHotSet(t, zkAddr)
 	prefix := h.App + ":"
-	p := startProxy(t, redisAddr, func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App })
+	p := startProxy(t, redisAddr, func(c *config) {
+		c.zk, c.zkRoot, c.app, c.redisTracking = []string{zkAddr}, h.Root, h.App, false
+	})
 	sorted, moved, src := prefix+"sorted", prefix+"moved", prefix+"src"
 	rdb := newRedis(redisAddr)
 	defer rdb.Close()
@@ -221,4 +224,38 @@ func TestMovableKeyWritesInvalidate(t *testing.T) {
 	if got := string(c.do("GET", moved)); got != "$-1\r\n" {
 		t.Errorf("GET of a hot key MIGRATE moved away: %q, want a null", got)
 	}
+}
+
+// TestWriteThatBypassesTheProxy writes hot keys in Redis with a client of its
+// own, as a service without the proxy would: Redis' client tracking tells
+// the proxy, which serves the new value and reply well before the L1 TTL (a
+// minute here).
+func TestWriteThatBypassesTheProxy(t *testing.T) {
+	zkAddr, redisAddr := stacktest.ZK(t), stacktest.StartRedisServer(t).Addr
+	h := stacktest.NewHotSet(t, zkAddr)
+	p := startProxy(t, redisAddr, func(c *config) {
+		c.zk, c.zkRoot, c.app, c.l1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
+	})
+	hot, hash := h.App+":hot", h.App+":hash"
+	rdb := newRedis(redisAddr)
+	defer rdb.Close()
+	ctx := context.Background()
+	rdb.Set(ctx, hot, "v1", 0)
+	rdb.HSet(ctx, hash, "f", "1")
+	h.Set(hot, hash)
+	c := dialRaw(t, p.addr)
+	defer c.close()
+	waitUntil(t, 10*time.Second, "both keys answered from L1", func() bool {
+		hits := infoField(t, p.addr, "hits")
+		c.do("GET", hot)
+		c.do("HGET", hash, "f")
+		return infoField(t, p.addr, "hits")-hits == 2
+	})
+	start := time.Now()
+	rdb.Set(ctx, hot, "v2", 0)
+	rdb.HSet(ctx, hash, "f", "2")
+	waitUntil(t, 2*time.Second, "the values written past the proxy", func() bool {
+		return string(c.do("GET", hot)) == "$2\r\nv2\r\n" && string(c.do("HGET", hash, "f")) == "$1\r\n2\r\n"
+	})
+	t.Logf("writes past the proxy served %v later", time.Since(start).Round(100*time.Microsecond))
 }

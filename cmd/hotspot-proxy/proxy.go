@@ -121,6 +121,7 @@ func (p *Proxy) newApp(ctx context.Context, name string) (*appClient, error) {
 		hotcache.WithInstanceID(cfg.instance),
 		hotcache.WithHotReadLimit(hotcache.Rate(cfg.hotRate)),
 		hotcache.WithL1(cfg.l1Bytes, cfg.l1TTL),
+		hotcache.WithRedisTracking(cfg.redisTracking),
 		hotcache.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"app": name}, p.reg)),
 		hotcache.WithLogger(p.log),
 	}

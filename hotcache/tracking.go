@@ -1,0 +1,228 @@
+package hotcache
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Writes that bypass Hotspot: Redis client tracking.
+//
+// A write through this Client, another instance or a hotspot-proxy is
+// broadcast (invalidate.go). A write by anything else (a service without the
+// SDK, redis-cli, a script) is not; without tracking, instances serve the old
+// value until the L1 TTL. With one Redis server, the Client asks Redis to tell
+// it of such writes (CLIENT TRACKING, Redis 6 and later):
+//   - a connection of its own subscribes to __redis__:invalidate (RESP2,
+//     where Redis delivers invalidations as Pub/Sub messages), beside the
+//     broadcast subscription, which a refusal here never disturbs;
+//   - every hot-key read from Redis is sent as CLIENT TRACKING ON REDIRECT
+//     <that connection> OPTIN, CLIENT CACHING YES, GET, in one round trip, so
+//     Redis remembers, for this Client, the hot keys it read and nothing else;
+//   - when any client changes or deletes such a key (or it expires or is
+//     evicted), Redis sends its name once on that connection, and the Client
+//     drops it as it drops a broadcast key. Its reload is tracked again.
+// That connection's ID is used only once its subscription is confirmed, and
+// forgotten as soon as the connection fails: a read never redirects to an ID
+// that may name another client of a restarted server. A resubscription marks
+// every hot value stale, as for missed broadcasts; a flush (FLUSHALL,
+// FLUSHDB) does the same. A Redis that refuses tracking (before 6, or an ACL
+// without CLIENT or the channel) leaves the L1 TTL as the bound, with a
+// warning.
+//
+// Not with several servers (a Ring, a Cluster, Sentinel, hot-key replicas):
+// the redirect must name a connection on the server that holds the key, and
+// must not outlive a failover. There the L1 TTL is the bound.
+
+// trackingChannel is where Redis sends invalidations to a RESP2 connection.
+const trackingChannel = "__redis__:invalidate"
+
+// tracking is the state of Redis client tracking for a Client.
+type tracking struct {
+	sub    *redis.Client // the subscriber's own client: one Pub/Sub connection
+	connID atomic.Int64  // the subscriber connection's ID, as it connects
+	id     atomic.Int64  // the ID reads redirect to; 0: do not track now
+	warned atomic.Bool
+}
+
+// newTracking returns the tracking state for a Client whose L2 is rdb, or
+// nil when tracking does not apply (see above). refused is called when
+// Redis will not give the subscriber's connection ID: that connection then
+// subscribes without tracking.
+func newTracking(o options, rdb redis.UniversalClient, hasReplicas bool, refused func(error)) *tracking {
+	single, ok := rdb.(*redis.Client)
+	if !o.tracking || !ok || hasReplicas {
+		return nil
+	}
+	t := &tracking{}
+	// The fields that reach the same server as the same user, copied one by
+	// one: go-redis changes others of a live client's Options as it connects.
+	src := single.Options()
+	opt := redis.Options{
+		Network: src.Network, Addr: src.Addr, Dialer: src.Dialer, TLSConfig: src.TLSConfig,
+		Username: src.Username, Password: src.Password, CredentialsProvider: src.CredentialsProvider,
+		CredentialsProviderContext: src.CredentialsProviderContext, StreamingCredentialsProvider: src.StreamingCredentialsProvider,
+		DB: src.DB, DialTimeout: src.DialTimeout, ReadTimeout: src.ReadTimeout, WriteTimeout: src.WriteTimeout,
+		Protocol: 2, // invalidations as Pub/Sub messages
+		PoolSize: 1,
+	}
+	userConnect := src.OnConnect
+	opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if userConnect != nil {
+			if err := userConnect(ctx, cn); err != nil {
+				return err
+			}
+		}
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil && isNetErr(err) {
+			return err
+		}
+		if err != nil {
+			refused(err) // an ACL without CLIENT ID
+			id = 0
+		}
+		t.connID.Store(id)
+		return nil
+	}
+	t.sub = redis.NewClient(&opt)
+	return t
+}
+
+// subscribed is called when the subscription is confirmed on a connection:
+// reads may redirect to it from now on.
+func (t *tracking) subscribed() { t.id.Store(t.connID.Load()) }
+
+// lost is called when the subscriber's connection failed.
+func (t *tracking) lost() { t.id.Store(0) }
+
+// trackedGet reads key (the Redis key) with tracking on, if the subscriber is
+// connected; otherwise as a plain GET.
+func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
+	t := c.track
+	id := int64(0)
+	if t != nil {
+		id = t.id.Load()
+	}
+	if id == 0 {
+		return c.rdb.Get(ctx, key).Bytes()
+	}
+	var on *redis.StatusCmd
+	var caching *redis.Cmd
+	var get *redis.StringCmd
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		on = p.ClientTrackingOn(ctx, &redis.ClientTrackingOptions{Redirect: id, OptIn: true})
+		caching = p.Do(ctx, "client", "caching", "yes")
+		get = p.Get(ctx, key)
+		return nil
+	})
+	if err := errors.Join(on.Err(), caching.Err()); err != nil {
+		if gerr := get.Err(); gerr == nil || errors.Is(gerr, redis.Nil) || wrongType(gerr) {
+			c.trackingRefused(err) // Redis answered the GET, not the rest
+		}
+	}
+	return get.Bytes()
+}
+
+// trackingRefused counts a read that Redis answered without tracking it,
+// and warns once.
+func (c *Client) trackingRefused(err error) {
+	if err == nil {
+		return
+	}
+	c.m.trackingRefused.Inc()
+	if !c.track.warned.Swap(true) {
+		c.log.Warn("hotcache: Redis refused client tracking; a write that bypasses Hotspot reaches L1 only at the L1 TTL", "err", err)
+	}
+}
+
+// trackWrites receives on the tracking connection until Close: the keys
+// Redis reports changed. go-redis reconnects and resubscribes by itself; a
+// resubscription means messages may have been missed, so every hot value is
+// marked stale.
+func (c *Client) trackWrites() {
+	t := c.track
+	ps := t.sub.Subscribe(c.bg, trackingChannel)
+	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() }) // as in subscribe
+	defer func() {
+		if stop() {
+			_ = ps.Close()
+		}
+	}()
+	subscribed := false
+	backoff := 50 * time.Millisecond
+	for {
+		msg, err := ps.Receive(c.bg)
+		if err != nil {
+			if c.bg.Err() != nil {
+				return
+			}
+			c.log.Debug("hotcache: tracking subscription", "err", err)
+			var refused redis.Error
+			switch {
+			case isNetErr(err):
+				t.lost() // until the next confirmation
+			case errors.As(err, &refused):
+				// Redis refused the subscription (an ACL without the
+				// channel): ask again, slowly.
+				t.lost()
+				c.trackingRefused(err)
+				backoff = 5 * time.Second
+				_ = ps.Subscribe(c.bg, trackingChannel)
+			default:
+				c.markAllStale() // a message go-redis could not read: a flush's
+			}
+			select {
+			case <-time.After(backoff):
+			case <-c.bg.Done():
+				return
+			}
+			backoff = min(2*backoff, 250*time.Millisecond)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				t.subscribed()
+				if subscribed {
+					c.markAllStale()
+				}
+				subscribed = true
+			}
+		case *redis.Message:
+			c.br.success()
+			c.trackedKeys(m)
+		}
+	}
+}
+
+// trackedKeys handles a message on trackingChannel: the keys some client
+// changed. (A flush's message, with no keys, is one go-redis cannot read:
+// trackWrites marks every hot value stale on that error.) A string payload,
+// published by hand, names one key.
+func (c *Client) trackedKeys(m *redis.Message) {
+	keys := m.PayloadSlice
+	if keys == nil {
+		keys = []string{m.Payload}
+	}
+	c.m.invalidations.WithLabelValues("tracked").Add(float64(len(keys)))
+	for _, k := range keys {
+		if key, ok := strings.CutPrefix(k, c.o.redisPrefix); ok {
+			c.dropLocal(key)
+		}
+	}
+}
+
+// isNetErr reports whether err means the connection failed (or could not be
+// made), as opposed to a reply Redis or go-redis refused.
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, redis.ErrClosed) || errors.As(err, &ne)
+}

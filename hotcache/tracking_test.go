@@ -1,0 +1,160 @@
+package hotcache
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/stacktest"
+)
+
+// trackingOn waits until c's tracking subscriber is confirmed and returns
+// its connection ID.
+func trackingOn(t *testing.T, c *Client) int64 {
+	t.Helper()
+	if c.track == nil {
+		t.Fatal("tracking is off")
+	}
+	waitFor(t, "the tracking subscription", func() bool { return c.track.id.Load() != 0 })
+	return c.track.id.Load()
+}
+
+// TestWriteThatBypassesHotspot writes a hot key in Redis with a client of its
+// own, as a service without the SDK would: with tracking, L1 serves the new
+// value within a round trip or so, not at the L1 TTL (a minute here); without
+// it, the old value stays.
+func TestWriteThatBypassesHotspot(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+
+	t.Run("tracked", func(t *testing.T) {
+		c := newClient(t, WithRedis(srv.Addr), WithRedisKeyPrefix("p:"), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute))
+		trackingOn(t, c)
+		promote(t, c, "k")
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("Get = %q, want v1", got)
+		}
+		written := time.Now()
+		admin.Set(ctx, "p:k", "v2", 0)
+		waitFor(t, "the value written past Hotspot", func() bool { return get(t, c, "k") == "v2" })
+		took := time.Since(written)
+		t.Logf("v2 served %v after the write", took.Round(100*time.Microsecond))
+		if took > time.Second {
+			t.Errorf("v2 served %v after the write, want well under the L1 TTL", took)
+		}
+		if n := testutil.ToFloat64(c.m.invalidations.WithLabelValues("tracked")); n < 1 {
+			t.Errorf("invalidations_total{dir=tracked} = %v, want at least 1", n)
+		}
+		// The reload was tracked again: a second write is seen too.
+		admin.Set(ctx, "p:k", "v3", 0)
+		waitFor(t, "a second write past Hotspot", func() bool { return get(t, c, "k") == "v3" })
+	})
+
+	t.Run("off", func(t *testing.T) {
+		c := newClient(t, WithRedis(srv.Addr), WithRedisKeyPrefix("q:"), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute),
+			WithRedisTracking(false))
+		if c.track != nil {
+			t.Fatal("tracking on with WithRedisTracking(false)")
+		}
+		promote(t, c, "k")
+		admin.Set(ctx, "q:k", "v2", 0)
+		time.Sleep(500 * time.Millisecond)
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("Get = %q without tracking, want the L1 copy v1 until the TTL", got)
+		}
+	})
+}
+
+// TestTrackingAfterReconnect kills the subscriber's connection: reads
+// redirect to the new one once it is subscribed, and a write past Hotspot
+// after that is seen. A FLUSHALL marks every hot value stale.
+func TestTrackingAfterReconnect(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	c := newClient(t, WithRedis(srv.Addr), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute))
+	first := trackingOn(t, c)
+	promote(t, c, "k")
+	if err := admin.ClientKillByFilter(ctx, "ID", strconv.FormatInt(first, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new tracking subscription", func() bool {
+		id := c.track.id.Load()
+		return id != 0 && id != first
+	})
+	waitFor(t, "the reload after the resubscription", func() bool {
+		v := c.hot.Load().m["k"].val.Load()
+		return v != nil && !v.stale
+	})
+	admin.Set(ctx, "k", "v2", 0)
+	waitFor(t, "a write past Hotspot after the reconnection", func() bool { return get(t, c, "k") == "v2" })
+
+	admin.FlushAll(ctx)
+	waitFor(t, "the source's value after FLUSHALL", func() bool { return get(t, c, "k") == "v1" })
+}
+
+// TestTrackedHashKey: a hot key that Redis holds as a hash is tracked by its
+// (refused) GET, so a change to the hash drops the replies a ReplyCache
+// keeps for it (hotspot-proxy's HGETALL and the like).
+func TestTrackedHashKey(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	admin.HSet(ctx, "h", "f", "v1")
+	c := newClient(t, WithRedis(srv.Addr), WithL1(0, time.Minute))
+	trackingOn(t, c)
+	replies := c.NewReplyCache(1 << 20)
+	c.onChange(hotwatch.Change{App: c.o.app, Added: hotKeys("h"), At: time.Now()})
+	waitFor(t, "the key's value in L1", func() bool {
+		e := c.hot.Load().m["h"]
+		return e != nil && e.val.Load() != nil
+	})
+	_, tk, st := replies.Get("h", "hgetall")
+	if st != HotMiss {
+		t.Fatalf("ReplyCache.Get = %v, want HotMiss", st)
+	}
+	replies.Put(tk, []byte("old reply"))
+	admin.HSet(ctx, "h", "f", "v2")
+	waitFor(t, "the reply dropped after HSET past Hotspot", func() bool {
+		_, _, st := replies.Get("h", "hgetall")
+		return st == HotMiss
+	})
+}
+
+// TestTrackingRefused runs two instances as a Redis user that may not run
+// CLIENT nor subscribe to __redis__:invalidate: tracking is off (counted,
+// logged), and everything else works as without it: hot keys from L1, and a
+// Set on one instance reaches the other through the broadcast.
+func TestTrackingRefused(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "resetchannels", "&*hotcache:*", "+@all", "-client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	src := newSource("k", "v1")
+	opts := []Option{WithRedis(srv.Addr), WithRedisAuth("limited", "pw"), WithLoader(src), WithL1(0, time.Minute)}
+	a, b := newClient(t, opts...), newClient(t, opts...)
+	waitFor(t, "tracking refused", func() bool {
+		return testutil.ToFloat64(a.m.trackingRefused) >= 1 && testutil.ToFloat64(b.m.trackingRefused) >= 1
+	})
+	promote(t, a, "k")
+	promote(t, b, "k")
+	if a.track.id.Load() != 0 || b.track.id.Load() != 0 {
+		t.Fatal("tracking on for a user without CLIENT")
+	}
+	if err := a.Set(ctx, "k", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the write broadcast to the other instance", func() bool { return get(t, b, "k") == "v2" })
+}
