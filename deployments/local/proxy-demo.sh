@@ -5,7 +5,9 @@
 # through the proxy, beside cold SET traffic. Every second it prints the GETs
 # Redis itself ran (INFO commandstats: the only GETs are the flash key's) and
 # the proxy's HOTSPOT INFO hits: Redis' GET rate falls to about zero once the
-# key is promoted. Run from the repository root; stops what it started.
+# key is promoted. Last, the key is written on Redis itself, past the proxy:
+# the proxy answers the new value at once (client tracking), not after its L1
+# TTL. Run from the repository root; stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eval "$(deployments/local/stack.sh env)"
@@ -44,5 +46,13 @@ for s in $(seq "$secs"); do
 	printf '%3ds  Redis GETs/s %7d   proxy L1 hits/s %7d   hot: %s\n' "$s" $((g - g0)) $((h - h0)) "${hot:-none}"
 	g0=$g h0=$h
 done
+echo "a write made on Redis itself, past the proxy (redis-cli SET): Redis' client tracking tells the proxy"
+t0=$(date +%s%N)
+redis-cli -h "$rhost" -p "$rport" set "$id:flash" "the sale is over" >/dev/null
+for _ in $(seq 200); do
+	[[ $(redis-cli -p 26380 get "$id:flash") == "the sale is over" ]] && break
+	sleep 0.01
+done
+echo "  the proxy answers the new value $((($(date +%s%N) - t0) / 1000000)) ms after the write (its L1 TTL is 10 s; redis-cli's own start included)"
 redis-cli -p 26380 hotspot info | tr -d '\r' | grep -E 'hits|misses|limited|ratio'
 redis-cli -h "$rhost" -p "$rport" del "$id:flash" >/dev/null
