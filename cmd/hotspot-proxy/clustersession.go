@@ -79,7 +79,7 @@ var (
 )
 
 func (p *Proxy) handleClusterConn(cc net.Conn) {
-	s := &session{p: p, cc: cc, rd: redcon.NewReader(cc), cw: bufio.NewWriterSize(cc, 32<<10)}
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, rd: redcon.NewReader(cc), cw: bufio.NewWriterSize(cc, 32<<10)}
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
 	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
@@ -176,10 +176,10 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 	switch {
 	case eqFold(name, "cluster"):
 		if b, ok := p.clusterReply(args, proto, cs.cc.LocalAddr()); ok {
-			p.stats.local.Add(1)
+			cs.c.local.Add(1)
 			return cs.reply(b)
 		}
-		p.stats.passthrough.Add(1)
+		cs.c.passthrough.Add(1)
 		addr := cs.homeAddr()
 		if slot := clusterSlotArg(args); slot >= 0 {
 			addr = cs.owner(slot)

@@ -36,6 +36,7 @@ import (
 // for good.
 type session struct {
 	p  *Proxy
+	c  *counts  // the proxy's stripe of counts this session adds to
 	cc net.Conn // client
 	uc net.Conn // upstream
 	rd *redcon.Reader
@@ -92,7 +93,7 @@ const (
 )
 
 func newSession(p *Proxy, cc, uc net.Conn, app *appClient) *session {
-	s := &session{p: p, cc: cc, uc: uc, rd: redcon.NewReader(cc),
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, uc: uc, rd: redcon.NewReader(cc),
 		uw: bufio.NewWriterSize(uc, 32<<10), ur: bufio.NewReaderSize(uc, 64<<10), cw: bufio.NewWriterSize(cc, 32<<10),
 		q: make(chan *item, 4096)}
 	s.cond = sync.NewCond(&s.mu)
@@ -219,7 +220,7 @@ func (s *session) handle(cmd redcon.Command) *item {
 	s.mu.Unlock()
 	switch {
 	case eqFold(name, "hotspot"):
-		p.stats.local.Add(1)
+		s.c.local.Add(1)
 		st, _ := s.settled()
 		it.local = p.hotspotCommand(st.app, args)
 		return it
@@ -252,12 +253,12 @@ func (s *session) handle(cmd redcon.Command) *item {
 	}
 	if it.kind != kindPlain || it.pipe || it.barrier {
 		it.args = args
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	in := p.cmds.get().lookup(name)
 	if in == nil {
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	if in.getKeys() {
@@ -279,7 +280,7 @@ func (s *session) handle(cmd redcon.Command) *item {
 	if in.cacheable && len(args) >= 2 {
 		return s.cached(it, args)
 	}
-	p.stats.passthrough.Add(1)
+	s.c.passthrough.Add(1)
 	return it
 }
 
@@ -297,12 +298,12 @@ func (s *session) eligible(it *item) (connState, bool) {
 func (s *session) get(it *item, args [][]byte) *item {
 	p := s.p
 	if !it.app.c.IsHot(string(args[1])) {
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	st, ok := s.eligible(it)
 	if !ok || !st.app.c.IsHot(string(args[1])) {
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	app := st.app
@@ -312,13 +313,13 @@ func (s *session) get(it *item, args [][]byte) *item {
 	switch hs {
 	case hotcache.HotHit, hotcache.HotMiss:
 		if v != nil || hs == hotcache.HotHit {
-			p.stats.count(hs)
+			s.c.count(hs)
 			it.local = appendBulk(nil, v)
 			it.keys = nil // counted by LookupHot
 			return it
 		}
 	case hotcache.HotLimited:
-		p.stats.limited.Add(1)
+		s.c.limited.Add(1)
 		it.local = p.blank(st.proto)
 		it.keys = nil
 		return it
@@ -330,12 +331,12 @@ func (s *session) get(it *item, args [][]byte) *item {
 
 func (s *session) cached(it *item, args [][]byte) *item {
 	if !it.app.c.IsHot(string(args[1])) {
-		s.p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	st, ok := s.eligible(it)
 	if !ok {
-		s.p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	return s.cachedFor(it, args, st)
@@ -347,19 +348,19 @@ func (s *session) cachedFor(it *item, args [][]byte, st connState) *item {
 	data, tk, hs := rc.Get(string(args[1]), variant(st.proto, args))
 	switch hs {
 	case hotcache.HotHit:
-		p.stats.hits.Add(1)
+		s.c.hits.Add(1)
 		it.local = data
 		it.keys = nil
 	case hotcache.HotLimited:
-		p.stats.limited.Add(1)
+		s.c.limited.Add(1)
 		it.local = p.blank(st.proto)
 		it.keys = nil
 	case hotcache.HotMiss:
-		p.stats.misses.Add(1)
+		s.c.misses.Add(1)
 		it.ticket, it.store = tk, true
 		it.keys = nil // Put counts it
 	default:
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 	}
 	return it
 }
@@ -369,13 +370,13 @@ func (s *session) mget(it *item, args [][]byte) *item {
 	p := s.p
 	for _, k := range args[1:] {
 		if !it.app.c.IsHot(string(k)) {
-			p.stats.passthrough.Add(1)
+			s.c.passthrough.Add(1)
 			return it
 		}
 	}
 	st, ok := s.eligible(it)
 	if !ok {
-		p.stats.passthrough.Add(1)
+		s.c.passthrough.Add(1)
 		return it
 	}
 	app := st.app
@@ -384,16 +385,16 @@ func (s *session) mget(it *item, args [][]byte) *item {
 		v, hs, _ := app.c.LookupHot(context.Background(), string(k)) // as in get
 		switch {
 		case hs == hotcache.HotLimited:
-			p.stats.limited.Add(1)
+			s.c.limited.Add(1)
 			out = append(out, p.null(st.proto)...)
 		case (hs == hotcache.HotHit || hs == hotcache.HotMiss) && v != nil:
-			p.stats.count(hs)
+			s.c.count(hs)
 			out = appendBulk(out, v)
 		default:
 			// Not in L1 after all: forward, reporting only the keys not
 			// counted yet.
 			it.keys = args[1+i:]
-			p.stats.passthrough.Add(1)
+			s.c.passthrough.Add(1)
 			return it
 		}
 	}
