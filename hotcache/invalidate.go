@@ -223,39 +223,11 @@ func (c *Client) publish(ctx context.Context, channel, msg string) error {
 	return nil
 }
 
-// subscribe receives invalidations until Close. go-redis reconnects and
-// resubscribes by itself after a connection error; a resubscription means
+// subscribe receives invalidations until Close. A resubscription means
 // broadcasts may have been missed, so every hot value is marked stale.
 func (c *Client) subscribe() {
-	ps := c.rdb.Subscribe(c.bg, c.channel, c.prefixChannel)
-	// Receive does not return when its context ends; closing ps unblocks it.
-	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() })
-	defer func() {
-		if stop() {
-			_ = ps.Close()
-		}
-	}()
 	subscribed := false
-	backoff := 50 * time.Millisecond
-	for {
-		msg, err := ps.Receive(c.bg)
-		if err != nil {
-			if c.bg.Err() != nil {
-				return
-			}
-			c.log.Debug("hotcache: invalidation subscription", "err", err)
-			if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-				cc.ReloadState(c.bg) // the channel's node may be dead: reconnect to its successor (reloadOnFailure)
-			}
-			select {
-			case <-time.After(backoff):
-			case <-c.bg.Done():
-				return
-			}
-			backoff = min(2*backoff, 250*time.Millisecond)
-			continue
-		}
-		backoff = 50 * time.Millisecond
+	c.receive(c.rdb.Subscribe(c.bg, c.channel, c.prefixChannel), func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			// One confirmation per channel; the key channel's stands for both.
@@ -279,5 +251,44 @@ func (c *Client) subscribe() {
 				c.dropLocal(m.Payload)
 			}
 		}
+	}, func(err error) time.Duration {
+		c.log.Debug("hotcache: invalidation subscription", "err", err)
+		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(c.bg) // the channel's node may be dead: reconnect to its successor (reloadOnFailure)
+		}
+		return 0
+	})
+}
+
+// receive runs ps until Close: msg gets every message and subscription
+// confirmation, fail every error. go-redis reconnects and resubscribes by
+// itself at the next Receive after a connection error; receive waits before
+// it 50 ms, doubling to 250 ms while errors follow each other, or as long
+// as fail says if that is longer.
+func (c *Client) receive(ps *redis.PubSub, msg func(any), fail func(error) time.Duration) {
+	// Receive does not return when its context ends; closing ps unblocks it.
+	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() })
+	defer func() {
+		if stop() {
+			_ = ps.Close()
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	for {
+		m, err := ps.Receive(c.bg)
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			msg(m)
+			continue
+		}
+		if c.bg.Err() != nil {
+			return
+		}
+		select {
+		case <-time.After(max(backoff, fail(err))):
+		case <-c.bg.Done():
+			return
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 }

@@ -142,50 +142,13 @@ func (c *Client) trackingRefused(err error) {
 }
 
 // trackWrites receives on the tracking connection until Close: the keys
-// Redis reports changed. go-redis reconnects and resubscribes by itself; a
-// resubscription means messages may have been missed, so every hot value is
-// marked stale.
+// Redis reports changed. A resubscription means messages may have been
+// missed, so every hot value is marked stale.
 func (c *Client) trackWrites() {
 	t := c.track
 	ps := t.sub.Subscribe(c.bg, trackingChannel)
-	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() }) // as in subscribe
-	defer func() {
-		if stop() {
-			_ = ps.Close()
-		}
-	}()
 	subscribed := false
-	backoff := 50 * time.Millisecond
-	for {
-		msg, err := ps.Receive(c.bg)
-		if err != nil {
-			if c.bg.Err() != nil {
-				return
-			}
-			c.log.Debug("hotcache: tracking subscription", "err", err)
-			var refused redis.Error
-			switch {
-			case isNetErr(err):
-				t.lost() // until the next confirmation
-			case errors.As(err, &refused):
-				// Redis refused the subscription (an ACL without the
-				// channel): ask again, slowly.
-				t.lost()
-				c.trackingRefused(err)
-				backoff = 5 * time.Second
-				_ = ps.Subscribe(c.bg, trackingChannel)
-			default:
-				c.markAllStale() // a message go-redis could not read: a flush's
-			}
-			select {
-			case <-time.After(backoff):
-			case <-c.bg.Done():
-				return
-			}
-			backoff = min(2*backoff, 250*time.Millisecond)
-			continue
-		}
-		backoff = 50 * time.Millisecond
+	c.receive(ps, func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
@@ -199,7 +162,24 @@ func (c *Client) trackWrites() {
 			c.br.success()
 			c.trackedKeys(m)
 		}
-	}
+	}, func(err error) time.Duration {
+		c.log.Debug("hotcache: tracking subscription", "err", err)
+		var refused redis.Error
+		switch {
+		case isNetErr(err):
+			t.lost() // until the next confirmation
+		case errors.As(err, &refused):
+			// Redis refused the subscription (an ACL without the channel):
+			// ask again, slowly.
+			t.lost()
+			c.trackingRefused(err)
+			_ = ps.Subscribe(c.bg, trackingChannel)
+			return 5 * time.Second
+		default:
+			c.markAllStale() // a message go-redis could not read: a flush's
+		}
+		return 0
+	})
 }
 
 // trackedKeys handles a message on trackingChannel: the keys some client
