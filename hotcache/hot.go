@@ -151,8 +151,8 @@ func (c *Client) loadWorker() {
 				c.m.throttled.WithLabelValues("refresh").Inc()
 				continue // the refresher retries on its next tick
 			}
-			h, _, _ := c.sf.Do("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
-			if h, ok := h.(hotLoad); ok && h.redo {
+			r, _, _ := c.sf.Do("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
+			if h, ok := r.(hotLoad); ok && h.redo {
 				// Invalidated while it loaded (the drop's own enqueue
 				// found it loading): load again now, not at the
 				// refresher's next tick.

@@ -180,9 +180,10 @@ func WithRedisClient(c redis.UniversalClient) Option { return func(o *options) {
 // the SDK, redis-cli) drops the key from every instance's L1 within about a
 // round trip; without it, such a write reaches L1 only at the L1 TTL. It
 // applies to one Redis server (WithRedis with one address, or a
-// *redis.Client given to WithRedisClient) and costs one more connection per
-// Client and two more commands in each hot-key read; Redis (6 or later) keeps
-// the names of the hot keys each instance read.
+// *redis.Client given to WithRedisClient, not one from NewFailoverClient)
+// and costs one more connection per Client and two more commands in each
+// hot-key read; Redis (6 or later) keeps the names of the hot keys each
+// instance read.
 func WithRedisTracking(on bool) Option { return func(o *options) { o.tracking = on } }
 
 // WithRedisKeyPrefix prefixes every Redis key the Client reads or writes

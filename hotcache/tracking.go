@@ -43,6 +43,10 @@ import (
 // trackingChannel is where Redis sends invalidations to a RESP2 connection.
 const trackingChannel = "__redis__:invalidate"
 
+// failoverAddr is the Addr go-redis gives the options of a client made by
+// NewFailoverClient, whose server changes at a failover.
+const failoverAddr = "FailoverClient"
+
 // tracking is the state of Redis client tracking for a Client.
 type tracking struct {
 	sub    *redis.Client // the subscriber's own client: one Pub/Sub connection
@@ -57,13 +61,16 @@ type tracking struct {
 // subscribes without tracking.
 func newTracking(o options, rdb redis.UniversalClient, hasReplicas bool, refused func(error)) *tracking {
 	single, ok := rdb.(*redis.Client)
-	if !o.tracking || !ok || hasReplicas {
+	if !o.tracking || !ok || hasReplicas || len(o.redisSentinels) > 0 {
 		return nil
+	}
+	src := single.Options()
+	if src.Addr == failoverAddr {
+		return nil // a Sentinel client given to WithRedisClient
 	}
 	t := &tracking{}
 	// The fields that reach the same server as the same user, copied one by
 	// one: go-redis changes others of a live client's Options as it connects.
-	src := single.Options()
 	opt := redis.Options{
 		Network: src.Network, Addr: src.Addr, Dialer: src.Dialer, TLSConfig: src.TLSConfig,
 		Username: src.Username, Password: src.Password, CredentialsProvider: src.CredentialsProvider,

@@ -242,3 +242,32 @@ func BenchmarkHotReload(b *testing.B) {
 		})
 	}
 }
+
+// TestNoTrackingWithoutOneServer: tracking is for one Redis server only; a
+// Sentinel client (made by the Client or given to it) changes servers at a
+// failover, where a redirect could name another server's client.
+func TestNoTrackingWithoutOneServer(t *testing.T) {
+	failover := func() *redis.Client {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	for name, o := range map[string]options{
+		"WithRedisSentinel": {tracking: true, redisSentinels: []string{"127.0.0.1:1"}, redisMaster: "m"},
+		"WithRedisClient":   {tracking: true},
+	} {
+		if tr := newTracking(o, failover(), false, func(error) {}); tr != nil {
+			t.Errorf("%s: tracking on for a Sentinel client", name)
+		}
+	}
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer single.Close()
+	if tr := newTracking(options{tracking: true}, single, false, func(error) {}); tr == nil {
+		t.Error("tracking off for one server")
+	} else {
+		tr.sub.Close()
+	}
+	if tr := newTracking(options{tracking: true}, single, true, func(error) {}); tr != nil {
+		t.Error("tracking on with hot-key replicas")
+	}
+}

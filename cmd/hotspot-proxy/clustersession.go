@@ -176,7 +176,6 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 	switch {
 	case eqFold(name, "cluster"):
 		if b, ok := p.clusterReply(args, proto, cs.cc.LocalAddr()); ok {
-			cs.c.local.Add(1)
 			return cs.reply(b)
 		}
 		cs.c.passthrough.Add(1)

@@ -49,24 +49,26 @@ const statStripes = 8
 
 // counts are a stripe of the command counts, a cache line of its own.
 type counts struct {
-	hits, misses, limited, passthrough, local atomic.Uint64
-	_                                         [24]byte
+	hits, misses, limited, passthrough atomic.Uint64
+	_                                  [32]byte
 }
 
 // stripe returns the counts a new session adds to.
 func (s *stats) stripe() *counts { return &s.stripes[s.next.Add(1)%statStripes] }
 
-// sum returns the counts of every stripe added up.
-func (s *stats) sum() (hits, misses, limited, passthrough, local uint64) {
+// totals are the command counts of every stripe added up.
+type totals struct{ hits, misses, limited, passthrough uint64 }
+
+func (s *stats) sum() totals {
+	var t totals
 	for i := range s.stripes {
 		c := &s.stripes[i]
-		hits += c.hits.Load()
-		misses += c.misses.Load()
-		limited += c.limited.Load()
-		passthrough += c.passthrough.Load()
-		local += c.local.Load()
+		t.hits += c.hits.Load()
+		t.misses += c.misses.Load()
+		t.limited += c.limited.Load()
+		t.passthrough += c.passthrough.Load()
 	}
-	return
+	return t
 }
 
 func (c *counts) count(hs hotcache.HotState) {
@@ -378,16 +380,16 @@ func (p *Proxy) hotspotCommand(a *appClient, args [][]byte) []byte {
 
 func (p *Proxy) info(a *appClient) string {
 	s := &p.stats
-	hits, misses, limited, passthrough, _ := s.sum()
+	t := s.sum()
 	ratio := 0.0
-	if n := hits + misses + limited; n > 0 {
-		ratio = float64(hits) / float64(n)
+	if n := t.hits + t.misses + t.limited; n > 0 {
+		ratio = float64(t.hits) / float64(n)
 	}
 	rs := a.replies.Stats()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Hotspot proxy\r\napp:%s\r\ninstance:%s\r\nupstream:%s\r\n", a.name, a.c.Instance(), p.upstreamName())
 	fmt.Fprintf(&b, "hits:%d\r\nmisses:%d\r\nlimited:%d\r\npassthrough:%d\r\nhit_ratio:%s\r\n",
-		hits, misses, limited, passthrough, strconv.FormatFloat(ratio, 'f', 4, 64))
+		t.hits, t.misses, t.limited, t.passthrough, strconv.FormatFloat(ratio, 'f', 4, 64))
 	fmt.Fprintf(&b, "hot_keys:%d\r\nreply_cache_keys:%d\r\nreply_cache_bytes:%d\r\nconnections:%d\r\nbroadcasts_failed:%d\r\n",
 		len(a.c.Hot()), rs.Keys, rs.Bytes, s.conns.Load(), s.bcastFailed.Load())
 	return b.String()
@@ -398,10 +400,10 @@ func (p *Proxy) registerMetrics() {
 	counter := func(name, help string, f func() float64) {
 		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hotspot_proxy_" + name, Help: help}, f))
 	}
-	counter("l1_hits_total", "Reads of hot keys answered from L1.", func() float64 { n, _, _, _, _ := s.sum(); return float64(n) })
-	counter("l1_misses_total", "Reads of hot keys that L1 could not answer (read from Redis).", func() float64 { _, n, _, _, _ := s.sum(); return float64(n) })
-	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { _, _, n, _, _ := s.sum(); return float64(n) })
-	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { _, _, _, n, _ := s.sum(); return float64(n) })
+	counter("l1_hits_total", "Reads of hot keys answered from L1.", func() float64 { return float64(s.sum().hits) })
+	counter("l1_misses_total", "Reads of hot keys that L1 could not answer (read from Redis).", func() float64 { return float64(s.sum().misses) })
+	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { return float64(s.sum().limited) })
+	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { return float64(s.sum().passthrough) })
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
 	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))

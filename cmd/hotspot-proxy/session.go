@@ -220,7 +220,6 @@ func (s *session) handle(cmd redcon.Command) *item {
 	s.mu.Unlock()
 	switch {
 	case eqFold(name, "hotspot"):
-		s.c.local.Add(1)
 		st, _ := s.settled()
 		it.local = p.hotspotCommand(st.app, args)
 		return it
