@@ -471,7 +471,7 @@ func (c *Client) getHot(ctx context.Context, e *hotEntry) ([]byte, Served, effec
 type hotLoad struct {
 	v    *value
 	tr   fetchTrace
-	redo bool // an invalidation came while it ran: v was not installed
+	redo bool // an invalidation, or a lost subscription, came while it ran: v may not be installed
 }
 
 // loadHot reads e's value from the backends and installs it in L1. It runs
@@ -481,12 +481,13 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	defer e.loading.Store(false)
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
-	gen, seq := e.gen.Load(), c.invSeq.Load()
+	gen, missed, seq := e.gen.Load(), c.missed.Load(), c.invSeq.Load()
 	start := time.Now()
 	var h hotLoad
 	if r := c.joinCold(ctx, e.key, seq); r != nil {
 		h.v, h.tr = r.v, r.tr
-		c.install(e, gen, r.v, time.Since(start))
+		c.install(e, gen, missed, r.v, time.Since(start))
+		h.redo = e.gen.Load() != gen || c.missed.Load() != missed
 		return h, nil
 	}
 	data, notFound, err := c.fetch(ctx, e.key, true, &h.tr)
@@ -500,8 +501,8 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	default:
 		h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	}
-	c.install(e, gen, h.v, h.v.loaded.Sub(start))
-	h.redo = e.gen.Load() != gen
+	c.install(e, gen, missed, h.v, h.v.loaded.Sub(start))
+	h.redo = e.gen.Load() != gen || c.missed.Load() != missed
 	return h, nil
 }
 
@@ -540,11 +541,13 @@ func (c *Client) joinCold(ctx context.Context, key string, seq uint64) *coldRead
 	}
 }
 
-// install makes v e's value unless e was invalidated since gen was read, or
-// demoted, or v does not fit the L1 budget (the key is then demoted locally).
-func (c *Client) install(e *hotEntry, gen uint64, v *value, load time.Duration) {
+// install makes v e's value unless e was invalidated since gen was read,
+// invalidations may have been missed since missed was read (markAllStale),
+// e was demoted, or v does not fit the L1 budget (the key is then demoted
+// locally).
+func (c *Client) install(e *hotEntry, gen, missed uint64, v *value, load time.Duration) {
 	c.hotMu.Lock()
-	if e.dead || e.gen.Load() != gen {
+	if e.dead || e.gen.Load() != gen || c.missed.Load() != missed {
 		c.hotMu.Unlock()
 		return
 	}
@@ -711,7 +714,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 	c.m.loads.WithLabelValues("loader").Inc()
 	if redisOK && c.br.allow() {
 		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
-		set := func() error { return c.rdb.Set(ctx, c.o.redisPrefix+key, data, ttl).Err() }
+		// NX: a value another client wrote since the miss is newer than
+		// the Loader's answer, and stays.
+		set := func() error { return c.rdb.SetNX(ctx, c.o.redisPrefix+key, data, ttl).Err() }
 		if hot && c.rep != nil {
 			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
 		}

@@ -496,3 +496,19 @@ func TestInvalidatedDuringItsLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedStaleDuringItsLoad: invalidations may have been missed (a lost
+// subscription) while a hot key's load was in flight. That load may have
+// read before them: it installs nothing, and the key is loaded again.
+func TestMarkedStaleDuringItsLoad(t *testing.T) {
+	src := newSource("k", "v")
+	src.delay = 30 * time.Millisecond
+	c := newClient(t, WithLoader(src), WithHotReadLimit(NoLimit), WithLoaderLimit(NoLimit), WithL1(0, time.Hour))
+	c.onChange(hotwatch.Change{App: c.o.app, Added: hotKeys("k"), At: time.Now()})
+	for src.loads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.markAllStale()
+	waitFor(t, "a second load", func() bool { return src.loads.Load() == 2 })
+	waitFor(t, "the value in L1", func() bool { return c.hot.Load().m["k"].val.Load() != nil })
+}

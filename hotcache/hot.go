@@ -226,12 +226,20 @@ func (c *Client) markAllStale() {
 	c.missed.Add(1)
 	c.clearRecent()
 	c.guard.dropPrefix("")
-	for _, e := range c.hot.Load().m {
+	// A load in flight may have read before what was missed: from here on
+	// it installs nothing (install checks missed under hotMu), and its
+	// worker loads again (hotLoad.redo).
+	m := c.hot.Load().m
+	c.hotMu.Lock()
+	for _, e := range m {
 		if v := e.val.Load(); v != nil && !v.stale {
 			s := *v
 			s.stale = true
 			e.val.CompareAndSwap(v, &s)
 		}
+	}
+	c.hotMu.Unlock()
+	for _, e := range m {
 		c.enqueue(e)
 	}
 }

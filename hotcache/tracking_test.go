@@ -271,3 +271,62 @@ func TestNoTrackingWithoutOneServer(t *testing.T) {
 		t.Error("tracking on with hot-key replicas")
 	}
 }
+
+// TestTrackingAfterRedisRestart restarts the Redis server (its client IDs
+// start again from 1): reads do not redirect to the old ID meanwhile, and
+// once the tracking connection is back a write past Hotspot is seen.
+func TestTrackingAfterRedisRestart(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	c := newClient(t, WithRedis(srv.Addr), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute))
+	first := trackingOn(t, c)
+	promote(t, c, "k")
+	before := c.hot.Load().m["k"].val.Load()
+	srv.Stop()
+	waitFor(t, "the tracking connection's loss", func() bool { return c.track.id.Load() == 0 })
+	srv.Start()
+	waitFor(t, "a new tracking subscription", func() bool { return c.track.id.Load() != 0 })
+	t.Logf("tracking connection ID %d before the restart, %d after", first, c.track.id.Load())
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	waitFor(t, "the reload after the resubscription", func() bool {
+		v := c.hot.Load().m["k"].val.Load()
+		return v != nil && v != before && !v.stale
+	})
+	// The write may land before the reload's write-back (Redis lost the key
+	// in the restart), which then keeps it (SET NX).
+	admin.Set(ctx, "k", "v2", 0)
+	waitFor(t, "a write past Hotspot after the restart", func() bool { return get(t, c, "k") == "v2" })
+	if n := testutil.ToFloat64(c.m.trackingRefused); n != 0 {
+		t.Errorf("redis_tracking_refused_total = %v, want 0: a read redirected to a dead ID", n)
+	}
+}
+
+// racingLoader writes a newer value into Redis while it loads, as another
+// client writing the key between a miss and its write-back would.
+type racingLoader struct {
+	rdb *redis.Client
+	key string
+}
+
+func (l racingLoader) Load(ctx context.Context, key string) ([]byte, error) {
+	if err := l.rdb.Set(ctx, l.key, "newer", 0).Err(); err != nil {
+		return nil, err
+	}
+	return []byte("older"), nil
+}
+
+// TestWriteBackKeepsANewerValue: the write-back after a miss does not
+// replace a value another client wrote since the miss.
+func TestWriteBackKeepsANewerValue(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	c := newClient(t, WithRedis(srv.Addr), WithRedisKeyPrefix("p:"), WithLoader(racingLoader{admin, "p:k"}))
+	if got := get(t, c, "k"); got != "older" {
+		t.Fatalf("Get = %q, want the Loader's answer", got)
+	}
+	if got, err := admin.Get(context.Background(), "p:k").Result(); err != nil || got != "newer" {
+		t.Errorf("Redis holds %q (%v) after the write-back, want the newer value", got, err)
+	}
+}
