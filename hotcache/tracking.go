@@ -136,8 +136,9 @@ func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
 	return get.Bytes()
 }
 
-// trackingRefused counts a read that Redis answered without tracking it,
-// and warns once.
+// trackingRefused counts a refusal of tracking by Redis (a read it answered
+// untracked, or the tracking connection's ID or subscription), and warns
+// once.
 func (c *Client) trackingRefused(err error) {
 	if err == nil {
 		return
