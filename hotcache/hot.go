@@ -153,9 +153,9 @@ func (c *Client) loadWorker() {
 			}
 			r, _, _ := c.sf.Do("\x00hot\x00"+e.key, func() (any, error) { return c.loadHot(e) })
 			if h, ok := r.(hotLoad); ok && h.redo {
-				// Invalidated while it loaded (the drop's own enqueue
-				// found it loading): load again now, not at the
-				// refresher's next tick.
+				// Invalidated, or marked stale, while it loaded (the
+				// enqueue that came with it found it loading): load
+				// again now, not at the refresher's next tick.
 				c.enqueue(e)
 			}
 		}
