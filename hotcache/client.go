@@ -482,12 +482,13 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
 	gen, missed, seq := e.gen.Load(), c.missed.Load(), c.invSeq.Load()
+	superseded := func() bool { return e.gen.Load() != gen || c.missed.Load() != missed }
 	start := time.Now()
 	var h hotLoad
 	if r := c.joinCold(ctx, e.key, seq); r != nil {
 		h.v, h.tr = r.v, r.tr
 		c.install(e, gen, missed, r.v, time.Since(start))
-		h.redo = e.gen.Load() != gen || c.missed.Load() != missed
+		h.redo = superseded()
 		return h, nil
 	}
 	data, notFound, err := c.fetch(ctx, e.key, true, &h.tr)
@@ -502,7 +503,7 @@ func (c *Client) loadHot(e *hotEntry) (hotLoad, error) {
 		h.v = &value{data: data, notFound: notFound, loaded: time.Now()}
 	}
 	c.install(e, gen, missed, h.v, h.v.loaded.Sub(start))
-	h.redo = e.gen.Load() != gen || c.missed.Load() != missed
+	h.redo = superseded()
 	return h, nil
 }
 
