@@ -184,6 +184,13 @@ func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 	return a.t.key(app, key, time.Now())
 }
 
+// Instances returns the effect of every instance of app ("": of every
+// app) whose reports reach this shard and that reported any over the effect
+// window, per second, summed over its keys.
+func (a *Aggregator) Instances(app string) []api.InstanceEffectRates {
+	return a.t.instanceEffects(app, time.Now())
+}
+
 // Effects returns the effect of every key of app ("": of every app) that
 // the shard has effect reports of over the effect window, per second.
 func (a *Aggregator) Effects(app string) []api.KeyEffectRates {

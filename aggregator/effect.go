@@ -103,3 +103,61 @@ func (t *table) countEffect(app []byte, c wire.EffectCounts) {
 		}
 	}
 }
+
+// maxInstances bounds the app instances a shard keeps the effect of (one
+// effectRing each, about 350 bytes with its key). An instance's reports go
+// to one shard (the ring's owner of its name), so S shards hold S times as
+// many. Past it a new instance is left out until a silent one is pruned.
+const maxInstances = 10_000
+
+// instanceKey names one instance of an app.
+type instanceKey struct{ app, src string }
+
+// instance counts an instance's effect report, summed over its keys. The
+// caller holds t.mu.
+func (t *table) instance(app, src []byte, c wire.EffectCounts, now time.Time) {
+	r := t.instances[instanceKey{string(app), string(src)}]
+	if r == nil {
+		if len(t.instances) >= maxInstances && !t.pruneInstances(now) {
+			t.m.instancesDropped.Inc()
+			return
+		}
+		r = &effectRing{}
+		t.instances[instanceKey{string(app), string(src)}] = r
+	}
+	r.add(c, now)
+}
+
+// pruneInstances forgets the instances that reported nothing over the
+// effect window, at most once a second, and says whether there is room for
+// another. The caller holds t.mu.
+func (t *table) pruneInstances(now time.Time) bool {
+	if now.Sub(t.prunedAt) >= time.Second {
+		t.prunedAt = now
+		for k, r := range t.instances {
+			if _, ok := r.rates(now); !ok {
+				delete(t.instances, k)
+			}
+		}
+	}
+	return len(t.instances) < maxInstances
+}
+
+// instanceEffects returns the effect rates of app's instances ("": every
+// app's) that reported any over the effect window at now, and forgets those
+// that did not.
+func (t *table) instanceEffects(app string, now time.Time) []api.InstanceEffectRates {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []api.InstanceEffectRates{}
+	for k, r := range t.instances {
+		rates, ok := r.rates(now)
+		switch {
+		case !ok:
+			delete(t.instances, k)
+		case app == "" || k.app == app:
+			out = append(out, api.InstanceEffectRates{App: k.app, Instance: k.src, Effect: rates})
+		}
+	}
+	return out
+}

@@ -22,6 +22,7 @@ func (a *Aggregator) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.TopPath, a.serveTop)
 	mux.HandleFunc("GET "+api.KeyPath, a.serveKey)
 	mux.HandleFunc("GET "+api.EffectsPath, a.serveEffects)
+	mux.HandleFunc("GET "+api.InstancesPath, a.serveInstances)
 	return mux
 }
 
@@ -130,7 +131,8 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 				sketches = append(sketches, p)
 			}
 		},
-		Effect: func(app, key []byte, c wire.EffectCounts) { t.effect(app, key, c, now) },
+		Effect:   func(app, key []byte, c wire.EffectCounts) { t.effect(app, key, c, now) },
+		Instance: func(app, src []byte, c wire.EffectCounts) { t.instance(app, src, c, now) },
 	})
 	if err == nil {
 		src.remember(h.Seq)
@@ -201,6 +203,12 @@ func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 // app's without app.
 func (a *Aggregator) serveEffects(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusOK, api.Effects{Shard: a.cfg.ID, Keys: a.Effects(r.URL.Query().Get("app"))})
+}
+
+// serveInstances answers InstancesPath: the effect of app's instances, of
+// every app's without app.
+func (a *Aggregator) serveInstances(w http.ResponseWriter, r *http.Request) {
+	httpjson.Write(w, http.StatusOK, api.Instances{Shard: a.cfg.ID, Instances: a.Instances(r.URL.Query().Get("app"))})
 }
 
 func appParam(s string) string {

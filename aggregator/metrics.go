@@ -23,6 +23,7 @@ type metrics struct {
 	// merged (not a sketch, or another precision).
 	sketchesRejected prometheus.Counter
 	effect           *prometheus.CounterVec // the apps' reads of hot keys, by app and outcome
+	instancesDropped prometheus.Counter     // instance reports left out: maxInstances held
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,6 +69,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "reads_total",
 			Help: "Reads of hot keys the apps reported, by app and outcome: l1_hit (answered from the L1), l2_read (went to Redis), source_load (loaded from the source), limited (refused by the rate limit). Each shard counts the keys it owns: sum over shards."},
 			[]string{"app", "outcome"}),
+		instancesDropped: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "instance_reports_dropped_total",
+			Help: "Effect reports of an app instance left out of the per-instance view (/v1/instances): the shard held 10,000 instances that all reported within 10 s."}),
 	}
 	for _, op := range []string{"publish", "remove", "load", "collect"} {
 		m.zkErrors.WithLabelValues(op) // exported at 0 from the start, so rates and alerts see the first one

@@ -1,11 +1,14 @@
 package aggregator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http/httptest"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -620,5 +623,69 @@ func BenchmarkApplySources(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/keys, "ns/key")
 			b.ReportMetric(float64(base.Nanoseconds())/keys, "ns/key_counts_only")
 		})
+	}
+}
+
+// TestInstancesRoute: the effect of each instance, summed over its keys,
+// per app; a silent instance is forgotten once the effect window passed; a
+// full table leaves a new instance out and counts it.
+func TestInstancesRoute(t *testing.T) {
+	a := mustNew(t, Config{}, &fakePub{})
+	now := time.Now()
+	b := &wire.PartialBatch{Source: "d1", At: now.UnixMilli(), Seq: 1, Instances: []wire.PartialInstance{
+		{App: "shop", Src: "pod-1", EffectCounts: wire.EffectCounts{L1Hits: 900, L2Reads: 50, Limited: 50}},
+		{App: "shop", Src: "pod-2", EffectCounts: wire.EffectCounts{L1Hits: 10}},
+		{App: "ads", Src: "pod-1", EffectCounts: wire.EffectCounts{L2Reads: 10, SourceLoads: 1}},
+		{App: "shop", Src: "pod-1", EffectCounts: wire.EffectCounts{L1Hits: 100}}, // another detector's, summed
+	}}
+	if _, err := a.apply(wire.AppendPartials(nil, b), now); err != nil {
+		t.Fatal(err)
+	}
+	get := func(target string) api.Instances {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		var got api.Instances
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 || got.Shard != "s1" || got.Instances == nil {
+			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Body)
+		}
+		slices.SortFunc(got.Instances, func(x, y api.InstanceEffectRates) int {
+			return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Instance, y.Instance))
+		})
+		return got
+	}
+	got := get(api.InstancesPath + "?app=shop")
+	if len(got.Instances) != 2 || got.Instances[0].Instance != "pod-1" || got.Instances[1].Instance != "pod-2" {
+		t.Fatalf("shop's instances: %+v", got.Instances)
+	}
+	// 1000 hits, 50 reads and 50 limited within the newest second: the
+	// window's 9 s and the part of it gone by.
+	if f, ok := got.Instances[0].Effect.ServedL1(); !ok || math.Abs(f-1000.0/1100) > 1e-9 {
+		t.Errorf("pod-1 served_l1 %v %v, want %v", f, ok, 1000.0/1100)
+	}
+	if h := got.Instances[0].Effect.L1Hits; h < 1000/10.0 || h > 1000/9.0 {
+		t.Errorf("pod-1 l1_hits %v/s, want 1000 over 9 to 10 s", h)
+	}
+	if all := get(api.InstancesPath); len(all.Instances) != 3 || all.Instances[0].App != "ads" {
+		t.Errorf("every app's instances: %+v", all.Instances)
+	}
+	if got := a.t.instanceEffects("", now.Add(effectBuckets*effectBucket)); len(got) != 0 || len(a.t.instances) != 0 {
+		t.Errorf("a window later: %+v, %d kept; want none", got, len(a.t.instances))
+	}
+	// Full: a new instance waits until a silent one can be pruned.
+	a.t.mu.Lock()
+	for i := range maxInstances {
+		a.t.instance([]byte("shop"), []byte("pod-"+strconv.Itoa(i)), wire.EffectCounts{L1Hits: 1}, now)
+	}
+	a.t.instance([]byte("shop"), []byte("one-more"), wire.EffectCounts{L1Hits: 1}, now.Add(time.Second))
+	_, kept := a.t.instances[instanceKey{"shop", "one-more"}]
+	a.t.instance([]byte("shop"), []byte("one-more"), wire.EffectCounts{L1Hits: 1}, now.Add(effectBuckets*effectBucket))
+	_, later := a.t.instances[instanceKey{"shop", "one-more"}]
+	a.t.mu.Unlock()
+	if kept || !later || len(a.t.instances) != 1 {
+		t.Errorf("full: kept %v, then %v with %d instances; want false, true, 1", kept, later, len(a.t.instances))
+	}
+	if d := testutil.ToFloat64(a.m.instancesDropped); d != 1 {
+		t.Errorf("instance_reports_dropped_total = %v, want 1", d)
 	}
 }

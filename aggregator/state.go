@@ -142,9 +142,13 @@ type table struct {
 	fresh   []*entry
 	checked int64
 	// nears lists the keys with sources and effect state (entry.near), at
-	// most maxNear; effApps the apps' effect totals, at most maxApps.
-	nears   []*entry
-	effApps map[string]*effectCounters
+	// most maxNear; effApps the apps' effect totals, at most maxApps;
+	// instances the app instances' effect, at most maxInstances, pruned
+	// of the silent ones at most once a second (at prunedAt).
+	nears     []*entry
+	effApps   map[string]*effectCounters
+	instances map[instanceKey]*effectRing
+	prunedAt  time.Time
 
 	defSet   *rules.Set          // the default rule only
 	defRules *ruleSet            // defSet resolved: the rules of an app without SetRules
@@ -177,7 +181,8 @@ func (t *table) heard(now time.Time) {
 
 func newTable(p params, m *metrics) *table {
 	t := &table{p: p, m: m, apps: make(map[string]*appState), sources: make(map[string]*source),
-		sets: make(map[string]*ruleSet), effApps: make(map[string]*effectCounters)}
+		sets: make(map[string]*ruleSet), effApps: make(map[string]*effectCounters),
+		instances: make(map[instanceKey]*effectRing)}
 	t.evalEnd, t.checked = noEval, noEval
 	t.defSet, _ = rules.Compile(nil, p.def) // a nil list cannot fail
 	t.defRules = t.newRuleSet(nil)

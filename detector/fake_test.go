@@ -233,7 +233,7 @@ func (s *fakeSink) Send(_ context.Context, f Flush, counts []Count) error {
 	s.calls = append(s.calls, slices.Clone(counts))
 	s.spans = append(s.spans, f.Span)
 	f.Weights = slices.Clone(f.Weights) // reused after Send returns, as counts are
-	f.Sources, f.Effects = slices.Clone(f.Sources), slices.Clone(f.Effects)
+	f.Sources, f.Effects, f.Instances = slices.Clone(f.Sources), slices.Clone(f.Effects), slices.Clone(f.Instances)
 	s.flushes = append(s.flushes, f)
 	if s.fail != nil {
 		if err := s.fail(len(s.calls)); err != nil {

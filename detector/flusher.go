@@ -27,6 +27,7 @@ type flusher struct {
 	merged     []Count
 	sources    []KeySources             // the workers' sources of the round, side by side (a key may repeat)
 	effects    []KeyEffect              // the same of the effects
+	instances  []InstanceEffect         // and of the effects per instance
 	span       time.Duration            // event time the merged counts cover (see Flush)
 	end        int64                    // newest event time of the merged counts, Unix ms; 0: none
 	spread     spread                   // the merged counts' accesses per step of event time
@@ -221,7 +222,8 @@ func (f *flusher) collect(id uint64) {
 	f.merged = f.merged[:0]
 	clear(f.sources)
 	clear(f.effects)
-	f.sources, f.effects = f.sources[:0], f.effects[:0]
+	clear(f.instances)
+	f.sources, f.effects, f.instances = f.sources[:0], f.effects[:0], f.instances[:0]
 	clear(f.index)
 	keys := 0
 	var oldest, newest int64
@@ -251,6 +253,7 @@ func (f *flusher) collect(id uint64) {
 		f.spread.merge(p.spread)
 		f.sources = append(f.sources, p.sources...)
 		f.effects = append(f.effects, p.effects...)
+		f.instances = append(f.instances, p.instances...)
 		if f.workers == 1 {
 			f.merged = append(f.merged, p.counts...)
 			continue
@@ -310,7 +313,8 @@ const shutdownSend = 5 * time.Second
 // aggregators this detector is running (they pause demotions while every
 // detector is silent).
 func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
-	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1), Sources: f.sources, Effects: f.effects}
+	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1), Sources: f.sources, Effects: f.effects,
+		Instances: f.instances}
 	if f.end > 0 {
 		fl.End = time.UnixMilli(f.end)
 		fl.Step, fl.Weights = time.Duration(f.spread.step)*time.Millisecond, f.spread.weights()

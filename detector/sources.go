@@ -18,6 +18,10 @@ type KeySources = api.KeySources
 // KeyEffect is the effect the apps reported for one key (see api.KeyEffect).
 type KeyEffect = api.KeyEffect
 
+// InstanceEffect is the effect one app instance reported for all its keys
+// (see api.InstanceEffect).
+type InstanceEffect = api.InstanceEffect
+
 // Sources are tracked only for keys near the threshold: a key's sources
 // start to be counted once its window on this partition holds half its
 // share of a hot key's window (counter.srcMark), at most maxTrackers keys

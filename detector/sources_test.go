@@ -2,6 +2,7 @@ package detector
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +18,7 @@ import (
 // the accesses without a source), its sources (busiest first, shares as
 // sent) and a sketch that counts them; a cold key's sources are not
 // tracked; the effect batches the apps wrote reach the Sink summed per
-// key.
+// key and per instance.
 func TestSourcesAndEffects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(1)
@@ -38,6 +39,7 @@ func TestSourcesAndEffects(t *testing.T) {
 		eff := wire.EffectCounts{L1Hits: 500, L2Reads: 20, SourceLoads: 2, Limited: 5}
 		topic.append(0, wire.AppendEffects(nil, "shop", "pod-a", 1, 5000, []wire.Effect{{Key: "item:42", EffectCounts: eff}}))
 		topic.append(0, wire.AppendEffects(nil, "shop", "pod-b", 1, 5000, []wire.Effect{{Key: "item:42", EffectCounts: eff}}))
+		topic.append(0, wire.AppendEffects(nil, "shop", "pod-a", 1, 5000, []wire.Effect{{Key: "cold", EffectCounts: eff}}))
 		topic.append(0, []byte(`{"app":"shop","key":"item:42","count":150,"src":"pod-a"}`))
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -48,6 +50,7 @@ func TestSourcesAndEffects(t *testing.T) {
 		var total, reported uint64 // the sources' counts, the reports' totals
 		sk, _ := hyperloglog.NewSketch(sketchPrecision, true)
 		var effects wire.EffectCounts
+		instances := map[string]wire.EffectCounts{}
 		sketches, reports, rounds := 0, 0, len(sink.flushes)
 		sink.mu.Lock()
 		for _, f := range sink.flushes {
@@ -76,9 +79,23 @@ func TestSourcesAndEffects(t *testing.T) {
 				}
 				sk.Merge(&o)
 			}
+			for _, in := range f.Instances {
+				if in.App != "shop" {
+					t.Errorf("effect of instance %s/%s", in.App, in.Instance)
+				}
+				c := instances[in.Instance]
+				c.L1Hits += in.L1Hits
+				c.L2Reads += in.L2Reads
+				c.SourceLoads += in.SourceLoads
+				c.Limited += in.Limited
+				instances[in.Instance] = c
+			}
 			for _, e := range f.Effects {
-				if e.App != "shop" || e.Key != "item:42" {
+				if e.App != "shop" || e.Key != "item:42" && e.Key != "cold" {
 					t.Errorf("effect of %s/%s", e.App, e.Key)
+				}
+				if e.Key == "cold" {
+					continue
 				}
 				effects.L1Hits += e.L1Hits
 				effects.L2Reads += e.L2Reads
@@ -105,6 +122,10 @@ func TestSourcesAndEffects(t *testing.T) {
 		}
 		if want := (wire.EffectCounts{L1Hits: 1000, L2Reads: 40, SourceLoads: 4, Limited: 10}); effects != want {
 			t.Errorf("effects %+v, want %+v", effects, want)
+		}
+		twice := wire.EffectCounts{L1Hits: 1000, L2Reads: 40, SourceLoads: 4, Limited: 10}
+		if want := map[string]wire.EffectCounts{"pod-a": twice, "pod-b": eff}; !reflect.DeepEqual(instances, want) {
+			t.Errorf("instances %+v, want %+v", instances, want)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -41,10 +42,11 @@ type partial struct {
 	oldest, newest int64
 	spread         *spread
 	// The sources of keys near the threshold, and the effects the apps
-	// reported, over the round (the worker's: valid until it answers the
-	// next round).
-	sources []KeySources
-	effects []KeyEffect
+	// reported, per key and per instance, over the round (the worker's:
+	// valid until it answers the next round).
+	sources   []KeySources
+	effects   []KeyEffect
+	instances []InstanceEffect
 }
 
 // worker reads and counts one partition. It is the only goroutine that
@@ -82,10 +84,12 @@ type worker struct {
 	// round's, which the flusher reads until the next answer.
 	spread, sent *spread
 	// The round's sources and effects, and the previous round's, which the
-	// flusher reads until the next answer. effectAt indexes effects by key.
-	sources, sentSources []KeySources
-	effects, sentEffects []KeyEffect
-	effectAt             map[appKey]int
+	// flusher reads until the next answer. effectAt indexes effects by key,
+	// instanceAt instances by source.
+	sources, sentSources     []KeySources
+	effects, sentEffects     []KeyEffect
+	instances, sentInstances []InstanceEffect
+	effectAt, instanceAt     map[appKey]int
 }
 
 func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], out chan<- partial, early chan<- uint64) *worker {
@@ -237,16 +241,20 @@ func (w *worker) answer(id uint64, final bool) {
 	// Entry times were clamped to the clock as they were counted.
 	w.sources = w.c.takeSources(w.sources[:0], now, final)
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, rewound: w.rewound, keys: w.c.len(),
-		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects}
+		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects,
+		instances: w.instances}
 	w.oldest, w.newest, w.rewound = 0, 0, false
 	w.spread, w.sent = w.sent, w.spread
 	w.spread.reset()
 	w.sources, w.sentSources = w.sentSources, w.sources
 	w.effects, w.sentEffects = w.sentEffects[:0], w.effects
+	w.instances, w.sentInstances = w.sentInstances[:0], w.instances
 	clear(w.effectAt)
+	clear(w.instanceAt)
 }
 
-// addEffect sums an effect report into the round's effects.
+// addEffect sums an effect report into the round's effects: per key, and
+// per instance when the report names its instance.
 func (w *worker) addEffect(e *wire.EffectEntry) {
 	k := appKey{string(e.App), string(e.Key)}
 	i, ok := w.effectAt[k]
@@ -258,7 +266,25 @@ func (w *worker) addEffect(e *wire.EffectEntry) {
 		w.effectAt[k] = i
 		w.effects = append(w.effects, KeyEffect{App: k.app, Key: k.key})
 	}
-	x := &w.effects[i]
+	addCounts(&w.effects[i].Effect, e)
+	if len(e.Src) == 0 {
+		return
+	}
+	k = appKey{k.app, string(e.Src)}
+	i, ok = w.instanceAt[k]
+	if !ok {
+		if w.instanceAt == nil {
+			w.instanceAt = make(map[appKey]int)
+		}
+		i = len(w.instances)
+		w.instanceAt[k] = i
+		w.instances = append(w.instances, InstanceEffect{App: k.app, Instance: k.key})
+	}
+	addCounts(&w.instances[i].Effect, e)
+}
+
+// addCounts adds e's counts to x, saturating.
+func addCounts(x *api.Effect, e *wire.EffectEntry) {
 	x.L1Hits = satAdd(x.L1Hits, e.L1Hits)
 	x.L2Reads = satAdd(x.L2Reads, e.L2Reads)
 	x.SourceLoads = satAdd(x.SourceLoads, e.SourceLoads)

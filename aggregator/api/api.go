@@ -36,6 +36,11 @@ const (
 	// over the effect window, with their rates. One query per shard gives
 	// the effect of a whole hot set.
 	EffectsPath = Prefix + "effects"
+	// InstancesPath answers GET [?app=APP] with an Instances: every
+	// instance of app (of every app without app) whose effect reports
+	// reach the shard and that reported any over the effect window, with
+	// its rates summed over its keys.
+	InstancesPath = Prefix + "instances"
 )
 
 // Count is one key's accesses since the detector's previous flush: what Send
@@ -79,6 +84,13 @@ type Effect struct {
 // detector's previous flush.
 type KeyEffect struct {
 	App, Key string
+	Effect
+}
+
+// InstanceEffect is the effect one instance of App reported for all its
+// hot keys since the detector's previous flush.
+type InstanceEffect struct {
+	App, Instance string
 	Effect
 }
 
@@ -147,6 +159,19 @@ type KeyEffectRates struct {
 	Effect EffectRates `json:"effect"`
 }
 
+// InstanceEffectRates is one instance's entry of Instances.
+type InstanceEffectRates struct {
+	App      string      `json:"app"`
+	Instance string      `json:"instance"`
+	Effect   EffectRates `json:"effect"`
+}
+
+// Instances is the JSON answer of InstancesPath.
+type Instances struct {
+	Shard     string                `json:"shard"` // the answering shard's id
+	Instances []InstanceEffectRates `json:"instances"`
+}
+
 // Effects is the JSON answer of EffectsPath.
 type Effects struct {
 	Shard string           `json:"shard"` // the answering shard's id
@@ -187,8 +212,10 @@ type Flush struct {
 	// round's counts carries the same Seq, so that an aggregator that
 	// applied them once but answered too late does not count them twice.
 	Seq uint64
-	// Sources and Effects go to each key's owner with its counts. They are
-	// reused after Send returns, as the counts are.
-	Sources []KeySources
-	Effects []KeyEffect
+	// Sources and Effects go to each key's owner with its counts, and
+	// Instances to an owner of each instance. They are reused after Send
+	// returns, as the counts are.
+	Sources   []KeySources
+	Effects   []KeyEffect
+	Instances []InstanceEffect
 }

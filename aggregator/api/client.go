@@ -215,6 +215,11 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 	for _, e := range f.Effects {
 		c.ownerOf(ring, e.App, e.Key).addEffect(e)
 	}
+	// An instance's totals go where its name would as a key: one shard
+	// per instance, so that each holds some of them.
+	for _, in := range f.Instances {
+		c.ownerOf(ring, in.App, in.Instance).addInstance(in)
+	}
 	// Every live member hears from every Send, an empty batch if it owns
 	// none of the counts: aggregators take silence from all detectors for
 	// a paused consumer group (see aggregator.Config.Stall). So does this
@@ -277,6 +282,11 @@ func (c *Client) reroute(ring *router.Ring, b *wire.PartialBatch) {
 		o := c.ownerOf(ring, e.App, e.Key)
 		o.used = true
 		o.batch.Effects = append(o.batch.Effects, e)
+	}
+	for _, in := range b.Instances {
+		o := c.ownerOf(ring, in.App, in.Src)
+		o.used = true
+		o.batch.Instances = append(o.batch.Instances, in)
 	}
 }
 
@@ -404,7 +414,7 @@ func (c *Client) owner(n router.Node) *owner {
 func (o *owner) reset() {
 	o.used = false
 	o.batch.Groups = o.batch.Groups[:0]
-	o.batch.Sources, o.batch.Effects = o.batch.Sources[:0], o.batch.Effects[:0]
+	o.batch.Sources, o.batch.Effects, o.batch.Instances = o.batch.Sources[:0], o.batch.Effects[:0], o.batch.Instances[:0]
 	clear(o.apps)
 }
 
@@ -418,7 +428,8 @@ func (o *owner) release() {
 	o.batch.Groups = o.batch.Groups[:0]
 	clear(o.batch.Sources)
 	clear(o.batch.Effects)
-	o.batch.Sources, o.batch.Effects = o.batch.Sources[:0], o.batch.Effects[:0]
+	clear(o.batch.Instances)
+	o.batch.Sources, o.batch.Effects, o.batch.Instances = o.batch.Sources[:0], o.batch.Effects[:0], o.batch.Instances[:0]
 }
 
 // addSources adds s to o's batch. Its slices are the caller's, valid until
@@ -434,8 +445,16 @@ func (o *owner) addSources(s KeySources) {
 
 func (o *owner) addEffect(e KeyEffect) {
 	o.used = true
-	o.batch.Effects = append(o.batch.Effects, wire.PartialEffect{App: e.App, Key: e.Key,
-		EffectCounts: wire.EffectCounts{L1Hits: e.L1Hits, L2Reads: e.L2Reads, SourceLoads: e.SourceLoads, Limited: e.Limited}})
+	o.batch.Effects = append(o.batch.Effects, wire.PartialEffect{App: e.App, Key: e.Key, EffectCounts: e.counts()})
+}
+
+func (e Effect) counts() wire.EffectCounts {
+	return wire.EffectCounts{L1Hits: e.L1Hits, L2Reads: e.L2Reads, SourceLoads: e.SourceLoads, Limited: e.Limited}
+}
+
+func (o *owner) addInstance(in InstanceEffect) {
+	o.used = true
+	o.batch.Instances = append(o.batch.Instances, wire.PartialInstance{App: in.App, Src: in.Instance, EffectCounts: in.counts()})
 }
 
 func (o *owner) add(k Count) {

@@ -119,6 +119,46 @@ func (c *Client) Effects(ctx context.Context, app string) ([]KeyEffectRates, err
 	return keys, err
 }
 
+// Instances asks every member for the effect of app's instances (of every
+// app's when app is "") and returns them, summed per instance, in no
+// particular order. An instance's reports go to one member, or to two for
+// a while when the ring changes. The error names the members that did not
+// answer; the instances of those that did are returned with it.
+func (c *Client) Instances(ctx context.Context, app string) ([]InstanceEffectRates, error) {
+	q := url.Values{}
+	if app != "" {
+		q.Set("app", app)
+	}
+	type name struct{ app, instance string }
+	at := make(map[name]int)
+	var out []InstanceEffectRates
+	var mu sync.Mutex // guards at and out
+	err := c.fanOut(ctx, InstancesPath, q, func(body []byte) error {
+		var in Instances
+		if err := json.Unmarshal(body, &in); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range in.Instances {
+			n := name{e.App, e.Instance}
+			i, ok := at[n]
+			if !ok {
+				at[n] = len(out)
+				out = append(out, e)
+				continue
+			}
+			x := &out[i].Effect
+			x.L1Hits += e.Effect.L1Hits
+			x.L2Reads += e.Effect.L2Reads
+			x.SourceLoads += e.Effect.SourceLoads
+			x.Limited += e.Effect.Limited
+		}
+		return nil
+	})
+	return out, err
+}
+
 // fanOut GETs path?q from every member in parallel and hands each 200
 // answer to decode. A 404 to KeyPath is an answer, not a failure.
 func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode func([]byte) error) error {

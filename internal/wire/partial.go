@@ -12,13 +12,14 @@ import (
 const partialMagic = 0xA6
 
 // partialVersion is the newest version of the partial-count batch, which
-// AppendPartials writes when the batch has sources or effects, and version
-// 5 otherwise (so that a shard not yet upgraded still takes the counts).
-// Version 1 had no Span, version 2 no End and Seq, versions 1 to 3 carry
-// counts only (all reads, no bytes), versions 1 to 4 no Step and Weights,
-// versions 1 to 5 no sources and effects, and version 6 no sources'
-// Total; DecodePartials reads all seven.
-const partialVersion = 7
+// AppendPartials writes when the batch has instances, version 7 when it
+// has sources or effects but no instances, and version 5 otherwise (so
+// that a shard not yet upgraded still takes the counts). Version 1 had no
+// Span, version 2 no End and Seq, versions 1 to 3 carry counts only (all
+// reads, no bytes), versions 1 to 4 no Step and Weights, versions 1 to 5
+// no sources and effects, version 6 no sources' Total, and versions 1 to 7
+// no instances; DecodePartials reads all eight.
+const partialVersion = 8
 
 // MaxTopSources is the most sources a partial-count batch carries for one
 // key; MaxSketchLen the longest sketch of its distinct sources.
@@ -69,6 +70,9 @@ type PartialBatch struct {
 	// did with their reads since the previous flush.
 	Sources []PartialSources
 	Effects []PartialEffect
+	// Instances (version 8 on) are the same effects summed per app
+	// instance instead of per key.
+	Instances []PartialInstance
 }
 
 // SourceCount is one source of a key's accesses and how many of them it
@@ -97,13 +101,21 @@ type PartialEffect struct {
 	EffectCounts
 }
 
-// PartialExtras receives the sources and effects of a version 6 or 7
-// batch (see DecodePartialsWith). A nil field skips them. The byte slices
-// alias the body; top is the decoder's and valid only during the call.
-// total is 0 in a version 6 batch, which had none.
+// PartialInstance is what one instance (Src) of App reported doing with
+// the reads of all its hot keys since the detector's previous flush.
+type PartialInstance struct {
+	App, Src string
+	EffectCounts
+}
+
+// PartialExtras receives the sources, effects and instances of a version 6
+// to 8 batch (see DecodePartialsWith). A nil field skips them. The byte
+// slices alias the body; top is the decoder's and valid only during the
+// call. total is 0 in a version 6 batch, which had none.
 type PartialExtras struct {
-	Sources func(app, key []byte, total uint64, top []SourceCount, distinct []byte)
-	Effect  func(app, key []byte, c EffectCounts)
+	Sources  func(app, key []byte, total uint64, top []SourceCount, distinct []byte)
+	Effect   func(app, key []byte, c EffectCounts)
+	Instance func(app, src []byte, c EffectCounts)
 }
 
 // PartialHeader is the header of a decoded partial-count batch.
@@ -143,8 +155,11 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 		}
 	}
 	version := byte(5)
-	if len(b.Sources) > 0 || len(b.Effects) > 0 {
+	switch {
+	case len(b.Instances) > 0:
 		version = partialVersion
+	case len(b.Sources) > 0 || len(b.Effects) > 0:
+		version = 7
 	}
 	dst = append(dst, partialMagic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Source)))
@@ -179,17 +194,18 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 			}
 		}
 	}
-	if version == partialVersion {
-		dst = appendPartialExtras(dst, b)
+	if version >= 7 {
+		dst = appendPartialExtras(dst, b, version)
 	}
 	return dst
 }
 
-// appendPartialExtras writes version 7's sources and effects sections.
-// Entries with an empty or invalid key are left out, sources beyond
-// MaxTopSources, sources with an empty name or a count of 0, and sketches
-// longer than MaxSketchLen.
-func appendPartialExtras(dst []byte, b *PartialBatch) []byte {
+// appendPartialExtras writes version 7's sources and effects sections, and
+// version 8's instances after them. Entries with an empty or invalid key
+// are left out, sources beyond MaxTopSources, sources with an empty name or
+// a count of 0, sketches longer than MaxSketchLen, and instances with an
+// empty or invalid name.
+func appendPartialExtras(dst []byte, b *PartialBatch, version byte) []byte {
 	n := 0
 	for i := range b.Sources {
 		if validPartialKey(b.Sources[i].Key) {
@@ -239,12 +255,35 @@ func appendPartialExtras(dst []byte, b *PartialBatch) []byte {
 		}
 		dst = appendString(dst, e.App)
 		dst = appendString(dst, e.Key)
-		dst = binary.AppendUvarint(dst, e.L1Hits)
-		dst = binary.AppendUvarint(dst, e.L2Reads)
-		dst = binary.AppendUvarint(dst, e.SourceLoads)
-		dst = binary.AppendUvarint(dst, e.Limited)
+		dst = appendEffectCounts(dst, &e.EffectCounts)
+	}
+	if version < 8 {
+		return dst
+	}
+	n = 0
+	for i := range b.Instances {
+		if validPartialKey(b.Instances[i].Src) {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for i := range b.Instances {
+		in := &b.Instances[i]
+		if !validPartialKey(in.Src) {
+			continue
+		}
+		dst = appendString(dst, in.App)
+		dst = appendString(dst, in.Src)
+		dst = appendEffectCounts(dst, &in.EffectCounts)
 	}
 	return dst
+}
+
+func appendEffectCounts(dst []byte, c *EffectCounts) []byte {
+	dst = binary.AppendUvarint(dst, c.L1Hits)
+	dst = binary.AppendUvarint(dst, c.L2Reads)
+	dst = binary.AppendUvarint(dst, c.SourceLoads)
+	return binary.AppendUvarint(dst, c.Limited)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -297,9 +336,9 @@ func DecodePartials(body []byte, fn func(app, key []byte, n, writes, bytes, writ
 	return DecodePartialsWith(body, fn, PartialExtras{})
 }
 
-// DecodePartialsWith is DecodePartials, and then hands a version 6 or 7
-// batch's sources and effects to x, in order, once every count was
-// delivered.
+// DecodePartialsWith is DecodePartials, and then hands a version 6 to 8
+// batch's sources, effects and instances to x, in order, once every count
+// was delivered.
 func DecodePartialsWith(body []byte, fn func(app, key []byte, n, writes, bytes, writeBytes uint64), x PartialExtras) (PartialHeader, error) {
 	src, h, version, groups, start, f := checkPartials(body)
 	if f.r != 0 {
@@ -338,8 +377,8 @@ func DecodePartialsWith(body []byte, fn func(app, key []byte, n, writes, bytes, 
 	return h, nil
 }
 
-// deliverExtras hands the checked sources and effects sections at body[i]
-// of a batch of the given version to x.
+// deliverExtras hands the checked sources, effects and (version 8)
+// instances sections at body[i] of a batch of the given version to x.
 func deliverExtras(b []byte, i int, version byte, x PartialExtras) {
 	str := func() []byte {
 		l, j := trustedUvarint(b, i)
@@ -369,16 +408,30 @@ func deliverExtras(b []byte, i int, version byte, x PartialExtras) {
 			x.Sources(app, key, total, top, distinct)
 		}
 	}
-	n, i = trustedUvarint(b, i)
-	for ; n > 0; n-- {
-		app, key := str(), str()
-		var c EffectCounts
+	counts := func() (c EffectCounts) {
 		c.L1Hits, i = trustedUvarint(b, i)
 		c.L2Reads, i = trustedUvarint(b, i)
 		c.SourceLoads, i = trustedUvarint(b, i)
 		c.Limited, i = trustedUvarint(b, i)
+		return c
+	}
+	n, i = trustedUvarint(b, i)
+	for ; n > 0; n-- {
+		app, key := str(), str()
+		c := counts()
 		if x.Effect != nil {
 			x.Effect(app, key, c)
+		}
+	}
+	if version < 8 {
+		return
+	}
+	n, i = trustedUvarint(b, i)
+	for ; n > 0; n-- {
+		app, src := str(), str()
+		c := counts()
+		if x.Instance != nil {
+			x.Instance(app, src, c)
 		}
 	}
 }
@@ -435,8 +488,9 @@ func checkPartials(b []byte) (src []byte, h PartialHeader, version byte, groups,
 	return
 }
 
-// checkExtras validates the sources and effects sections of a version 6
-// or 7 batch at b[i] and returns the index after them.
+// checkExtras validates the sources, effects and (version 8) instances
+// sections of a version 6 to 8 batch at b[i] and returns the index after
+// them.
 func checkExtras(b []byte, i int, version byte) (int, fail) {
 	// str checks a string of at most max bytes (0: any) that must be
 	// valid UTF-8 (and not empty, when what names a key or a source).
@@ -498,21 +552,30 @@ func checkExtras(b []byte, i int, version byte) (int, fail) {
 			return i, f
 		}
 	}
-	if n, j, f = readCount(b, i, 7, "effect"); f.r != 0 {
-		return i, f
-	}
-	for i = j; n > 0; n-- {
-		if f = str("app", 0, false); f.r == 0 {
-			f = str("key", 0, true)
-		}
-		for k := 0; k < 4 && f.r == 0; k++ {
-			f = num()
-		}
+	// An effect entry and an instance entry: an app, a non-empty name (key
+	// or source) and four counts, 7 bytes at least.
+	entries := func(what, name string) fail {
+		n, j, f := readCount(b, i, 7, what)
 		if f.r != 0 {
-			return i, f
+			return f
 		}
+		for i = j; n > 0; n-- {
+			if f = str("app", 0, false); f.r == 0 {
+				f = str(name, 0, true)
+			}
+			for k := 0; k < 4 && f.r == 0; k++ {
+				f = num()
+			}
+			if f.r != 0 {
+				return f
+			}
+		}
+		return fail{}
 	}
-	return i, fail{}
+	if f = entries("effect", "key"); f.r == 0 && version >= 8 {
+		f = entries("instance", "source")
+	}
+	return i, f
 }
 
 // checkPartialEntries validates n version 4 or 5 entries starting at b[i] and

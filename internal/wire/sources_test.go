@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -187,5 +188,58 @@ func TestPartialsExtras(t *testing.T) {
 		wire.PartialExtras{Sources: func(_, _ []byte, _ uint64, top []wire.SourceCount, _ []byte) { n = len(top) }})
 	if n != wire.MaxTopSources {
 		t.Errorf("%d sources written, want at most %d", n, wire.MaxTopSources)
+	}
+}
+
+// TestPartialsInstances: a batch with instances is version 8 and hands
+// them to DecodePartialsWith after its effects, an instance without a name
+// left out; a truncated or nameless instance fails the whole batch.
+func TestPartialsInstances(t *testing.T) {
+	b := &wire.PartialBatch{Source: "d", At: 5, End: 5, Seq: 1,
+		Effects: []wire.PartialEffect{{App: "shop", Key: "item:42", EffectCounts: wire.EffectCounts{L1Hits: 900}}},
+		Instances: []wire.PartialInstance{
+			{App: "shop", Src: "pod-1", EffectCounts: wire.EffectCounts{L1Hits: 600, L2Reads: 6, SourceLoads: 1, Limited: 2}},
+			{App: "shop", Src: "", EffectCounts: wire.EffectCounts{L1Hits: 1}},
+			{App: "", Src: "pod-2", EffectCounts: wire.EffectCounts{L1Hits: 300}},
+		}}
+	body := wire.AppendPartials(nil, b)
+	if body[1] != 8 {
+		t.Fatalf("with instances: version %d, want 8", body[1])
+	}
+	var got []string
+	_, err := wire.DecodePartialsWith(body, func(_, _ []byte, _, _, _, _ uint64) {}, wire.PartialExtras{
+		Effect: func(app, key []byte, c wire.EffectCounts) { got = append(got, fmt.Sprintf("effect %s/%s %v", app, key, c)) },
+		Instance: func(app, src []byte, c wire.EffectCounts) {
+			got = append(got, fmt.Sprintf("instance %s/%s %v", app, src, c))
+		}})
+	want := []string{"effect shop/item:42 {900 0 0 0}", "instance shop/pod-1 {600 6 1 2}", "instance /pod-2 {300 0 0 0}"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("delivered %q, %v; want %q", got, err, want)
+	}
+	if _, err := wire.DecodePartials(body, func(_, _ []byte, _, _, _, _ uint64) {}); err != nil {
+		t.Errorf("DecodePartials of version 8: %v", err)
+	}
+	b.Instances = nil
+	if v := wire.AppendPartials(nil, b)[1]; v != 7 {
+		t.Errorf("effects without instances: version %d, want 7", v)
+	}
+	// By hand: source "d", at 5, span 0, end 5, seq 1, no weights, no
+	// groups, no sources, no effects, then the instances.
+	for _, tc := range []struct{ name, in, reason string }{
+		{"truncated", "a6 08 01 64 05 00 05 01 00 00 | 00 00 | 01 01 61 01 70 01 02 03", "truncated"},
+		{"nameless", "a6 08 01 64 05 00 05 01 00 00 | 00 00 | 01 01 61 00 01 02 03 04", "empty_key"},
+		{"trailing", "a6 08 01 64 05 00 05 01 00 00 | 00 00 | 01 01 61 01 70 01 02 03 04 | 00", "trailing_data"},
+	} {
+		n := 0
+		_, err := wire.DecodePartialsWith(hx(t, tc.in), func(_, _ []byte, _, _, _, _ uint64) {},
+			wire.PartialExtras{Instance: func(_, _ []byte, _ wire.EffectCounts) { n++ }})
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Reason.String() != tc.reason || n != 0 {
+			t.Errorf("%s: %v after %d instances, want %s and none", tc.name, err, n, tc.reason)
+		}
+	}
+	ok := hx(t, "a6 08 01 64 05 00 05 01 00 00 | 00 00 | 01 01 61 01 70 01 02 03 04")
+	if _, err := wire.DecodePartials(ok, func(_, _ []byte, _, _, _, _ uint64) {}); err != nil {
+		t.Errorf("a valid instance by hand: %v", err)
 	}
 }
