@@ -308,8 +308,9 @@ func BenchmarkSend(b *testing.B) {
 }
 
 // TestSendRoutesSourcesAndEffects: a key's sources and effect go to the
-// shard that gets its counts, also when they are rerouted around a failed
-// owner, and a rerouted count keeps its writes and bytes.
+// shard that gets its counts, an instance's effect to one shard, also when
+// they are rerouted around a failed owner, and a rerouted count keeps its
+// writes and bytes.
 func TestSendRoutesSourcesAndEffects(t *testing.T) {
 	type seen struct {
 		mu   sync.Mutex
@@ -338,6 +339,9 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 				Effect: func(_, key []byte, c wire.EffectCounts) {
 					s.by[string(key)] = append(s.by[string(key)], fmt.Sprintf("effect %d", c.L1Hits))
 				},
+				Instance: func(app, src []byte, c wire.EffectCounts) {
+					s.by[string(src)] = append(s.by[string(src)], fmt.Sprintf("instance %s %d", app, c.L1Hits))
+				},
 			})
 			if err != nil {
 				w.WriteHeader(400)
@@ -357,6 +361,7 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 		in = append(in, api.Count{App: "a", Key: k, N: 10, Writes: 2, Bytes: 100})
 		f.Sources = append(f.Sources, api.KeySources{App: "a", Key: k, Total: 10, Top: []api.SourceCount{{"pod-1", 7}}, Distinct: []byte("hll")})
 		f.Effects = append(f.Effects, api.KeyEffect{App: "a", Key: k, Effect: api.Effect{L1Hits: 5}})
+		f.Instances = append(f.Instances, api.InstanceEffect{App: "a", Instance: "pod-" + strconv.Itoa(i), Effect: api.Effect{L1Hits: 5}})
 	}
 	if err := c.Send(t.Context(), f, in); err != nil {
 		t.Fatal(err)
@@ -371,6 +376,18 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 		}
 		if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 			t.Errorf("%s: shards got %v, want one shard with %v", k.Key, got, want)
+		}
+	}
+	for i := range 30 {
+		pod := "pod-" + strconv.Itoa(i)
+		var got [][]string
+		for _, s := range servers {
+			if g := s.by[pod]; g != nil {
+				got = append(got, g)
+			}
+		}
+		if want := []string{"instance a 5"}; len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Errorf("%s: shards got %v, want one shard with %v", pod, got, want)
 		}
 	}
 }

@@ -93,3 +93,44 @@ func TestKeyAsksTheOwner(t *testing.T) {
 		t.Errorf("Key with shard s2 down: err %v, want one naming s2", err)
 	}
 }
+
+// TestInstancesSumsShards: an instance that two shards hold (its reports
+// moved with the ring) is answered once, its rates summed; the error names
+// a shard that failed, and the others' instances come with it.
+func TestInstancesSumsShards(t *testing.T) {
+	shard := func(id string, in ...api.InstanceEffectRates) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != api.InstancesPath || r.URL.Query().Get("app") != "shop" {
+				httpjson.Error(w, http.StatusBadRequest, "unexpected "+r.URL.String())
+				return
+			}
+			httpjson.Write(w, http.StatusOK, api.Instances{Shard: id, Instances: in})
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpjson.Error(w, http.StatusInternalServerError, "boom")
+	}))
+	defer failing.Close()
+	a := shard("a", api.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: api.EffectRates{L1Hits: 90, L2Reads: 1}},
+		api.InstanceEffectRates{App: "shop", Instance: "pod-2", Effect: api.EffectRates{L1Hits: 10}})
+	b := shard("b", api.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: api.EffectRates{L1Hits: 10, Limited: 2}})
+	c := newClient(t)
+	c.SetMembers(members(map[string]*httptest.Server{"a": a, "b": b, "x": failing}))
+	got, err := c.Instances(t.Context(), "shop")
+	if err == nil || !strings.Contains(err.Error(), "aggregator x") {
+		t.Errorf("error %v, want one naming aggregator x", err)
+	}
+	by := map[string]api.EffectRates{}
+	for _, in := range got {
+		if _, dup := by[in.Instance]; dup {
+			t.Errorf("%s answered twice", in.Instance)
+		}
+		by[in.Instance] = in.Effect
+	}
+	want := map[string]api.EffectRates{"pod-1": {L1Hits: 100, L2Reads: 1, Limited: 2}, "pod-2": {L1Hits: 10}}
+	if fmt.Sprint(by) != fmt.Sprint(want) {
+		t.Errorf("instances %v, want %v", by, want)
+	}
+}

@@ -178,6 +178,9 @@ func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) {
 func (noAggregators) Effects(context.Context, string) ([]api.KeyEffectRates, error) {
 	return nil, nil
 }
+func (noAggregators) Instances(context.Context, string) ([]api.InstanceEffectRates, error) {
+	return nil, nil
+}
 func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
 	return api.KeyState{}, false, nil
 }

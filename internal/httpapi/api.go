@@ -70,6 +70,9 @@ type Aggregators interface {
 	// Effects returns the effect of every key of app ("": every app) that
 	// has any, from every shard.
 	Effects(ctx context.Context, app string) ([]api.KeyEffectRates, error)
+	// Instances returns the effect of every instance of app ("": every
+	// app) that has any, summed over its keys, from every shard.
+	Instances(ctx context.Context, app string) ([]api.InstanceEffectRates, error)
 }
 
 type server struct {
@@ -83,6 +86,7 @@ type server struct {
 //	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending, with the share of their reads served from L1
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate, its busiest sources and its effect
 //	GET /v1/top?app=&n=         the busiest keys, hot or not
+//	GET /v1/instances[?app=]    each app instance's reads of hot keys: from L1, from Redis, limited
 //	GET /v1/events[?app=&n=]    recent promotions and demotions, newest first
 //	GET /v1/history?app=[&key=&since=&until=&limit=]  stored promotions and demotions, newest first
 //	GET /v1/webhooks?app=, PUT and DELETE /v1/webhooks/{name}?app=  webhook subscriptions (admin calls)
@@ -102,6 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
 	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
 	mux.HandleFunc("GET /v1/top", a.top)
+	mux.HandleFunc("GET /v1/instances", a.instances)
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("GET /v1/history", a.history)
 	mux.HandleFunc("GET /v1/webhooks", a.listWebhooks)

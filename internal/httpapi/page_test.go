@@ -184,3 +184,58 @@ console.log(JSON.stringify({
 		t.Errorf("hot key row lacks its badge or sources bar:\n%s", got.Section)
 	}
 }
+
+// TestPageInstances runs page/page.js in Node.js and checks its lines per
+// app instance: the busiest first as the API answers them, each with its
+// hot-key reads, its L1 badge and what went to Redis, was limited and was
+// loaded; at most 20, with a note of the rest.
+func TestPageInstances(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile("page/page.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := `const el = { textContent: "", innerHTML: "" };
+globalThis.document = { getElementById: () => el, querySelector: () => el };
+globalThis.fetch = async () => { throw new Error("offline"); };
+globalThis.setInterval = () => 0;
+`
+	check := `
+const many = Array.from({length: 25}, (_, i) => ({app: "ads", instance: "pod-" + i, l1_hits: 10, l2_reads: 0, source_loads: 0, limited: 0, served_l1: 1}));
+instances = new Map([["shop", [
+  {app: "shop", instance: "proxy-<a>", l1_hits: 9000, l2_reads: 800, source_loads: 0, limited: 200, served_l1: 0.9},
+  {app: "shop", instance: "web-1", l1_hits: 0, l2_reads: 0, source_loads: 2, limited: 0}]]]);
+console.log(JSON.stringify({
+  table: instancesTable(instances.get("shop")),
+  none: instancesTable(undefined),
+  many: instancesTable(many),
+  section: appSection("shop", [], []),
+}));`
+	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var got struct{ Table, None, Many, Section string }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	row := `<tr><td class="key">proxy-&lt;a&gt;</td><td class="num">10,000</td><td><span class="l1 good" title="reads answered from its own memory (L1), last 10 s">L1 90%</span></td><td class="num">800</td><td class="num">200</td><td class="num">0</td></tr>`
+	if !strings.Contains(got.Table, row) {
+		t.Errorf("instances table lacks\n%s\nin\n%s", row, got.Table)
+	}
+	if i, j := strings.Index(got.Table, "proxy-"), strings.Index(got.Table, "web-1"); i < 0 || j < i || !strings.Contains(got.Table[j:], "–") {
+		t.Errorf("web-1 (no reads) not after proxy-<a> with a dash for its badge:\n%s", got.Table)
+	}
+	if !strings.Contains(got.None, "none reported") {
+		t.Errorf("no instances: %q", got.None)
+	}
+	if n := strings.Count(got.Many, "<tr><td"); n != 20 || !strings.Contains(got.Many, "and 5 more") {
+		t.Errorf("25 instances: %d rows shown, note %q; want 20 and 5 more", n, got.Many)
+	}
+	if !strings.Contains(got.Section, "Instances serving its hot keys (2)") || !strings.Contains(got.Section, row) {
+		t.Errorf("app section lacks its instances:\n%s", got.Section)
+	}
+}

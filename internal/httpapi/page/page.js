@@ -169,11 +169,26 @@ function sourcesBar(st) {
 }
 
 // servedBadge shows the fraction of a key's reads answered from the apps'
-// L1, cluster-wide: green from 90 %, amber from 50 %, red below.
-function servedBadge(f) {
+// L1, cluster-wide (or an instance's, from its own): green from 90 %,
+// amber from 50 %, red below.
+function servedBadge(f, whose = "the apps' memory (L1), cluster-wide") {
   if (typeof f !== "number") return '<span class="empty">–</span>';
   const cls = f >= 0.9 ? "good" : f >= 0.5 ? "fair" : "poor";
-  return `<span class="l1 ${cls}" title="reads answered from the apps' memory (L1), cluster-wide, last 10 s">L1 ${pct(f)}</span>`;
+  return `<span class="l1 ${cls}" title="reads answered from ${esc(whose)}, last 10 s">L1 ${pct(f)}</span>`;
+}
+
+// Instances: each app instance (an SDK client, or an app of a sidecar
+// proxy) that reported reads of hot keys over the last 10 s (GET
+// /v1/instances, every tick), the INSTANCES busiest of each app shown.
+const INSTANCES = 20;
+let instances = new Map(); // app -> [instance, ...], busiest first
+
+function instancesTable(list) {
+  if (!list || !list.length) return '<p class="empty">none reported reads of hot keys in the last 10 s</p>';
+  const rows = list.slice(0, INSTANCES).map((i) =>
+    `<tr><td class="key">${esc(i.instance)}</td><td class="num">${fmt(i.l1_hits + i.l2_reads + i.limited)}</td><td>${servedBadge(i.served_l1, "its own memory (L1)")}</td><td class="num">${fmt(i.l2_reads)}</td><td class="num">${fmt(i.limited)}</td><td class="num">${fmt(i.source_loads)}</td></tr>`).join("");
+  const more = list.length > INSTANCES ? `<p class="note">and ${fmt(list.length - INSTANCES)} more (GET /v1/instances)</p>` : "";
+  return `<table class="instances"><thead><tr><th>instance</th><th>hot-key reads/s</th><th>from memory</th><th>to Redis/s</th><th>limited/s</th><th>source loads/s</th></tr></thead><tbody>${rows}</tbody></table>${more}`;
 }
 
 function appSection(app, hot, top) {
@@ -189,17 +204,24 @@ function appSection(app, hot, top) {
   return `<section class="app" data-app="${esc(app)}"><h2>app ${esc(app)}</h2><div class="cols">
     <div><h3>Hot keys (${hot.length})</h3>${hot.length ? `<table class="hotkeys"><thead><tr><th>key</th><th>rate/s</th><th>from memory</th><th>top sources</th><th>since</th><th>origin</th><th>rule</th><th>last minutes</th></tr></thead><tbody>${hotRows}</tbody></table>` : '<p class="empty">none</p>'}</div>
     <div><h3>Busiest keys not hot</h3>${busy ? `<table class="busy"><thead><tr><th>key</th><th>rate/s</th></tr></thead><tbody>${busy}</tbody></table>` : '<p class="empty">none</p>'}</div>
-  </div><h3>Rules</h3>${rulesTable(list)}<h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
+  </div><h3>Instances serving its hot keys (${(instances.get(app) || []).length})</h3>${instancesTable(instances.get(app))}<h3>Rules</h3>${rulesTable(list)}<h3>Hot keys over the last hour</h3><div class="tl">${(timelines.get(app) || {}).svg || ""}</div></section>`;
 }
 
 async function tick() {
   try {
-    const [hot, events] = await Promise.all([get("/v1/hotkeys"), get("/v1/events?n=30")]);
+    const [hot, events, inst] = await Promise.all([get("/v1/hotkeys"), get("/v1/events?n=30"),
+      get("/v1/instances").catch(() => ({ instances: [] }))]);
+    instances = new Map();
+    for (const i of inst.instances) {
+      if (!instances.has(i.app)) instances.set(i.app, []);
+      instances.get(i.app).push(i);
+    }
     if (threshold === null) {
       threshold = (await get("/v1/config")).threshold;
     }
     const apps = hot.apps.map((a) => a.app);
     for (const e of events.events) if (!apps.includes(e.app)) apps.push(e.app);
+    for (const app of instances.keys()) if (!apps.includes(app)) apps.push(app);
     const tops = await Promise.all(apps.map((app) => get("/v1/top?n=20&app=" + encodeURIComponent(app)).catch(() => ({ keys: [] }))));
     const byApp = new Map(hot.apps.map((a) => [a.app, a.hotkeys]));
     await Promise.all([...apps.map(refreshTimeline), ...apps.map(refreshRules),
