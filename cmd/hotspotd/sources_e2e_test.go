@@ -91,6 +91,8 @@ func TestSourcesEndToEnd(t *testing.T) {
 // 500 ms, so a 10 s window holds 19 to 21 of one instance's reports, both in
 // the cluster's window and in the test's counter deltas, a twentieth each
 // way (a CI run saw 5.9 %). A lost or doubled instance is 25 % off.
+// /v1/instances lists each instance once, with its own L1 hits per second
+// within 15 % of its counters (one instance's 19 to 21 reports, unaveraged).
 func TestEffectEndToEnd(t *testing.T) {
 	c := newCluster(t, 4)
 	p := c.start("e1")
@@ -146,9 +148,26 @@ func TestEffectEndToEnd(t *testing.T) {
 	// served_l1 covers the last 10 s of reports: compare it with the
 	// instances' counters over the same 10 s of steady reading.
 	time.Sleep(2 * time.Second)
+	var each [4][4]float64 // each instance's counters at the start
+	for i := range regs {
+		each[i] = effectCounters(t, regs[i:i+1])
+	}
 	before := effectCounters(t, regs)
 	time.Sleep(10 * time.Second)
 	after := effectCounters(t, regs)
+	for i := range regs {
+		d := effectCounters(t, regs[i:i+1])
+		each[i][0] = d[0] - each[i][0]
+	}
+	var inst struct {
+		Instances []struct {
+			App      string   `json:"app"`
+			Instance string   `json:"instance"`
+			L1Hits   float64  `json:"l1_hits"`
+			ServedL1 *float64 `json:"served_l1"`
+		} `json:"instances"`
+	}
+	getJSON(t, "http://"+p.addr+"/v1/instances?app=shop", &inst)
 	var out struct {
 		Apps []struct {
 			App     string `json:"app"`
@@ -188,6 +207,22 @@ func TestEffectEndToEnd(t *testing.T) {
 	}
 	if l2 == 0 {
 		t.Errorf("no L2 read in 10 s: the writes did not make the L1 miss, so the check is empty")
+	}
+	seen := map[string]bool{}
+	for _, in := range inst.Instances {
+		var i int
+		if _, err := fmt.Sscanf(in.Instance, "app-%d", &i); err != nil || i < 0 || i >= len(regs) || seen[in.Instance] || in.App != "shop" {
+			t.Errorf("/v1/instances lists %s/%s: want app-0 to app-3 of shop, each once", in.App, in.Instance)
+			continue
+		}
+		seen[in.Instance] = true
+		t.Logf("%s: %.0f L1 hits/s reported, %.0f over 10 s counted", in.Instance, in.L1Hits, each[i][0])
+		if own := each[i][0]; math.Abs(in.L1Hits*10-own)/own > 0.15 || in.ServedL1 == nil {
+			t.Errorf("%s: l1_hits %.1f/s, served_l1 %v; want near %.1f (its %.0f over 10 s)", in.Instance, in.L1Hits, fmtPtr(in.ServedL1), own/10, own)
+		}
+	}
+	if len(seen) != len(regs) {
+		t.Errorf("/v1/instances lists %d of the %d instances: %+v", len(seen), len(regs), inst.Instances)
 	}
 }
 

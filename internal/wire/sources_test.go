@@ -208,7 +208,9 @@ func TestPartialsInstances(t *testing.T) {
 	}
 	var got []string
 	_, err := wire.DecodePartialsWith(body, func(_, _ []byte, _, _, _, _ uint64) {}, wire.PartialExtras{
-		Effect: func(app, key []byte, c wire.EffectCounts) { got = append(got, fmt.Sprintf("effect %s/%s %v", app, key, c)) },
+		Effect: func(app, key []byte, c wire.EffectCounts) {
+			got = append(got, fmt.Sprintf("effect %s/%s %v", app, key, c))
+		},
 		Instance: func(app, src []byte, c wire.EffectCounts) {
 			got = append(got, fmt.Sprintf("instance %s/%s %v", app, src, c))
 		}})
