@@ -5,9 +5,11 @@
 # through the proxy, beside cold SET traffic. Every second it prints the GETs
 # Redis itself ran (INFO commandstats: the only GETs are the flash key's) and
 # the proxy's HOTSPOT INFO hits: Redis' GET rate falls to about zero once the
-# key is promoted. Last, the key is written on Redis itself, past the proxy:
-# the proxy answers the new value at once (client tracking), not after its L1
-# TTL. Run from the repository root; stops what it started.
+# key is promoted. Then hotspotd's line for the proxy (GET /v1/instances, as
+# its live page shows it): the proxy's reads of hot keys, as it reported
+# them. Last, the key is written on Redis itself, past the proxy: the proxy
+# answers the new value at once (client tracking), not after its L1 TTL. Run
+# from the repository root; stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eval "$(deployments/local/stack.sh env)"
@@ -46,6 +48,13 @@ for s in $(seq "$secs"); do
 	printf '%3ds  Redis GETs/s %7d   proxy L1 hits/s %7d   hot: %s\n' "$s" $((g - g0)) $((h - h0)) "${hot:-none}"
 	g0=$g h0=$h
 done
+echo "hotspotd's line for this proxy (GET /v1/instances; its live page is http://127.0.0.1:27071/), per second over the last 10 s:"
+curl -s 'http://127.0.0.1:27071/v1/instances?app=shop' | python3 -c '
+import json, sys
+for i in json.load(sys.stdin)["instances"]:
+    print("  %s: %s from its L1, %s to Redis, %s limited; %.1f %% from memory" % (i["instance"],
+          format(round(i["l1_hits"]), ","), format(round(i["l2_reads"]), ","), format(round(i["limited"]), ","),
+          100 * i.get("served_l1", 0)))'
 echo "a write made on Redis itself, past the proxy (redis-cli SET): Redis' client tracking tells the proxy"
 t0=$(date +%s%N)
 redis-cli -h "$rhost" -p "$rport" set "$id:flash" "the sale is over" >/dev/null
