@@ -550,8 +550,9 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 // hotspotd and checks that a hot key shows up in the hot-keys table, with
 // its sources (three instances sending 70, 20 and 10 % of its reads) as a
 // stacked bar and its reads served from memory (the instances' effect
-// reports, 95 % from L1) as a badge; a screenshot of the page must show
-// both (HOTSPOT_PAGE_PNG=FILE keeps it).
+// reports, 95 % from L1) as a badge, and a line per instance, the busiest
+// first; a screenshot of the page must show them (HOTSPOT_PAGE_PNG=FILE
+// keeps it).
 func TestLivePage(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -640,6 +641,12 @@ func TestLivePage(t *testing.T) {
 		if !strings.Contains(dom, frag) {
 			t.Errorf("the hot key's sources or effect are not on the page: no %s; DOM:\n%s", frag, dom)
 		}
+	}
+	// A line per instance that reported, web-1 (70 % of the reads) first.
+	i1, i3 := strings.Index(dom, `<tr><td class="key">web-1</td>`), strings.Index(dom, `<tr><td class="key">web-3</td>`)
+	if !strings.Contains(dom, "Instances serving its hot keys (3)") || i1 < 0 || i3 < i1 ||
+		!strings.Contains(dom[i1:], `title="reads answered from its own memory (L1), last 10 s">L1 95%`) {
+		t.Errorf("the instances are not on the page, web-1 first with L1 95%%; DOM:\n%s", dom)
 	}
 	pageScreenshot(ctx, t, chromium, "http://"+p.addr+"/")
 }
