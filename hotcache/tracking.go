@@ -34,7 +34,8 @@ import (
 // every hot value stale, as for missed broadcasts; a flush (FLUSHALL,
 // FLUSHDB) does the same. A Redis that refuses tracking (before 6, or an ACL
 // without CLIENT or the channel) leaves the L1 TTL as the bound, with a
-// warning.
+// warning; after a read it answered untracked, reads are sent as plain GETs
+// for trackingRetry before tracking is asked again.
 //
 // Not with several servers (a Ring, a Cluster, Sentinel, hot-key replicas):
 // the redirect must name a connection on the server that holds the key, and
@@ -42,6 +43,11 @@ import (
 
 // trackingChannel is where Redis sends invalidations to a RESP2 connection.
 const trackingChannel = "__redis__:invalidate"
+
+// trackingRetry is how long hot-key reads are sent untracked after Redis
+// refused to track one: a Redis before 6 would otherwise fail two commands
+// in every read, and an ACL may be changed to allow it.
+const trackingRetry = time.Minute
 
 // failoverAddr is the Addr go-redis gives the options of a client made by
 // NewFailoverClient, whose server changes at a failover.
@@ -52,7 +58,10 @@ type tracking struct {
 	sub    *redis.Client // the subscriber's own client: one Pub/Sub connection
 	connID atomic.Int64  // the subscriber connection's ID, as it connects
 	id     atomic.Int64  // the ID reads redirect to; 0: do not track now
-	warned atomic.Bool
+	// offUntil is when reads may ask for tracking again after a refusal,
+	// in Unix nanoseconds.
+	offUntil atomic.Int64
+	warned   atomic.Bool
 }
 
 // newTracking returns the tracking state for a Client whose L2 is rdb, or
@@ -113,7 +122,7 @@ func (t *tracking) lost() { t.id.Store(0) }
 func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
 	t := c.track
 	id := int64(0)
-	if t != nil {
+	if t != nil && time.Now().UnixNano() >= t.offUntil.Load() {
 		id = t.id.Load()
 	}
 	if id == 0 {
@@ -131,6 +140,7 @@ func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
 	if err := errors.Join(on.Err(), caching.Err()); err != nil {
 		if gerr := get.Err(); gerr == nil || errors.Is(gerr, redis.Nil) || wrongType(gerr) {
 			c.trackingRefused(err) // Redis answered the GET, not the rest
+			t.offUntil.Store(time.Now().Add(trackingRetry).UnixNano())
 		}
 	}
 	return get.Bytes()

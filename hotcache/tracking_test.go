@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +159,42 @@ func TestTrackingRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the write broadcast to the other instance", func() bool { return get(t, b, "k") == "v2" })
+}
+
+// TestTrackingRefusedOnRead: a user that may take its connection's ID and
+// the channel, but not CLIENT TRACKING (as a Redis before 6 answers): the
+// first hot read is answered untracked and counted, and the reads after it
+// do not ask again for trackingRetry.
+func TestTrackingRefusedOnRead(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "notrack", "on", ">pw", "~*", "&*", "+@all", "-client|tracking", "-client|caching").Err(); err != nil {
+		t.Fatal(err)
+	}
+	src := newSource("k", "v1")
+	c := newClient(t, WithRedis(srv.Addr), WithRedisAuth("notrack", "pw"), WithLoader(src), WithL1(0, time.Minute))
+	waitFor(t, "the tracking connection's ID", func() bool { return c.track.id.Load() != 0 })
+	promote(t, c, "k")
+	for i := range 5 {
+		c.dropLocal("k")
+		if got := get(t, c, "k"); got != "v1" {
+			t.Fatalf("read %d after a drop: %q, want v1", i, got)
+		}
+	}
+	if n := testutil.ToFloat64(c.m.trackingRefused); n != 1 {
+		t.Errorf("redis_tracking_refused_total = %v after 6 hot reads, want 1: the reads after the first asked again", n)
+	}
+	stats, err := admin.Do(ctx, "INFO", "commandstats").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(stats, "\n") {
+		if strings.HasPrefix(line, "cmdstat_client|tracking:") && !strings.Contains(line, "rejected_calls=1,") {
+			t.Errorf("CLIENT TRACKING sent more than once: %s", line)
+		}
+	}
 }
 
 // BenchmarkWriteToEveryL1 measures, per write of a hot key, the time until

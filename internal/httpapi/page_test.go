@@ -57,11 +57,10 @@ func TestPageRateFormat(t *testing.T) {
 	}
 }
 
-// TestPageRules runs page/page.js in Node.js (no browser: the document,
-// fetch and the timer are stubs) and checks what it shows of the rules: the
-// rule behind each hot key, "default" when the answer names none, and each
-// app's rule list.
-func TestPageRules(t *testing.T) {
+// runPage runs page/page.js in Node.js (no browser: the document, fetch and
+// the timer are stubs), then check, and returns what check printed.
+func runPage(t *testing.T, check string) []byte {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
@@ -75,6 +74,18 @@ globalThis.document = { getElementById: () => el, querySelector: () => el };
 globalThis.fetch = async () => { throw new Error("offline"); };
 globalThis.setInterval = () => 0;
 `
+	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	return out
+}
+
+// TestPageRules runs page/page.js in Node.js (no browser: the document,
+// fetch and the timer are stubs) and checks what it shows of the rules: the
+// rule behind each hot key, "default" when the answer names none, and each
+// app's rule list.
+func TestPageRules(t *testing.T) {
 	check := `
 const list = {app: "shop", version: 3, rules: [
   {match: "prefix", pattern: "item:", threshold: 500, window: "2s"},
@@ -93,10 +104,7 @@ console.log(JSON.stringify({
   none: rulesTable({app: "shop", version: 0, rules: []}),
   failed: rulesTable({error: "zk down"}),
 }));`
-	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := runPage(t, check)
 	var got struct {
 		Labels              []string
 		Table, None, Failed string
@@ -123,19 +131,6 @@ console.log(JSON.stringify({
 // (its share as width, its name on hover), the busiest named beside it with
 // the distinct sources, and the L1 badge; a dash for what is not known.
 func TestPageSources(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	src, err := os.ReadFile("page/page.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stubs := `const el = { textContent: "", innerHTML: "" };
-globalThis.document = { getElementById: () => el, querySelector: () => el };
-globalThis.fetch = async () => { throw new Error("offline"); };
-globalThis.setInterval = () => 0;
-`
 	check := `
 const st = {app: "shop", key: "item:42", hot: true, rate: 3000, distinct_sources: 1234,
   sources: [{source: "web-1", share: 0.7}, {source: "<b>", share: 0.2}]};
@@ -147,10 +142,7 @@ console.log(JSON.stringify({
   badges: [servedBadge(0.934), servedBadge(0.6), servedBadge(0.1), servedBadge(undefined), servedBadge(null)],
   section: appSection("shop", [{key: "item:42", rate: 3000, since: "2026-11-30T15:04:05Z", source: "detected", rule: -1, kind: "count", served_l1: 0.934}], []),
 }));`
-	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := runPage(t, check)
 	var got struct {
 		Bar, None, Unread, Section string
 		Badges                     []string
@@ -190,19 +182,6 @@ console.log(JSON.stringify({
 // hot-key reads, its L1 badge and what went to Redis, was limited and was
 // loaded; at most 20, with a note of the rest.
 func TestPageInstances(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	src, err := os.ReadFile("page/page.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stubs := `const el = { textContent: "", innerHTML: "" };
-globalThis.document = { getElementById: () => el, querySelector: () => el };
-globalThis.fetch = async () => { throw new Error("offline"); };
-globalThis.setInterval = () => 0;
-`
 	check := `
 const many = Array.from({length: 25}, (_, i) => ({app: "ads", instance: "pod-" + i, l1_hits: 10, l2_reads: 0, source_loads: 0, limited: 0, served_l1: 1}));
 instances = new Map([["shop", [
@@ -214,10 +193,7 @@ console.log(JSON.stringify({
   many: instancesTable(many),
   section: appSection("shop", [], []),
 }));`
-	out, err := exec.Command(node, "-e", stubs+string(src)+check).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := runPage(t, check)
 	var got struct{ Table, None, Many, Section string }
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node printed %q: %v", out, err)

@@ -241,40 +241,38 @@ func appendPartialExtras(dst []byte, b *PartialBatch, version byte) []byte {
 			dst = append(dst, s.Distinct...)
 		}
 	}
-	n = 0
-	for i := range b.Effects {
-		if validPartialKey(b.Effects[i].Key) {
-			n++
-		}
-	}
-	dst = binary.AppendUvarint(dst, uint64(n))
-	for i := range b.Effects {
+	dst = appendEffectSection(dst, len(b.Effects), func(i int) (string, string, *EffectCounts) {
 		e := &b.Effects[i]
-		if !validPartialKey(e.Key) {
-			continue
-		}
-		dst = appendString(dst, e.App)
-		dst = appendString(dst, e.Key)
-		dst = appendEffectCounts(dst, &e.EffectCounts)
-	}
+		return e.App, e.Key, &e.EffectCounts
+	})
 	if version < 8 {
 		return dst
 	}
-	n = 0
-	for i := range b.Instances {
-		if validPartialKey(b.Instances[i].Src) {
-			n++
+	return appendEffectSection(dst, len(b.Instances), func(i int) (string, string, *EffectCounts) {
+		in := &b.Instances[i]
+		return in.App, in.Src, &in.EffectCounts
+	})
+}
+
+// appendEffectSection writes a section of n entries, each an app, a name (a
+// key, or an instance's) and four counts, as entry(i) gives them; those
+// whose name is empty or invalid are left out.
+func appendEffectSection(dst []byte, n int, entry func(i int) (app, name string, c *EffectCounts)) []byte {
+	valid := 0
+	for i := range n {
+		if _, name, _ := entry(i); validPartialKey(name) {
+			valid++
 		}
 	}
-	dst = binary.AppendUvarint(dst, uint64(n))
-	for i := range b.Instances {
-		in := &b.Instances[i]
-		if !validPartialKey(in.Src) {
+	dst = binary.AppendUvarint(dst, uint64(valid))
+	for i := range n {
+		app, name, c := entry(i)
+		if !validPartialKey(name) {
 			continue
 		}
-		dst = appendString(dst, in.App)
-		dst = appendString(dst, in.Src)
-		dst = appendEffectCounts(dst, &in.EffectCounts)
+		dst = appendString(dst, app)
+		dst = appendString(dst, name)
+		dst = appendEffectCounts(dst, c)
 	}
 	return dst
 }
