@@ -144,11 +144,13 @@ type Client struct {
 
 	rdb           redis.UniversalClient
 	ownRedis      bool
-	logID         uint64    // names this Client in go-redis's log lines (redislog.go)
-	rep           *replicas // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
-	track         *tracking // Redis client tracking of hot keys; nil unless one Redis server
-	channel       string    // invalidation Pub/Sub channel
-	prefixChannel string    // prefix invalidation Pub/Sub channel
+	logID         uint64           // names this Client in go-redis's log lines (redislog.go)
+	rep           *replicas        // hot keys' copies on R nodes; nil unless several WithRedis addresses and R > 1
+	track         *tracking        // Redis client tracking of hot keys with one Redis server; else nil
+	ctrack        *clusterTracking // the same on a Redis Cluster; else nil
+	trackWarned   atomic.Bool      // a refusal of tracking was logged
+	channel       string           // invalidation Pub/Sub channel
+	prefixChannel string           // prefix invalidation Pub/Sub channel
 
 	bloom *bloomFilter // nil without WithBloomFilter
 
@@ -257,6 +259,9 @@ func (c *Client) openRedis() error {
 		return err
 	}
 	c.track = newTracking(c.o, c.rdb, c.rep != nil, c.trackingRefused)
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok && c.o.tracking {
+		c.ctrack = newClusterTracking(cc)
+	}
 	if c.rdb != nil {
 		installRedisLogger()
 		redisLoggers.Store(c.logID, c.log)
@@ -296,7 +301,7 @@ func (c *Client) startWorkers() {
 		c.spawn(c.retryPending)
 	}
 	if c.track != nil {
-		c.spawn(c.trackWrites)
+		c.spawn(func() { c.trackWrites(c.bg, c.track, nil) })
 	}
 	if c.rep != nil {
 		for _, nd := range c.rep.list {
@@ -662,6 +667,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 			var data []byte
 			var err error
 			tr.redis = true
+			if hot && c.ctrack != nil {
+				c.ctrack.track(ctx, c, c.o.redisPrefix+key) // before the read: a write after it is heard
+			}
 			switch {
 			case hot && c.rep != nil:
 				data, err = c.rep.get(ctx, key) // the best of its replicas
@@ -792,6 +800,9 @@ func (c *Client) Close() error {
 	}
 	if c.track != nil {
 		_ = c.track.sub.Close()
+	}
+	if c.ctrack != nil {
+		c.ctrack.close()
 	}
 	if c.ownRedis {
 		if err := c.rdb.Close(); err != nil {

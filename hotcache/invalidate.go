@@ -227,7 +227,7 @@ func (c *Client) publish(ctx context.Context, channel, msg string) error {
 // broadcasts may have been missed, so every hot value is marked stale.
 func (c *Client) subscribe() {
 	subscribed := false
-	c.receive(c.rdb.Subscribe(c.bg, c.channel, c.prefixChannel), func(msg any) {
+	c.receive(c.bg, c.rdb.Subscribe(c.bg, c.channel, c.prefixChannel), func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			// One confirmation per channel; the key channel's stands for both.
@@ -260,14 +260,14 @@ func (c *Client) subscribe() {
 	})
 }
 
-// receive runs ps until Close: msg gets every message and subscription
+// receive runs ps until ctx ends (Close): msg gets every message and subscription
 // confirmation, fail every error. go-redis reconnects and resubscribes by
 // itself at the next Receive after a connection error; receive waits before
 // it 50 ms, doubling to 250 ms while errors follow each other, or as long
 // as fail says if that is longer.
-func (c *Client) receive(ps *redis.PubSub, msg func(any), fail func(error) time.Duration) {
+func (c *Client) receive(ctx context.Context, ps *redis.PubSub, msg func(any), fail func(error) time.Duration) {
 	// Receive does not return when its context ends; closing ps unblocks it.
-	stop := context.AfterFunc(c.bg, func() { _ = ps.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 	defer func() {
 		if stop() {
 			_ = ps.Close()
@@ -275,18 +275,18 @@ func (c *Client) receive(ps *redis.PubSub, msg func(any), fail func(error) time.
 	}()
 	backoff := 50 * time.Millisecond
 	for {
-		m, err := ps.Receive(c.bg)
+		m, err := ps.Receive(ctx)
 		if err == nil {
 			backoff = 50 * time.Millisecond
 			msg(m)
 			continue
 		}
-		if c.bg.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		select {
 		case <-time.After(max(backoff, fail(err))):
-		case <-c.bg.Done():
+		case <-ctx.Done():
 			return
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)

@@ -295,6 +295,83 @@ func TestRedisClusterWrites(t *testing.T) {
 	}
 }
 
+// TestRedisClusterTracking: a hot key per master, written past Hotspot (a
+// plain SET by another cluster client): every instance serves the new value
+// within 100 ms, where its L1 TTL is a minute, and never the old one again
+// (its copies on the other masters were deleted, not read back). With
+// tracking off the old value is still served 300 ms later.
+func TestRedisClusterTracking(t *testing.T) {
+	addrs := stacktest.RedisCluster(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	for _, tracking := range []bool{true, false} {
+		hs := stacktest.NewHotSet(t, zkAddr)
+		src := newSource()
+		var hot []string
+		for i := 0; len(hot) < 3; i++ {
+			k := fmt.Sprint("t", i)
+			if !slices.ContainsFunc(hot, func(h string) bool {
+				return masterOf(t, cc, hs.App+":"+h) == masterOf(t, cc, hs.App+":"+k)
+			}) {
+				hot = append(hot, k)
+				src.data[k] = []byte("v1")
+			}
+		}
+		cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root), WithRedisCluster(addrs...),
+			WithRedisKeyPrefix(hs.App+":"), WithLoader(src), WithL1(0, time.Minute), WithRedisTracking(tracking))
+		hs.Set(hot...)
+		awaitHot(t, cs, hot...)
+		for _, c := range cs {
+			for _, k := range hot {
+				if v := get(t, c, k); v != "v1" {
+					t.Fatalf("%s before the write: %q", k, v)
+				}
+			}
+		}
+		for _, k := range hot {
+			start := time.Now()
+			if err := cc.Set(t.Context(), hs.App+":"+k, "v2", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !tracking {
+				time.Sleep(300 * time.Millisecond)
+				if v := get(t, cs[0], k); v != "v1" {
+					t.Errorf("tracking off: %s is %q 300 ms after the write, want the old value: the test proves nothing", k, v)
+				}
+				continue
+			}
+			var worst time.Duration
+			for _, c := range cs {
+				waitFor(t, "the new value of "+k, func() bool { return get(t, c, k) == "v2" })
+				worst = max(worst, time.Since(start))
+			}
+			t.Logf("%s (master %s): every instance serves the value written past Hotspot after %v", k, masterOf(t, cc, hs.App+":"+k), worst)
+			if worst > 100*time.Millisecond {
+				t.Errorf("%s: the slowest instance served the new value after %v, want <= 100ms", k, worst)
+			}
+			for until := time.Now().Add(300 * time.Millisecond); time.Now().Before(until); {
+				for i, c := range cs {
+					if v := get(t, c, k); v != "v2" {
+						t.Fatalf("%s: instance %d serves %q again after the new value", k, i, v)
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		if tracking {
+			n := 0
+			for _, c := range cs {
+				c.ctrack.mu.Lock()
+				n += len(c.ctrack.nodes)
+				c.ctrack.mu.Unlock()
+			}
+			if n != 3*len(cs) {
+				t.Errorf("%d tracking connections over %d instances, want one per master each", n, len(cs))
+			}
+		}
+	}
+}
+
 // TestRedisClusterBroadcast: a proxy writes a hot key straight into Redis and
 // calls Broadcast. Every instance then serves the new value: Broadcast
 // deleted the key's tagged copies, which still held the old one, before it

@@ -32,7 +32,8 @@ import (
 // forgotten as soon as the connection fails: a read never redirects to an ID
 // that may name another client of a restarted server. A resubscription marks
 // every hot value stale, as for missed broadcasts; a flush (FLUSHALL,
-// FLUSHDB) does the same. A Redis that refuses tracking (before 6, or an ACL
+// FLUSHDB) does the same, and so does the first confirmation if a hot key
+// was read before it (untracked). A Redis that refuses tracking (before 6, or an ACL
 // without CLIENT or the channel) leaves the L1 TTL as the bound, with a
 // warning; after a read it answered untracked, reads are sent as plain GETs
 // for trackingRetry before tracking is asked again.
@@ -61,7 +62,11 @@ type tracking struct {
 	// offUntil is when reads may ask for tracking again after a refusal,
 	// in Unix nanoseconds.
 	offUntil atomic.Int64
-	warned   atomic.Bool
+	stop     context.CancelFunc // ends the subscriber of a cluster node's (clustertracking.go)
+	// missed is set when a hot key was read untracked because the
+	// subscription was not confirmed yet: its confirmation then marks
+	// every hot value stale, so that their reloads are tracked.
+	missed atomic.Bool
 }
 
 // newTracking returns the tracking state for a Client whose L2 is rdb, or
@@ -77,6 +82,12 @@ func newTracking(o options, rdb redis.UniversalClient, hasReplicas bool, refused
 	if src.Addr == failoverAddr {
 		return nil // a Sentinel client given to WithRedisClient
 	}
+	return newServerTracking(src, refused)
+}
+
+// newServerTracking returns the tracking state for one server, reached
+// with src's address, credentials and timeouts.
+func newServerTracking(src *redis.Options, refused func(error)) *tracking {
 	t := &tracking{}
 	// The fields that reach the same server as the same user, copied one by
 	// one: go-redis changes others of a live client's Options as it connects.
@@ -117,13 +128,29 @@ func (t *tracking) subscribed() { t.id.Store(t.connID.Load()) }
 // lost is called when the subscriber's connection failed.
 func (t *tracking) lost() { t.id.Store(0) }
 
+// redirect returns the ID a tracked read redirects to, or 0 when a read
+// cannot be tracked now: before the subscription is confirmed (then the
+// confirmation reloads every hot key, see missed), or for trackingRetry
+// after a refusal.
+func (t *tracking) redirect() int64 {
+	if time.Now().UnixNano() < t.offUntil.Load() {
+		return 0
+	}
+	id := t.id.Load()
+	if id == 0 {
+		t.missed.Store(true)
+		id = t.id.Load() // confirmed meanwhile: it may have seen missed unset
+	}
+	return id
+}
+
 // trackedGet reads key (the Redis key) with tracking on, if the subscriber is
 // connected; otherwise as a plain GET.
 func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
 	t := c.track
 	id := int64(0)
-	if t != nil && time.Now().UnixNano() >= t.offUntil.Load() {
-		id = t.id.Load()
+	if t != nil {
+		id = t.redirect()
 	}
 	if id == 0 {
 		return c.rdb.Get(ctx, key).Bytes()
@@ -154,24 +181,24 @@ func (c *Client) trackingRefused(err error) {
 		return
 	}
 	c.m.trackingRefused.Inc()
-	if !c.track.warned.Swap(true) {
+	if !c.trackWarned.Swap(true) {
 		c.log.Warn("hotcache: Redis refused client tracking; a write that bypasses Hotspot reaches L1 only at the L1 TTL", "err", err)
 	}
 }
 
-// trackWrites receives on the tracking connection until Close: the keys
+// trackWrites receives on t's connection until ctx ends (Close): the keys
 // Redis reports changed. A resubscription means messages may have been
-// missed, so every hot value is marked stale.
-func (c *Client) trackWrites() {
-	t := c.track
-	ps := t.sub.Subscribe(c.bg, trackingChannel)
+// missed, so every hot value is marked stale. lost, if not nil, is called
+// after each connection failure.
+func (c *Client) trackWrites(ctx context.Context, t *tracking, lost func()) {
+	ps := t.sub.Subscribe(ctx, trackingChannel)
 	subscribed := false
-	c.receive(ps, func(msg any) {
+	c.receive(ctx, ps, func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				t.subscribed()
-				if subscribed {
+				if t.missed.Swap(false) || subscribed {
 					c.markAllStale()
 				}
 				subscribed = true
@@ -186,12 +213,15 @@ func (c *Client) trackWrites() {
 		switch {
 		case isNetErr(err):
 			t.lost() // until the next confirmation
+			if lost != nil {
+				lost()
+			}
 		case errors.As(err, &refused):
 			// Redis refused the subscription (an ACL without the channel):
 			// ask again, slowly.
 			t.lost()
 			c.trackingRefused(err)
-			_ = ps.Subscribe(c.bg, trackingChannel)
+			_ = ps.Subscribe(ctx, trackingChannel)
 			return 5 * time.Second
 		default:
 			c.markAllStale() // a message go-redis could not read: a flush's
@@ -211,9 +241,16 @@ func (c *Client) trackedKeys(m *redis.Message) {
 	}
 	c.m.invalidations.WithLabelValues("tracked").Add(float64(len(keys)))
 	for _, k := range keys {
-		if key, ok := strings.CutPrefix(k, c.o.redisPrefix); ok {
-			c.dropLocal(key)
+		key, ok := strings.CutPrefix(k, c.o.redisPrefix)
+		if !ok {
+			continue
 		}
+		if c.ctrack != nil && c.rep != nil && c.hot.Load().m[key] != nil {
+			// The hot key's copies hold the old value: the reload must
+			// not find it there (see clusterTracking).
+			c.ctrack.dropCopies(c, key)
+		}
+		c.dropLocal(key)
 	}
 }
 
