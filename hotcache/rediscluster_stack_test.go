@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
@@ -713,6 +714,64 @@ func TestRedisClusterMasterKill(t *testing.T) {
 	promoted, recovered := a.failover(t, kill, victim, func() string { return slotOwner(t, cc, slot) })
 	t.Logf("master %s (%s) killed: its replica took over after %v, the last cold read failed or breaker was open after %v", victim, member, promoted, recovered)
 	a.setEverywhere(t, "v2")
+}
+
+// TestRedisClusterTrackingFailover kills (SIGKILL) the master of a hot key's
+// record: once its replica took over, a write past Hotspot to the key still
+// reaches every instance. Each gave up its tracking connection to the dead
+// master and had the key tracked by the new one.
+func TestRedisClusterTrackingFailover(t *testing.T) {
+	addrs := stacktest.RedisCluster(t)
+	zkAddr := stacktest.ZK(t)
+	cc := clusterAdmin(t, addrs)
+	hs := stacktest.NewHotSet(t, zkAddr)
+	cs := startInstances(t, 2, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root), WithRedisCluster(addrs...),
+		WithRedisKeyPrefix(hs.App+":"), WithLoader(newSource("hot", "v1")), WithL1(0, time.Minute))
+	hs.Set("hot")
+	awaitHot(t, cs, "hot")
+	record := hs.App + ":hot"
+	victim := masterOf(t, cc, record)
+	slot := int(cc.ClusterKeySlot(t.Context(), record).Val())
+	member := clusterMember(t, addrs, victim)
+	t.Cleanup(func() { stackMember(t, "start", member, "--redis-cluster") })
+	start := time.Now()
+	stackMember(t, "kill", member, "--redis-cluster")
+	waitUntil(t, 20*time.Second, "a new master for the hot key", func() bool {
+		m := slotOwner(t, cc, slot)
+		return m != "" && m != victim
+	})
+	promoted := time.Since(start)
+	// The write, past Hotspot, once the test's own client reaches the new
+	// master. Each instance must hear of it from Redis: a reload for
+	// another reason would pass without tracking.
+	tracked := make([]float64, len(cs))
+	for i, c := range cs {
+		tracked[i] = testutil.ToFloat64(c.m.invalidations.WithLabelValues("tracked"))
+	}
+	waitUntil(t, 10*time.Second, "the write on the new master", func() bool {
+		cc.ReloadState(t.Context())
+		return cc.Set(t.Context(), record, "v2", 0).Err() == nil
+	})
+	written := time.Now()
+	for i, c := range cs {
+		waitUntil(t, 5*time.Second, fmt.Sprint("instance ", i, " to serve the value written past Hotspot"), func() bool {
+			v, err := c.Get(t.Context(), "hot")
+			return err == nil && string(v) == "v2"
+		})
+		if testutil.ToFloat64(c.m.invalidations.WithLabelValues("tracked")) == tracked[i] {
+			t.Errorf("instance %d serves the new value, but Redis did not tell it of the write", i)
+		}
+	}
+	t.Logf("master %s (%s) killed: a new one after %v; a write past Hotspot then served everywhere after %v",
+		victim, member, promoted, time.Since(written))
+	for _, c := range cs {
+		c.ctrack.mu.Lock()
+		_, old := c.ctrack.nodes[victim]
+		c.ctrack.mu.Unlock()
+		if old {
+			t.Errorf("an instance still keeps its tracking connection to the dead master %s", victim)
+		}
+	}
 }
 
 // slotOwner is the address of the master that owns slot now, or "" when no

@@ -355,7 +355,9 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	f := newClusterFixture(t)
 	zkAddr := stacktest.ZK(t)
 	h := stacktest.NewHotSet(t, zkAddr)
-	tp := startClusterProxy(t, f.addrs, func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App })
+	tp := startClusterProxy(t, f.addrs, func(c *config) {
+		c.zk, c.zkRoot, c.app, c.l1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
+	})
 	ctx := context.Background()
 	hot := f.prefix + "hot"
 	f.cc.Set(ctx, hot, "v1", 0)
@@ -384,10 +386,22 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	if got := string(c.do("GET", hot)); got != "$2\r\nv2\r\n" {
 		t.Errorf("GET after SET: %q", got)
 	}
+	// Client tracking: once v2 is answered from L1 (after the SET's own
+	// broadcast came back over the cluster bus, which drops it once more),
+	// a write past the proxy reaches it there too.
+	time.Sleep(200 * time.Millisecond)
+	waitUntil(t, 5*time.Second, "v2 answered from L1", func() bool {
+		hits := infoField(t, tp.addr, "hits")
+		return string(c.do("GET", hot)) == "$2\r\nv2\r\n" && infoField(t, tp.addr, "hits") > hits
+	})
+	start := time.Now()
 	f.cc.Set(ctx, hot, "v3", 0) // behind the proxy's back
 	c.do("MULTI")
 	c.do("GET", hot)
 	if got := string(c.do("EXEC")); got != "*1\r\n$2\r\nv3\r\n" {
 		t.Errorf("GET in MULTI: %q, want Redis' value", got)
 	}
+	// Client tracking: the write past the proxy reaches its L1 too.
+	waitUntil(t, 2*time.Second, "the value written past the proxy", func() bool { return string(c.do("GET", hot)) == "$2\r\nv3\r\n" })
+	t.Logf("a write past the proxy served %v later", time.Since(start).Round(100*time.Microsecond))
 }

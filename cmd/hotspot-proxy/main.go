@@ -81,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.Float64Var(&c.hotRate, "hot-read-limit", 400, "reads of hot keys per second this instance sends to Redis at most (the SDK's hot-read bucket); past it a read is answered with a blank")
 	fs.Int64Var(&l1MiB, "l1-mib", 64, "MiB of hot keys' values in L1 (the SDK's budget)")
 	fs.DurationVar(&c.l1TTL, "l1-ttl", 10*time.Second, "how long a value or reply is served from L1 before it is read again; bounds writes that bypass the proxies where Redis does not track them (--redis-tracking)")
-	fs.BoolVar(&c.redisTracking, "redis-tracking", true, "ask Redis (client tracking) to tell of writes to hot keys that bypass the proxies and the SDK, so they reach L1 within a round trip instead of --l1-ttl (one Redis server only; not with --redis-cluster)")
+	fs.BoolVar(&c.redisTracking, "redis-tracking", true, "ask Redis (client tracking) to tell of writes to hot keys that bypass the proxies and the SDK, so they reach L1 within a round trip instead of --l1-ttl (with --redis and --redis-cluster)")
 	fs.Int64Var(&replyMiB, "reply-cache-mib", 64, "MiB of cached replies of hot keys (commands other than GET), per app")
 	fs.StringVar(&limited, "limited-reply", "null", "reply to a read over the hot-read limit: null, or error (-HOTKEY_LIMITED)")
 	fs.IntVar(&c.maxApps, "max-apps", 16, "apps (CLIENT SETNAME app:NAME) followed at most, --app included")
