@@ -673,7 +673,7 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 			switch {
 			case hot && c.rep != nil:
 				data, err = c.rep.get(ctx, key) // the best of its replicas
-			case hot:
+			case hot && c.track != nil:
 				data, err = c.trackedGet(ctx, c.o.redisPrefix+key)
 			default:
 				data, err = c.rdb.Get(ctx, c.o.redisPrefix+key).Bytes()

@@ -2,9 +2,8 @@ package hotcache
 
 import (
 	"context"
-	"errors"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,11 +22,15 @@ import (
 // TRACKING ON REDIRECT <that master's tracking connection> OPTIN, CLIENT
 // CACHING YES and EXISTS of the record, in one round trip. Then it reads a
 // copy as before. When the record changes, its master names it, and the
-// Client deletes the key's copies before it drops the key from L1: its
-// reload then finds no copy, reads the record, and writes the copy back
-// (as any missing copy is repaired). Every instance that holds the key
-// deletes the copies, so a write past Hotspot costs R deletions per
-// instance; a write through Hotspot is heard this way too.
+// Client asks again, reading the record in the same round trip: Redis
+// tracks a key until it tells of it. When the record holds what L1 does (a
+// write-back of this instance's own after a miss, or the same value
+// written), that is all. Otherwise the Client deletes the key's copies
+// before it drops the key from L1: its reload then finds no copy, reads
+// the record, and writes the copy back (as any missing copy is repaired).
+// Every instance that holds the key reads the record once per write, and
+// those that find a new value delete the copies: R deletions each. A write
+// through Hotspot is heard this way too.
 //
 // A tracking connection that fails is given up once its address is no
 // longer a master (a failover, a node removed), and every hot value is
@@ -76,12 +79,14 @@ func (ct *clusterTracking) check(c *Client, addr string, t *tracking) {
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
 	ct.cc.ReloadState(ctx)
-	master := false
+	var master atomic.Bool // ForEachMaster calls fn for every master at once
 	err := ct.cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
-		master = master || m.Options().Addr == addr
+		if m.Options().Addr == addr {
+			master.Store(true)
+		}
 		return nil
 	})
-	if err != nil || master {
+	if err != nil || master.Load() {
 		return // the node may come back; its resubscription marks them stale
 	}
 	ct.mu.Lock()
@@ -95,34 +100,9 @@ func (ct *clusterTracking) check(c *Client, addr string, t *tracking) {
 }
 
 // track asks the master of record (the Redis key) to track it for this
-// Client; a refusal is counted, and turns tracking off on that master for
-// trackingRetry.
+// Client.
 func (ct *clusterTracking) track(ctx context.Context, c *Client, record string) {
-	node, err := ct.cc.MasterForKey(ctx, record)
-	if err != nil {
-		return
-	}
-	t := ct.node(c, node)
-	if t == nil {
-		return
-	}
-	id := t.redirect()
-	if id == 0 {
-		return
-	}
-	var on *redis.StatusCmd
-	var caching *redis.Cmd
-	var exists *redis.IntCmd
-	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		on = p.ClientTrackingOn(ctx, &redis.ClientTrackingOptions{Redirect: id, OptIn: true})
-		caching = p.Do(ctx, "client", "caching", "yes")
-		exists = p.Exists(ctx, record)
-		return nil
-	})
-	if err := errors.Join(on.Err(), caching.Err()); err != nil && !isNetErr(err) && exists.Err() == nil {
-		c.trackingRefused(err) // Redis answered the EXISTS, not the rest
-		t.offUntil.Store(time.Now().Add(trackingRetry).UnixNano())
-	}
+	c.trackedRead(ctx, record, func(p redis.Pipeliner) redis.Cmder { return p.Exists(ctx, record) })
 }
 
 // dropCopies deletes the copies of hot key key, whose record changed.

@@ -1,11 +1,14 @@
 package hotcache
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,11 +66,21 @@ type tracking struct {
 	// in Unix nanoseconds.
 	offUntil atomic.Int64
 	stop     context.CancelFunc // ends the subscriber of a cluster node's (clustertracking.go)
+	// confirmed is closed at the subscription's first confirmation, which
+	// the first reads wait for until waitUntil (see redirect).
+	confirmed chan struct{}
+	confirm   sync.Once
+	waitUntil time.Time
 	// missed is set when a hot key was read untracked because the
 	// subscription was not confirmed yet: its confirmation then marks
 	// every hot value stale, so that their reloads are tracked.
 	missed atomic.Bool
 }
+
+// trackingWait is how long after its tracking connection is made the
+// first hot-key reads wait for the subscription's confirmation, rather than
+// go untracked: on a live Redis it comes within a round trip.
+const trackingWait = 250 * time.Millisecond
 
 // newTracking returns the tracking state for a Client whose L2 is rdb, or
 // nil when tracking does not apply (see above). refused is called when
@@ -88,7 +101,7 @@ func newTracking(o options, rdb redis.UniversalClient, hasReplicas bool, refused
 // newServerTracking returns the tracking state for one server, reached
 // with src's address, credentials and timeouts.
 func newServerTracking(src *redis.Options, refused func(error)) *tracking {
-	t := &tracking{}
+	t := &tracking{confirmed: make(chan struct{}), waitUntil: time.Now().Add(trackingWait)}
 	// The fields that reach the same server as the same user, copied one by
 	// one: go-redis changes others of a live client's Options as it connects.
 	opt := redis.Options{
@@ -123,20 +136,36 @@ func newServerTracking(src *redis.Options, refused func(error)) *tracking {
 
 // subscribed is called when the subscription is confirmed on a connection:
 // reads may redirect to it from now on.
-func (t *tracking) subscribed() { t.id.Store(t.connID.Load()) }
+func (t *tracking) subscribed() {
+	t.id.Store(t.connID.Load())
+	t.confirm.Do(func() { close(t.confirmed) })
+}
 
 // lost is called when the subscriber's connection failed.
 func (t *tracking) lost() { t.id.Store(0) }
 
 // redirect returns the ID a tracked read redirects to, or 0 when a read
-// cannot be tracked now: before the subscription is confirmed (then the
-// confirmation reloads every hot key, see missed), or for trackingRetry
-// after a refusal.
-func (t *tracking) redirect() int64 {
+// cannot be tracked now: for trackingRetry after a refusal, or while the
+// subscription is down. Before its first confirmation a read waits for it
+// until waitUntil; one that cannot wait has the confirmation reload every
+// hot key (see missed).
+func (t *tracking) redirect(ctx context.Context) int64 {
 	if time.Now().UnixNano() < t.offUntil.Load() {
 		return 0
 	}
 	id := t.id.Load()
+	if id == 0 {
+		if wait := time.Until(t.waitUntil); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-t.confirmed:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+			id = t.id.Load()
+		}
+	}
 	if id == 0 {
 		t.missed.Store(true)
 		id = t.id.Load() // confirmed meanwhile: it may have seen missed unset
@@ -147,30 +176,78 @@ func (t *tracking) redirect() int64 {
 // trackedGet reads key (the Redis key) with tracking on, if the subscriber is
 // connected; otherwise as a plain GET.
 func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
-	t := c.track
+	var get *redis.StringCmd
+	c.trackedRead(ctx, key, func(p redis.Pipeliner) redis.Cmder {
+		get = p.Get(ctx, key)
+		return get
+	})
+	if get == nil {
+		return nil, fmt.Errorf("redis: no master known for %q", key)
+	}
+	return get.Bytes()
+}
+
+// trackedRead sends the command read adds on the server that holds record
+// (the one server, or the record's master on a cluster). When that
+// server's tracking connection is confirmed, CLIENT TRACKING ON REDIRECT
+// <it> OPTIN and CLIENT CACHING YES go first, in the same round trip, so
+// that Redis tells of the next write to record. A refusal of those is
+// counted, and turns tracking off on that server for trackingRetry. On a
+// cluster whose master for record is unknown nothing is sent.
+func (c *Client) trackedRead(ctx context.Context, record string, read func(redis.Pipeliner) redis.Cmder) {
+	node, t := c.rdb, c.track
+	if c.ctrack != nil {
+		m, err := c.ctrack.cc.MasterForKey(ctx, record)
+		if err != nil {
+			return
+		}
+		node, t = m, c.ctrack.node(c, m)
+	}
 	id := int64(0)
 	if t != nil {
-		id = t.redirect()
-	}
-	if id == 0 {
-		return c.rdb.Get(ctx, key).Bytes()
+		id = t.redirect(ctx)
 	}
 	var on *redis.StatusCmd
 	var caching *redis.Cmd
-	var get *redis.StringCmd
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		on = p.ClientTrackingOn(ctx, &redis.ClientTrackingOptions{Redirect: id, OptIn: true})
-		caching = p.Do(ctx, "client", "caching", "yes")
-		get = p.Get(ctx, key)
+	var r redis.Cmder
+	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if id != 0 {
+			on = p.ClientTrackingOn(ctx, &redis.ClientTrackingOptions{Redirect: id, OptIn: true})
+			caching = p.Do(ctx, "client", "caching", "yes")
+		}
+		r = read(p)
 		return nil
 	})
-	if err := errors.Join(on.Err(), caching.Err()); err != nil {
-		if gerr := get.Err(); gerr == nil || errors.Is(gerr, redis.Nil) || wrongType(gerr) {
-			c.trackingRefused(err) // Redis answered the GET, not the rest
+	if id == 0 {
+		return
+	}
+	if err := errors.Join(on.Err(), caching.Err()); err != nil && !isNetErr(err) {
+		if rerr := r.Err(); rerr == nil || errors.Is(rerr, redis.Nil) || wrongType(rerr) {
+			c.trackingRefused(err) // Redis answered the read, not the rest
 			t.offUntil.Store(time.Now().Add(trackingRetry).UnixNano())
 		}
 	}
-	return get.Bytes()
+}
+
+// changed is called when Redis told of a write to hot key key: it then
+// forgets the key for this Client. changed asks again, reading the key in
+// the same round trip, and reports whether Redis holds another value than
+// this instance's L1. It does not after a write-back of this instance's
+// own after a miss, or a write of the same value: those cost no reload
+// (and on a cluster the copies stay).
+func (c *Client) changed(key string) bool {
+	e := c.hot.Load().m[key]
+	if e == nil {
+		return true
+	}
+	v := e.val.Load()
+	if v == nil || v.err != nil || v.notFound {
+		return true // nothing to compare: another type's contents may have changed
+	}
+	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
+	defer cancel()
+	data, err := c.trackedGet(ctx, c.o.redisPrefix+key)
+	return err != nil || !bytes.Equal(data, v.data)
 }
 
 // trackingRefused counts a refusal of tracking by Redis (a read it answered
@@ -245,9 +322,12 @@ func (c *Client) trackedKeys(m *redis.Message) {
 		if !ok {
 			continue
 		}
-		if c.ctrack != nil && c.rep != nil && c.hot.Load().m[key] != nil {
-			// The hot key's copies hold the old value: the reload must
-			// not find it there (see clusterTracking).
+		if !c.changed(key) {
+			continue // L1 (and a cluster's copies) hold what Redis does
+		}
+		if c.ctrack != nil && c.rep != nil {
+			// The copies hold the old value: the reload must not find it
+			// there (see clusterTracking).
 			c.ctrack.dropCopies(c, key)
 		}
 		c.dropLocal(key)

@@ -161,6 +161,30 @@ func TestTrackingRefused(t *testing.T) {
 	waitFor(t, "the write broadcast to the other instance", func() bool { return get(t, b, "k") == "v2" })
 }
 
+// TestOwnWriteBackKeepsL1: a hot key missing in Redis is loaded from the
+// source and written back; Redis then tells the instance of that write (its
+// own), which finds Redis holding its L1 value and keeps it: no reload. A
+// write of another value after it is still seen.
+func TestOwnWriteBackKeepsL1(t *testing.T) {
+	srv := stacktest.StartRedisServer(t)
+	c := newClient(t, WithRedis(srv.Addr), WithLoader(newSource("k", "v1")), WithL1(0, time.Minute))
+	trackingOn(t, c)
+	promote(t, c, "k")
+	tracked := func() float64 { return testutil.ToFloat64(c.m.invalidations.WithLabelValues("tracked")) }
+	waitFor(t, "Redis telling of the write-back", func() bool { return tracked() >= 1 })
+	time.Sleep(50 * time.Millisecond)
+	if n := testutil.ToFloat64(c.m.loads.WithLabelValues("redis")); n != 0 {
+		t.Errorf("%v loads from Redis after the instance's own write-back, want 0", n)
+	}
+	if v := c.hot.Load().m["k"].val.Load(); v == nil || string(v.data) != "v1" {
+		t.Fatalf("L1 after the write-back: %+v, want v1 kept", v)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	admin.Set(context.Background(), "k", "v2", 0)
+	waitFor(t, "the write past Hotspot", func() bool { return get(t, c, "k") == "v2" })
+}
+
 // TestTrackingRefusedOnRead: a user that may take its connection's ID and
 // the channel, but not CLIENT TRACKING (as a Redis before 6 answers): the
 // first hot read is answered untracked and counted, and the reads after it
