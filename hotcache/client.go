@@ -89,13 +89,14 @@ func wrongType(err error) bool { return redis.HasErrorPrefix(err, "WRONGTYPE") }
 // lookup and two atomic loads.
 type hotEntry struct {
 	key       string
-	hits      stripedCount          // accesses since the last report
-	val       atomic.Pointer[value] // nil until loaded, and after an invalidation
-	gen       atomic.Uint64         // bumped by invalidations; a load installs only if unchanged
-	loading   atomic.Bool           // a backend read of this key is in flight
-	refreshAt atomic.Int64          // Unix ns after which the value is reloaded; 0: now
-	promoted  time.Time             // when the ZooKeeper event of the promotion arrived
-	delayDone atomic.Bool           // the promotion delay has been observed
+	hits      stripedCount             // accesses since the last report
+	val       atomic.Pointer[value]    // nil until loaded, and after an invalidation
+	ownWrite  atomic.Pointer[ownWrite] // what this instance last wrote back to Redis after a miss, and when (tracking.go)
+	gen       atomic.Uint64            // bumped by invalidations; a load installs only if unchanged
+	loading   atomic.Bool              // a backend read of this key is in flight
+	refreshAt atomic.Int64             // Unix ns after which the value is reloaded; 0: now
+	promoted  time.Time                // when the ZooKeeper event of the promotion arrived
+	delayDone atomic.Bool              // the promotion delay has been observed
 
 	// Guarded by Client.hotMu.
 	size int64 // bytes of val accounted in Client.l1Used
@@ -728,6 +729,9 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 		set := func() error { return c.rdb.SetNX(ctx, c.o.redisPrefix+key, data, ttl).Err() }
 		if hot && c.rep != nil {
 			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
+		}
+		if e := c.hot.Load().m[key]; hot && e != nil {
+			e.ownWrite.Store(&ownWrite{at: time.Now(), data: data}) // before: Redis may tell of it before it answers
 		}
 		if err := set(); err != nil {
 			c.br.failure()

@@ -22,15 +22,13 @@ import (
 // TRACKING ON REDIRECT <that master's tracking connection> OPTIN, CLIENT
 // CACHING YES and EXISTS of the record, in one round trip. Then it reads a
 // copy as before. When the record changes, its master names it, and the
-// Client asks again, reading the record in the same round trip: Redis
-// tracks a key until it tells of it. When the record holds what L1 does (a
-// write-back of this instance's own after a miss, or the same value
-// written), that is all. Otherwise the Client deletes the key's copies
-// before it drops the key from L1: its reload then finds no copy, reads
-// the record, and writes the copy back (as any missing copy is repaired).
-// Every instance that holds the key reads the record once per write, and
-// those that find a new value delete the copies: R deletions each. A write
-// through Hotspot is heard this way too.
+// Client deletes the key's copies before it drops the key from L1: its
+// reload then finds no copy, reads the record, and writes the copy back
+// (as any missing copy is repaired). Every instance that holds the key
+// deletes the copies, so a write past Hotspot costs R deletions per
+// instance; a write through Hotspot is heard this way too. A message that
+// follows the instance's own write-back is checked first (tracking.go,
+// changed), so that a write-back does not delete the copies it wrote.
 //
 // A tracking connection that fails is given up once its address is no
 // longer a master (a failover, a node removed), and every hot value is

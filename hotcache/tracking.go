@@ -229,25 +229,30 @@ func (c *Client) trackedRead(ctx context.Context, record string, read func(redis
 	}
 }
 
-// changed is called when Redis told of a write to hot key key: it then
-// forgets the key for this Client. changed asks again, reading the key in
-// the same round trip, and reports whether Redis holds another value than
-// this instance's L1. It does not after a write-back of this instance's
-// own after a miss, or a write of the same value: those cost no reload
-// (and on a cluster the copies stay).
-func (c *Client) changed(key string) bool {
-	e := c.hot.Load().m[key]
-	if e == nil {
-		return true
-	}
-	v := e.val.Load()
-	if v == nil || v.err != nil || v.notFound {
-		return true // nothing to compare: another type's contents may have changed
-	}
+// ownWriteWindow is how long after this instance wrote a hot key back to
+// Redis (after a miss) Redis' message about the key is checked before it is
+// acted on: the message is most likely about that write.
+const ownWriteWindow = time.Second
+
+// ownWrite is a value this instance wrote back to Redis after a miss, and
+// when.
+type ownWrite struct {
+	at   time.Time
+	data []byte
+}
+
+// changed is called when Redis told of a write to hot key key soon after
+// this instance wrote w back. Redis forgets the key for this Client once it
+// told of it, so changed asks again, reading the key in the same round
+// trip, and reports whether Redis holds another value than w. When it does
+// not, the write was most likely w itself, and the key is kept: no reload
+// (its load, if still in flight, installs w), and on a cluster its copies
+// stay.
+func (c *Client) changed(key string, w *ownWrite) bool {
 	ctx, cancel := context.WithTimeout(c.bg, c.o.opTimeout)
 	defer cancel()
 	data, err := c.trackedGet(ctx, c.o.redisPrefix+key)
-	return err != nil || !bytes.Equal(data, v.data)
+	return err != nil || !bytes.Equal(data, w.data)
 }
 
 // trackingRefused counts a refusal of tracking by Redis (a read it answered
@@ -322,8 +327,12 @@ func (c *Client) trackedKeys(m *redis.Message) {
 		if !ok {
 			continue
 		}
-		if !c.changed(key) {
-			continue // L1 (and a cluster's copies) hold what Redis does
+		e := c.hot.Load().m[key]
+		if e == nil {
+			continue
+		}
+		if w := e.ownWrite.Load(); w != nil && time.Since(w.at) < ownWriteWindow && !c.changed(key, w) {
+			continue // its own write-back: L1 (and a cluster's copies) hold what Redis does
 		}
 		if c.ctrack != nil && c.rep != nil {
 			// The copies hold the old value: the reload must not find it
