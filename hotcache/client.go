@@ -726,12 +726,23 @@ func (c *Client) fetch(ctx context.Context, key string, hot bool, tr *fetchTrace
 		ttl := c.o.redisTTL + rand.N(c.o.redisTTL/10+1)
 		// NX: a value another client wrote since the miss is newer than
 		// the Loader's answer, and stays.
-		set := func() error { return c.rdb.SetNX(ctx, c.o.redisPrefix+key, data, ttl).Err() }
+		var e *hotEntry
+		var w *ownWrite
+		if hot {
+			if e = c.hot.Load().m[key]; e != nil {
+				w = &ownWrite{at: time.Now(), data: data}
+				e.ownWrite.Store(w) // before: Redis may tell of the write before it answers
+			}
+		}
+		set := func() error {
+			wrote, err := c.rdb.SetNX(ctx, c.o.redisPrefix+key, data, ttl).Result()
+			if err == nil && !wrote && e != nil {
+				e.ownWrite.CompareAndSwap(w, nil) // no write, no message
+			}
+			return err
+		}
 		if hot && c.rep != nil {
 			set = func() error { return c.rep.setAll(ctx, key, data, ttl) }
-		}
-		if e := c.hot.Load().m[key]; hot && e != nil {
-			e.ownWrite.Store(&ownWrite{at: time.Now(), data: data}) // before: Redis may tell of it before it answers
 		}
 		if err := set(); err != nil {
 			c.br.failure()

@@ -864,3 +864,56 @@ func BenchmarkColdGet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRedisClusterWriteToEveryL1 is BenchmarkWriteToEveryL1 on the
+// Redis Cluster: per write of a hot key, the time until every one of 4
+// instances serves the new value, the key written past Hotspot by a plain
+// cluster client (tracking: its master tells each instance, which deletes
+// the key's copies and reloads it) or through one of the instances (Set:
+// its broadcast). Each instance is polled every 20 µs.
+func BenchmarkRedisClusterWriteToEveryL1(b *testing.B) {
+	addrs := stacktest.RedisCluster(b)
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer admin.Close()
+	ctx := context.Background()
+	for _, via := range []string{"tracking", "broadcast"} {
+		b.Run(via, func(b *testing.B) {
+			prefix := fmt.Sprint("bench-", via, "-", time.Now().UnixNano(), ":")
+			src := newSource("k", "v")
+			cs := make([]*Client, 4)
+			for i := range cs {
+				cs[i] = newClient(b, WithRedisCluster(addrs...), WithRedisKeyPrefix(prefix), WithLoader(src),
+					WithL1(0, time.Minute), WithHotReadLimit(NoLimit))
+				promote(b, cs[i], "k")
+			}
+			var delays []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				v := "v" + strconv.Itoa(i)
+				start := time.Now()
+				if via == "tracking" {
+					admin.Set(ctx, prefix+"k", v, 0)
+				} else if err := cs[0].Set(ctx, "k", []byte(v)); err != nil {
+					b.Fatal(err)
+				}
+				for _, c := range cs {
+					for {
+						got, err := c.Get(ctx, "k")
+						if err == nil && string(got) == v {
+							break
+						}
+						if time.Since(start) > 5*time.Second {
+							b.Fatalf("write %d not served after 5 s", i)
+						}
+						time.Sleep(20 * time.Microsecond)
+					}
+				}
+				delays = append(delays, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(delays)
+			b.ReportMetric(float64(delays[len(delays)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}

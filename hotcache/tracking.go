@@ -230,8 +230,8 @@ func (c *Client) trackedRead(ctx context.Context, record string, read func(redis
 }
 
 // ownWriteWindow is how long after this instance wrote a hot key back to
-// Redis (after a miss) Redis' message about the key is checked before it is
-// acted on: the message is most likely about that write.
+// Redis (after a miss) the next message about the key is checked before it
+// is acted on: it is most likely about that write.
 const ownWriteWindow = time.Second
 
 // ownWrite is a value this instance wrote back to Redis after a miss, and
@@ -331,7 +331,9 @@ func (c *Client) trackedKeys(m *redis.Message) {
 		if e == nil {
 			continue
 		}
-		if w := e.ownWrite.Load(); w != nil && time.Since(w.at) < ownWriteWindow && !c.changed(key, w) {
+		// The first message after the instance's write-back is most likely
+		// about it: only that one is checked.
+		if w := e.ownWrite.Swap(nil); w != nil && time.Since(w.at) < ownWriteWindow && !c.changed(key, w) {
 			continue // its own write-back: L1 (and a cluster's copies) hold what Redis does
 		}
 		if c.ctrack != nil && c.rep != nil {
