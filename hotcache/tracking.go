@@ -41,8 +41,9 @@ import (
 // warning; after a read it answered untracked, reads are sent as plain GETs
 // for trackingRetry before tracking is asked again.
 //
-// Not with several servers (a Ring, a Cluster, Sentinel, hot-key replicas):
-// the redirect must name a connection on the server that holds the key, and
+// On a Redis Cluster, one such connection per master (clustertracking.go).
+// Not with a Ring, Sentinel or hot-key replicas over plain servers: the
+// redirect must name a connection on the server that holds the key, and
 // must not outlive a failover. There the L1 TTL is the bound.
 
 // trackingChannel is where Redis sends invalidations to a RESP2 connection.
@@ -182,7 +183,7 @@ func (c *Client) trackedGet(ctx context.Context, key string) ([]byte, error) {
 		return get
 	})
 	if get == nil {
-		return nil, fmt.Errorf("redis: no master known for %q", key)
+		return nil, fmt.Errorf("hotcache: no Redis Cluster master known for %q", key)
 	}
 	return get.Bytes()
 }
@@ -327,21 +328,19 @@ func (c *Client) trackedKeys(m *redis.Message) {
 		if !ok {
 			continue
 		}
-		e := c.hot.Load().m[key]
-		if e == nil {
-			continue
+		if e := c.hot.Load().m[key]; e != nil {
+			// The first message after the instance's write-back is most
+			// likely about it: only that one is checked.
+			if w := e.ownWrite.Swap(nil); w != nil && time.Since(w.at) < ownWriteWindow && !c.changed(key, w) {
+				continue // its own write-back: L1 (and a cluster's copies) hold what Redis does
+			}
+			if c.ctrack != nil && c.rep != nil {
+				// The copies hold the old value: the reload must not
+				// find it there (see clusterTracking).
+				c.ctrack.dropCopies(c, key)
+			}
 		}
-		// The first message after the instance's write-back is most likely
-		// about it: only that one is checked.
-		if w := e.ownWrite.Swap(nil); w != nil && time.Since(w.at) < ownWriteWindow && !c.changed(key, w) {
-			continue // its own write-back: L1 (and a cluster's copies) hold what Redis does
-		}
-		if c.ctrack != nil && c.rep != nil {
-			// The copies hold the old value: the reload must not find it
-			// there (see clusterTracking).
-			c.ctrack.dropCopies(c, key)
-		}
-		c.dropLocal(key)
+		c.dropLocal(key) // a key demoted since too: its value may sit among the cold ones
 	}
 }
 
