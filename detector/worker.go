@@ -256,31 +256,30 @@ func (w *worker) answer(id uint64, final bool) {
 // addEffect sums an effect report into the round's effects: per key, and
 // per instance when the report names its instance.
 func (w *worker) addEffect(e *wire.EffectEntry) {
-	k := appKey{string(e.App), string(e.Key)}
-	i, ok := w.effectAt[k]
+	app := string(e.App)
+	addCounts(&sumFor(&w.effectAt, &w.effects, appKey{app, string(e.Key)}, func(k appKey) KeyEffect {
+		return KeyEffect{App: k.app, Key: k.key}
+	}).Effect, e)
+	if len(e.Src) > 0 {
+		addCounts(&sumFor(&w.instanceAt, &w.instances, appKey{app, string(e.Src)}, func(k appKey) InstanceEffect {
+			return InstanceEffect{App: k.app, Instance: k.key}
+		}).Effect, e)
+	}
+}
+
+// sumFor returns the entry of k in *list, which *at indexes, appending
+// fresh(k) first when k has none.
+func sumFor[T any](at *map[appKey]int, list *[]T, k appKey, fresh func(appKey) T) *T {
+	i, ok := (*at)[k]
 	if !ok {
-		if w.effectAt == nil {
-			w.effectAt = make(map[appKey]int)
+		if *at == nil {
+			*at = make(map[appKey]int)
 		}
-		i = len(w.effects)
-		w.effectAt[k] = i
-		w.effects = append(w.effects, KeyEffect{App: k.app, Key: k.key})
+		i = len(*list)
+		(*at)[k] = i
+		*list = append(*list, fresh(k))
 	}
-	addCounts(&w.effects[i].Effect, e)
-	if len(e.Src) == 0 {
-		return
-	}
-	k = appKey{k.app, string(e.Src)}
-	i, ok = w.instanceAt[k]
-	if !ok {
-		if w.instanceAt == nil {
-			w.instanceAt = make(map[appKey]int)
-		}
-		i = len(w.instances)
-		w.instanceAt[k] = i
-		w.instances = append(w.instances, InstanceEffect{App: k.app, Instance: k.key})
-	}
-	addCounts(&w.instances[i].Effect, e)
+	return &(*list)[i]
 }
 
 // addCounts adds e's counts to x, saturating.
