@@ -22,6 +22,10 @@ const maxAnswerBytes = 8 << 20
 // errNotTracked is a shard's 404 to KeyPath: the key is not tracked there.
 var errNotTracked = errors.New("not tracked")
 
+// ErrNoAnswer is wrapped by a query's error when no member answered it, as
+// against some members: then the answers of the others come with the error.
+var ErrNoAnswer = errors.New("no aggregator answered")
+
 // Top asks every member for app's n busiest keys and merges the answers,
 // busiest first (ties by key), at most n. Each key has one owner, so the
 // shards' lists are disjoint. The error names the members that did not
@@ -177,10 +181,14 @@ func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode f
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("api: %s: %w", path, err)
+	err := errors.Join(errs...)
+	switch {
+	case err == nil:
+		return nil
+	case !slices.Contains(errs, nil):
+		return fmt.Errorf("api: %s: %w: %w", path, ErrNoAnswer, err)
 	}
-	return nil
+	return fmt.Errorf("api: %s: %w", path, err)
 }
 
 func (c *Client) get(ctx context.Context, m router.Node, path string, q url.Values) ([]byte, error) {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -47,12 +48,14 @@ func TestTopMergesShards(t *testing.T) {
 		n       int
 		want    string // keys and rates, busiest first
 		wantErr bool
+		none    bool // no shard answered: the error wraps ErrNoAnswer
 	}{
-		{"two shards", map[string]*httptest.Server{"a": a, "b": b}, 10, "k1:300 k2:200 k0:100 k3:100", false},
-		{"at most n", map[string]*httptest.Server{"a": a, "b": b}, 2, "k1:300 k2:200", false},
-		{"one shard fails", map[string]*httptest.Server{"a": a, "x": failing}, 10, "k1:300 k3:100", true},
-		{"every shard fails", map[string]*httptest.Server{"x": failing}, 10, "", true},
-		{"no shard", nil, 10, "", false},
+		{"two shards", map[string]*httptest.Server{"a": a, "b": b}, 10, "k1:300 k2:200 k0:100 k3:100", false, false},
+		{"at most n", map[string]*httptest.Server{"a": a, "b": b}, 2, "k1:300 k2:200", false, false},
+		{"one shard fails", map[string]*httptest.Server{"a": a, "x": failing}, 10, "k1:300 k3:100", true, false},
+		{"one shard fails, the other has none", map[string]*httptest.Server{"e": topServer(t, "e"), "x": failing}, 10, "", true, false},
+		{"every shard fails", map[string]*httptest.Server{"x": failing}, 10, "", true, true},
+		{"no shard", nil, 10, "", false, false},
 	}
 	for _, tt := range tests {
 		c := newClient(t)
@@ -67,6 +70,9 @@ func TestTopMergesShards(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "aggregator x") {
 			t.Errorf("%s: error %q does not name the failed shard", tt.name, err)
+		}
+		if errors.Is(err, api.ErrNoAnswer) != tt.none {
+			t.Errorf("%s: error %v wraps ErrNoAnswer: %v, want %v", tt.name, err, !tt.none, tt.none)
 		}
 	}
 }

@@ -274,8 +274,8 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	}
 	keys, err := a.cfg.Aggregators.Top(r.Context(), app, n)
 	if err != nil {
-		if len(keys) == 0 {
-			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
+		if errors.Is(err, api.ErrNoAnswer) {
+			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return
 		}
 		a.log.Warn("busiest keys of some aggregators missing", "app", app, "err", err)

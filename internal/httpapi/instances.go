@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 
@@ -40,8 +41,8 @@ func (a *server) instances(w http.ResponseWriter, r *http.Request) {
 	}
 	got, err := a.cfg.Aggregators.Instances(r.Context(), app)
 	if err != nil {
-		if len(got) == 0 {
-			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": "no aggregator answered: " + err.Error()})
+		if errors.Is(err, api.ErrNoAnswer) {
+			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return
 		}
 		a.log.Warn("instances of some aggregators missing", "app", app, "err", err)

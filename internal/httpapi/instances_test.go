@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -14,7 +15,8 @@ import (
 )
 
 // instanceAggregators answers Instances with three instances of two apps,
-// and an error naming a shard when failed is set.
+// or none; with an error naming a shard when failed is set, which says no
+// shard answered when there are none.
 type instanceAggregators struct {
 	noAggregators
 	failed bool
@@ -27,6 +29,9 @@ func (f instanceAggregators) Instances(_ context.Context, app string) ([]api.Ins
 		err = errors.New("aggregator s2 at 127.0.0.1:1: connection refused")
 	}
 	if f.none {
+		if f.failed {
+			err = fmt.Errorf("%w: %w", api.ErrNoAnswer, err)
+		}
 		return nil, err
 	}
 	in := []api.InstanceEffectRates{
@@ -38,6 +43,14 @@ func (f instanceAggregators) Instances(_ context.Context, app string) ([]api.Ins
 		in = slices.DeleteFunc(in, func(e api.InstanceEffectRates) bool { return e.App != app })
 	}
 	return in, err
+}
+
+// partlyEmpty is a cluster where one shard failed and the others answered
+// with nothing.
+type partlyEmpty struct{ noAggregators }
+
+func (partlyEmpty) Instances(context.Context, string) ([]api.InstanceEffectRates, error) {
+	return nil, errors.New("aggregator s2 at 127.0.0.1:1: connection refused")
 }
 
 // TestInstancesRoute: /v1/instances lists the instances by app, the busiest
@@ -84,6 +97,9 @@ func TestInstancesRoute(t *testing.T) {
 	}
 	if code, body := get(instanceAggregators{failed: true, none: true}, "/v1/instances"); code != 502 || !strings.Contains(body, "aggregator s2") {
 		t.Errorf("no shard answered: %d %s, want 502 naming it", code, body)
+	}
+	if code, body := get(partlyEmpty{}, "/v1/instances"); code != 200 || !strings.Contains(body, `"instances": []`) {
+		t.Errorf("one shard failed, the other has no instance: %d %s, want 200 and none", code, body)
 	}
 	if code, body := get(noAggregators{}, "/v1/instances"); code != 200 || !strings.Contains(body, `"instances": []`) {
 		t.Errorf("no instances: %d %s", code, body)
