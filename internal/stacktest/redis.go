@@ -73,8 +73,8 @@ func StartRedisServer(t testing.TB) *RedisServer {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	r := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port}
+	t.Cleanup(r.Stop) // first: a server that never answers is stopped too
 	r.Start()
-	t.Cleanup(r.Stop)
 	return r
 }
 
@@ -84,6 +84,7 @@ func (r *RedisServer) Start() {
 	r.t.Helper()
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "no")
+	r.cmd.SysProcAttr = diesWithParent()
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -95,7 +96,8 @@ func (r *RedisServer) Start() {
 	}
 }
 
-// Stop kills the server (SIGKILL): its data is lost.
+// Stop kills the server (SIGKILL): its data is lost. A test process that is
+// itself killed takes the server with it (on Linux).
 func (r *RedisServer) Stop() {
 	if r.cmd != nil && r.cmd.Process != nil {
 		_ = r.cmd.Process.Kill()
