@@ -79,7 +79,7 @@ func (n *fakeNode) commands() []string {
 // slot is home's (no COMMAND table: every command goes home).
 func startFakeClusterProxy(t *testing.T, home string) string {
 	p := &Proxy{log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		sessions: map[clientConn]struct{}{}}
+		sessions: map[clientConn]struct{}{}, cmds: newCommands()}
 	p.bg, p.stop = context.WithCancel(context.Background())
 	t.Cleanup(p.stop)
 	p.cluster = newClusterMap(config{}, p.log.Warn)

@@ -148,12 +148,30 @@ func movableKeys(rdb redis.UniversalClient, in *cmdInfo, dst, args [][]byte) [][
 }
 
 // commands holds the table, loaded in the background until the upstream
-// answers.
+// answers. Until then every command passes through: none is answered from
+// L1, reported, or invalidates a hot key, so the proxy waits for it before
+// it serves (wait).
 type commands struct {
-	t atomic.Pointer[commandTable]
+	t      atomic.Pointer[commandTable]
+	loaded chan struct{} // closed once t is set
 }
 
+func newCommands() *commands { return &commands{loaded: make(chan struct{})} }
+
 func (c *commands) get() *commandTable { return c.t.Load() }
+
+// wait waits for the table, d at most, and reports whether it is there.
+func (c *commands) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.loaded:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
 
 // load tries until it has the table or ctx ends.
 func (c *commands) load(ctx context.Context, rdb redis.UniversalClient, logf func(error)) {
@@ -163,6 +181,7 @@ func (c *commands) load(ctx context.Context, rdb redis.UniversalClient, logf fun
 		cancel()
 		if err == nil {
 			c.t.Store(t)
+			close(c.loaded)
 			return
 		}
 		logf(err)

@@ -48,6 +48,7 @@ type config struct {
 	app            string
 	instance       string
 	hotRate        float64
+	reportSample   int // --report-sample: count one read in this many, with that weight
 	l1Bytes        int64
 	l1TTL          time.Duration
 	redisTracking  bool
@@ -77,6 +78,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&zk, "zk", "127.0.0.1:12181", "ZooKeeper servers to follow the hot set on, comma-separated; empty: nothing is hot")
 	fs.StringVar(&c.zkRoot, "zk-root", hotset.DefaultRoot, "ZooKeeper root of everything Hotspot keeps")
 	fs.StringVar(&c.app, "app", "", "the app whose hot set is followed and whose accesses are reported (required; a connection may name another with CLIENT SETNAME app:NAME)")
+	fs.IntVar(&c.reportSample, "report-sample", 1, "count one read in N, with weight N, to cut what reporting costs this proxy, the broker and hotspotd at high rates; each key's reported rate is then an estimate (writes are always counted)")
 	fs.StringVar(&c.instance, "instance", "", "this instance's name in the reports (default <host name>/<pid>; give each pod its own, e.g. the pod name)")
 	fs.Float64Var(&c.hotRate, "hot-read-limit", 400, "reads of hot keys per second this instance sends to Redis at most (the SDK's hot-read bucket); past it a read is answered with a blank")
 	fs.Int64Var(&l1MiB, "l1-mib", 64, "MiB of hot keys' values in L1 (the SDK's budget)")
@@ -126,6 +128,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("--hot-read-limit: %v must be > 0", c.hotRate)
 	case c.maxApps < 1:
 		return c, fmt.Errorf("--max-apps: %d must be >= 1", c.maxApps)
+	case c.reportSample < 1:
+		return c, fmt.Errorf("--report-sample: %d must be >= 1", c.reportSample)
 	}
 	c.redisPassword = getenv("HOTSPOT_REDIS_PASSWORD")
 	if c.redisTLSCAFile != "" {
@@ -182,7 +186,13 @@ func main() {
 	}
 }
 
-// run serves until ctx ends, then shuts down. ready, if not nil, gets the
+// commandTableWait bounds how long the proxy waits for Redis' COMMAND table
+// before it serves: without it nothing is reported or answered from L1.
+const commandTableWait = 5 * time.Second
+
+// run serves until ctx ends, then shuts down. It listens at once, but
+// accepts connections only once it has the COMMAND table (commandTableWait
+// at most), so that no command goes unreported. ready, if not nil, gets the
 // listening addresses (tests).
 func run(ctx context.Context, cfg config, log *slog.Logger, ready func(resp, http string)) error {
 	ln, err := net.Listen("tcp", cfg.listen)
@@ -193,6 +203,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(resp, htt
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if !p.cmds.wait(ctx, commandTableWait) && ctx.Err() == nil {
+		log.Warn("hotspot-proxy: serving without Redis' COMMAND table: until it is read, commands pass through, unreported, and writes invalidate no hot key",
+			"waited", commandTableWait)
 	}
 	var hsrv *http.Server
 	httpAddr := ""

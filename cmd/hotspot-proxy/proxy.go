@@ -88,7 +88,7 @@ type Proxy struct {
 	log   *slog.Logger
 	reg   *prometheus.Registry
 	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, /healthz
-	cmds  commands
+	cmds  *commands
 	stats stats
 
 	defaultApp *appClient
@@ -114,7 +114,7 @@ type bcastReq struct {
 // table; it does not listen yet.
 func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: log, reg: prometheus.NewRegistry(), apps: map[string]*appClient{},
-		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000)}
+		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000), cmds: newCommands()}
 	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.registerMetrics()
 	p.bg, p.stop = context.WithCancel(context.Background())
@@ -150,6 +150,7 @@ func (p *Proxy) newApp(ctx context.Context, name string) (*appClient, error) {
 		hotcache.WithInstanceID(cfg.instance),
 		hotcache.WithHotReadLimit(hotcache.Rate(cfg.hotRate)),
 		hotcache.WithL1(cfg.l1Bytes, cfg.l1TTL),
+		hotcache.WithReporting(0, 0, cfg.reportSample),
 		hotcache.WithRedisTracking(cfg.redisTracking),
 		hotcache.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"app": name}, p.reg)),
 		hotcache.WithLogger(p.log),

@@ -71,6 +71,7 @@ type item struct {
 	args    [][]byte // the command, for state changes
 	app     *appClient
 	keys    [][]byte // keys to report
+	value   bool     // GET: report the bytes of the value, not of the reply
 	write   bool
 	ticket  hotcache.ReplyTicket
 	store   bool
@@ -271,6 +272,7 @@ func (s *session) handle(cmd redcon.Command) *item {
 		it.args = args
 	}
 	if len(it.keys) > 0 && eqFold(name, "get") && len(args) == 2 {
+		it.value = true
 		return s.get(it, args)
 	}
 	if eqFold(name, "mget") && len(args) > 1 {
@@ -625,9 +627,28 @@ func (s *session) report(app *appClient, it *item, reply []byte, noInvalidate bo
 		return
 	}
 	per := len(reply) / len(it.keys)
+	if it.value {
+		per = bulkLen(reply)
+	}
 	for _, k := range it.keys {
 		app.c.ReportRead(string(k), per)
 	}
+}
+
+// bulkLen is the length of the bulk string reply is, and 0 for any other
+// reply (a null, an error).
+func bulkLen(reply []byte) int {
+	if len(reply) < 2 || reply[0] != '$' {
+		return 0
+	}
+	n := 0
+	for _, c := range reply[1:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // invalidate drops a hot key written through this session here at once (a
