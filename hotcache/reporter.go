@@ -248,6 +248,10 @@ func (r *reporter) flush(ctx context.Context) {
 	r.last = now
 	r.entries, r.recBytes = r.entries[:0], 0
 	add := func(key string, t tally) {
+		if !wire.ValidKey(key) {
+			r.m.reportDropped.WithLabelValues("bad_key").Add(float64(t.reads + t.writes))
+			return
+		}
 		var n int
 		r.entries, n = appendTally(r.entries, key, t)
 		r.recBytes += n * (len(key) + maxEntryOverhead)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -166,6 +167,25 @@ func TestReporterDropsWhenKafkaFails(t *testing.T) {
 	rep.flush(context.Background())
 	if got := testCounter(t, c.m.reportDropped.WithLabelValues("kafka")); got != 8 {
 		t.Errorf("dropped = %v, want 8", got)
+	}
+}
+
+// TestReporterBadKeys: keys the wire format cannot carry (not UTF-8, too
+// long) are counted as dropped; the others in the same flush are sent.
+func TestReporterBadKeys(t *testing.T) {
+	sink := newMemSink()
+	c := newClient(t)
+	tab := newCountTable(1024)
+	rep := &reporter{app: "shop", every: time.Second, table: tab, hot: func(func(string, tally)) {}, sink: sink, m: c.m}
+	tab.add("ok", wire.OpRead, 3, 30)
+	tab.add("bin:\xff\xfe", wire.OpRead, 2, 0)
+	tab.add(strings.Repeat("k", wire.DefaultMaxKeyLen+1), wire.OpWrite, 4, 0)
+	rep.flush(context.Background())
+	if got := testCounter(t, c.m.reportDropped.WithLabelValues("bad_key")); got != 6 {
+		t.Errorf("dropped bad_key = %v, want 6", got)
+	}
+	if got := sink.tally("ok"); got.reads != 3 {
+		t.Errorf("ok reported as %+v, want 3 reads", got)
 	}
 }
 

@@ -130,7 +130,7 @@ func AppendEffects(dst []byte, app, src string, endMs, periodMs int64, effects [
 }
 
 func validEffect(e *Effect) bool {
-	return validKey(e.Key) && e.L1Hits|e.L2Reads|e.SourceLoads|e.Limited != 0
+	return ValidKey(e.Key) && e.L1Hits|e.L2Reads|e.SourceLoads|e.Limited != 0
 }
 
 // appendHeader appends a batch header up to its time: the magic, the
@@ -147,14 +147,17 @@ func appendHeader(dst []byte, version byte, app, src string, ms int64) []byte {
 	return binary.AppendUvarint(dst, uint64(max(ms, 0)))
 }
 
-func validKey(k string) bool {
+// ValidKey reports whether k can be the key of a batch entry: 1 to
+// DefaultMaxKeyLen bytes of valid UTF-8. The Append functions leave out
+// entries whose key is not.
+func ValidKey(k string) bool {
 	return len(k) > 0 && len(k) <= DefaultMaxKeyLen && utf8.ValidString(k)
 }
 
-func validKeyCount(e KeyCount) bool { return e.Count > 0 && validKey(e.Key) }
+func validKeyCount(e KeyCount) bool { return e.Count > 0 && ValidKey(e.Key) }
 
 func validAccess(e *Access) bool {
-	return e.Count > 0 && e.Op <= OpWrite && validKey(e.Key)
+	return e.Count > 0 && e.Op <= OpWrite && ValidKey(e.Key)
 }
 
 func appendEntries(dst []byte, entries []KeyCount) []byte {
