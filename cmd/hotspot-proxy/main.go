@@ -78,7 +78,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&zk, "zk", "127.0.0.1:12181", "ZooKeeper servers to follow the hot set on, comma-separated; empty: nothing is hot")
 	fs.StringVar(&c.zkRoot, "zk-root", hotset.DefaultRoot, "ZooKeeper root of everything Hotspot keeps")
 	fs.StringVar(&c.app, "app", "", "the app whose hot set is followed and whose accesses are reported (required; a connection may name another with CLIENT SETNAME app:NAME)")
-	fs.IntVar(&c.reportSample, "report-sample", 1, "count one read in N, with weight N, to cut what reporting costs this proxy, the broker and hotspotd at high rates; each key's reported rate is then an estimate (writes are always counted)")
+	fs.IntVar(&c.reportSample, "report-sample", 1, "count one read in N, with weight N, to cut what reporting costs this proxy and the broker at high rates; each key's reported rate is then an estimate (writes are always counted)")
 	fs.StringVar(&c.instance, "instance", "", "this instance's name in the reports (default <host name>/<pid>; give each pod its own, e.g. the pod name)")
 	fs.Float64Var(&c.hotRate, "hot-read-limit", 400, "reads of hot keys per second this instance sends to Redis at most (the SDK's hot-read bucket); past it a read is answered with a blank")
 	fs.Int64Var(&l1MiB, "l1-mib", 64, "MiB of hot keys' values in L1 (the SDK's budget)")
