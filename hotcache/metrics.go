@@ -69,6 +69,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.reportBatches = counter("reporter_batches_total", "Access batches handed to Kafka.")
 	m.reportBytes = counter("reporter_bytes_total", "Bytes of access and effect batches handed to Kafka.")
 	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down; reason=bad_key: a key that is not 1 to 1024 bytes of UTF-8).", "reason")
+	for _, r := range []string{"full", "kafka", "bad_key"} {
+		m.reportDropped.WithLabelValues(r) // exported at 0, as throttled_total
+	}
 	m.reportFailed = counter("reporter_failed_records_total", "Access and effect batches Kafka did not accept, after every retry.")
 	m.effectBatches = counter("reporter_effect_batches_total", "Effect batches (the hot keys' L1 hits, L2 reads, source loads and limited reads) handed to Kafka.")
 	m.effectDropped = counter("reporter_dropped_effects_total", "Effect entries (one per hot key and report) not reported: Kafka backlog full or down.")
