@@ -56,6 +56,7 @@ type config struct {
 	limitedError   bool
 	maxApps        int
 	shutdownGrace  time.Duration
+	commandWait    time.Duration // how long to wait for the COMMAND table before serving (commandTableWait; tests shorten it)
 	logLevel       slog.Level
 	redisTLSCAFile string
 }
@@ -109,6 +110,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, errors.New("HOTSPOT_REDIS and HOTSPOT_REDIS_CLUSTER are both set: choose with --redis or --redis-cluster")
 	}
 	c.l1Bytes, c.replyBytes = l1MiB<<20, replyMiB<<20
+	c.commandWait = commandTableWait
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)
 	}
@@ -191,7 +193,7 @@ func main() {
 const commandTableWait = 5 * time.Second
 
 // run serves until ctx ends, then shuts down. It listens at once, but
-// accepts connections only once it has the COMMAND table (commandTableWait
+// accepts connections only once it has the COMMAND table (cfg.commandWait
 // at most), so that no command goes unreported. ready, if not nil, gets the
 // listening addresses (tests).
 func run(ctx context.Context, cfg config, log *slog.Logger, ready func(resp, http string)) error {
@@ -204,9 +206,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(resp, htt
 		ln.Close()
 		return err
 	}
-	if !p.cmds.wait(ctx, commandTableWait) && ctx.Err() == nil {
+	if !p.cmds.wait(ctx, cfg.commandWait) && ctx.Err() == nil {
 		log.Warn("hotspot-proxy: serving without Redis' COMMAND table: until it is read, commands pass through, unreported, and writes invalidate no hot key",
-			"waited", commandTableWait)
+			"waited", cfg.commandWait)
 	}
 	var hsrv *http.Server
 	httpAddr := ""

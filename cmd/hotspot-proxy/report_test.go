@@ -136,3 +136,55 @@ func TestReportsToKafka(t *testing.T) {
 		}
 	}
 }
+
+// TestServesWithoutCommandTable: a proxy whose Redis user may not run
+// COMMAND serves after its wait, passing every command through unreported;
+// once the user may, the table is read and reads are reported again.
+func TestServesWithoutCommandTable(t *testing.T) {
+	broker, redisAddr := stacktest.Kafka(t), stacktest.StartRedisServer(t).Addr
+	admin := newRedis(redisAddr)
+	defer admin.Close()
+	acl := func(rules ...any) {
+		if err := admin.Do(t.Context(), append([]any{"ACL", "SETUSER", "nocmd"}, rules...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acl("on", ">pw", "~*", "&*", "+@all", "-command")
+	topic := stacktest.Name(t)
+	if _, err := kafkaio.EnsureTopic(t.Context(), []string{broker}, topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 5 * time.Second}
+		_, _ = cl.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	start := time.Now()
+	p := startProxy(t, redisAddr, func(c *config) {
+		c.brokers, c.topic = []string{broker}, topic
+		c.redisUser, c.redisPassword, c.commandWait = "nocmd", "pw", 200*time.Millisecond
+	})
+	t.Logf("serving %v after the start, without the table", time.Since(start).Round(time.Millisecond))
+	c := dialRaw(t, p.addr)
+	defer c.close()
+	before, after := topic+":before", topic+":after"
+	if got := string(c.do("SET", before, "v")); got != "+OK\r\n" {
+		t.Fatalf("SET through the proxy: %q", got)
+	}
+	if got := string(c.do("GET", before)); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET through the proxy: %q", got)
+	}
+	acl("+command")
+	// The table is asked again after 0.1, 0.2, 0.4, 0.8 s... of back-off.
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
+		c.do("GET", after)
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop()
+	got := readReports(t, broker, topic, 1)
+	if got[before] != nil {
+		t.Errorf("%s, read before the table was there, reported as %+v", before, *got[before])
+	}
+	if got[after] == nil || got[after].reads == 0 {
+		t.Errorf("%s, read once the table could be read, not reported (%v)", after, got)
+	}
+}
