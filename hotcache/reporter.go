@@ -218,23 +218,27 @@ type reporter struct {
 // then it flushes once more. It sends the hot keys' effect after the first
 // flush that finds an effect interval gone by since the last effect report,
 // and once more at the end.
+//
+// ctx ends the loop but cuts no send short: a flush under way when the
+// Client closes, such as a first one still learning the topic's
+// partitions, completes (the sink bounds each send), and so does the last.
 func (r *reporter) run(ctx context.Context) {
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
 	r.lastEffect = time.Now()
+	send := context.WithoutCancel(ctx)
 	for {
 		select {
 		case <-ctx.Done():
-			ctx = context.WithoutCancel(ctx)
-			r.flush(ctx)
-			r.flushEffects(ctx, time.Now())
+			r.flush(send)
+			r.flushEffects(send, time.Now())
 			return
 		case <-tick.C:
 		case <-r.table.wake:
 		}
-		r.flush(ctx)
+		r.flush(send)
 		if now := time.Now(); now.Sub(r.lastEffect) >= r.effectEvery {
-			r.flushEffects(ctx, now)
+			r.flushEffects(send, now)
 		}
 	}
 }

@@ -170,6 +170,51 @@ func TestReporterDropsWhenKafkaFails(t *testing.T) {
 	}
 }
 
+// slowSink is a sink whose first send takes a while, as a Kafka writer's
+// first write does while it learns the topic's partitions, and gives up
+// when its ctx ends, as that one does.
+type slowSink struct {
+	*memSink
+	entered chan struct{} // closed when the first send starts
+	once    sync.Once
+}
+
+func (s *slowSink) send(ctx context.Context, rec []byte) error {
+	first := false
+	s.once.Do(func() { first = true; close(s.entered) })
+	if first {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return s.memSink.send(ctx, rec)
+}
+
+// TestReporterCloseKeepsSendUnderWay: a Client that closes while its
+// reporter is in a send lets that send finish; it used to cut it short,
+// losing the batch (a short-lived Client lost every access it made).
+func TestReporterCloseKeepsSendUnderWay(t *testing.T) {
+	sink := &slowSink{memSink: newMemSink(), entered: make(chan struct{})}
+	c := newClient(t)
+	tab := newCountTable(1024)
+	rep := &reporter{app: "shop", every: 10 * time.Millisecond, table: tab, hot: func(func(string, tally)) {}, sink: sink, m: c.m}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rep.run(ctx) }()
+	tab.add("k", wire.OpRead, 3, 30)
+	<-sink.entered
+	cancel() // Close, while the send is under way
+	<-done
+	if got := sink.tally("k"); got.reads != 3 {
+		t.Errorf("k reported as %+v, want 3 reads", got)
+	}
+	if got := testCounter(t, c.m.reportDropped.WithLabelValues("kafka")); got != 0 {
+		t.Errorf("dropped %v accesses, want none", got)
+	}
+}
+
 // TestReporterBadKeys: keys the wire format cannot carry (not UTF-8, too
 // long) are counted as dropped; the others in the same flush are sent.
 func TestReporterBadKeys(t *testing.T) {
