@@ -22,8 +22,9 @@ const maxAnswerBytes = 8 << 20
 // errNotTracked is a shard's 404 to KeyPath: the key is not tracked there.
 var errNotTracked = errors.New("not tracked")
 
-// ErrNoAnswer is wrapped by a query's error when no member answered it, as
-// against some members: then the answers of the others come with the error.
+// ErrNoAnswer is wrapped by a query's error when no member answered. When
+// only some did not, the error does not wrap it, and the answers of the
+// others come with it.
 var ErrNoAnswer = errors.New("no aggregator answered")
 
 // Top asks every member for app's n busiest keys and merges the answers,
