@@ -160,6 +160,14 @@ func newCommands() *commands { return &commands{loaded: make(chan struct{})} }
 
 func (c *commands) get() *commandTable { return c.t.Load() }
 
+// has is 1 once the table is there, else 0.
+func (c *commands) has() int {
+	if c.get() == nil {
+		return 0
+	}
+	return 1
+}
+
 // wait waits for the table, d at most, and reports whether it is there.
 func (c *commands) wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -391,8 +391,8 @@ func (p *Proxy) info(a *appClient) string {
 	fmt.Fprintf(&b, "# Hotspot proxy\r\napp:%s\r\ninstance:%s\r\nupstream:%s\r\n", a.name, a.c.Instance(), p.upstreamName())
 	fmt.Fprintf(&b, "hits:%d\r\nmisses:%d\r\nlimited:%d\r\npassthrough:%d\r\nhit_ratio:%s\r\n",
 		t.hits, t.misses, t.limited, t.passthrough, strconv.FormatFloat(ratio, 'f', 4, 64))
-	fmt.Fprintf(&b, "hot_keys:%d\r\nreply_cache_keys:%d\r\nreply_cache_bytes:%d\r\nconnections:%d\r\nbroadcasts_failed:%d\r\n",
-		len(a.c.Hot()), rs.Keys, rs.Bytes, s.conns.Load(), s.bcastFailed.Load())
+	fmt.Fprintf(&b, "hot_keys:%d\r\nreply_cache_keys:%d\r\nreply_cache_bytes:%d\r\nconnections:%d\r\nbroadcasts_failed:%d\r\ncommand_table:%d\r\n",
+		len(a.c.Hot()), rs.Keys, rs.Bytes, s.conns.Load(), s.bcastFailed.Load(), p.cmds.has())
 	return b.String()
 }
 
@@ -408,6 +408,9 @@ func (p *Proxy) registerMetrics() {
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
 	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))
+	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_command_table",
+		Help: "1 once Redis' COMMAND table is read; 0 while every command passes through unreported."},
+		func() float64 { return float64(p.cmds.has()) }))
 }
 
 // httpHandler serves /metrics and /healthz.

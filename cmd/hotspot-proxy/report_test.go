@@ -173,12 +173,13 @@ func TestServesWithoutCommandTable(t *testing.T) {
 	if got := string(c.do("GET", before)); got != "$1\r\nv\r\n" {
 		t.Fatalf("GET through the proxy: %q", got)
 	}
+	if n := infoField(t, p.addr, "command_table"); n != 0 {
+		t.Errorf("HOTSPOT INFO command_table:%d without the table, want 0", n)
+	}
 	acl("+command")
 	// The table is asked again after 0.1, 0.2, 0.4, 0.8 s... of back-off.
-	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
-		c.do("GET", after)
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the COMMAND table", func() bool { return infoField(t, p.addr, "command_table") == 1 })
+	c.do("GET", after)
 	p.stop()
 	got := readReports(t, broker, topic, 1)
 	if got[before] != nil {
