@@ -18,6 +18,20 @@ type reported struct {
 	odd                                  uint64 // read counts that are not a multiple of the sampling weight
 }
 
+// reportTopic creates a one-partition topic for a proxy's reports, deleted
+// when the test ends.
+func reportTopic(t *testing.T, broker, topic string) string {
+	t.Helper()
+	if _, err := kafkaio.EnsureTopic(t.Context(), []string{broker}, topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 5 * time.Second}
+		_, _ = cl.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	return topic
+}
+
 // readReports sums the access reports on topic per key, up to the
 // topic's end; weight is the sampling weight every read count must be a
 // multiple of.
@@ -78,14 +92,7 @@ func TestReportsToKafka(t *testing.T) {
 	broker, redisAddr := stacktest.Kafka(t), stacktest.Redis(t)
 	for _, sample := range []int{1, 4} {
 		name := stacktest.Name(t)
-		topic := name
-		if _, err := kafkaio.EnsureTopic(t.Context(), []string{broker}, topic, 1); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 5 * time.Second}
-			_, _ = cl.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-		})
+		topic := reportTopic(t, broker, name)
 		p := startProxy(t, redisAddr, func(c *config) {
 			c.brokers, c.topic, c.reportSample = []string{broker}, topic, sample
 		})
@@ -150,14 +157,7 @@ func TestServesWithoutCommandTable(t *testing.T) {
 		}
 	}
 	acl("on", ">pw", "~*", "&*", "+@all", "-command")
-	topic := stacktest.Name(t)
-	if _, err := kafkaio.EnsureTopic(t.Context(), []string{broker}, topic, 1); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 5 * time.Second}
-		_, _ = cl.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
-	})
+	topic := reportTopic(t, broker, stacktest.Name(t))
 	start := time.Now()
 	p := startProxy(t, redisAddr, func(c *config) {
 		c.brokers, c.topic = []string{broker}, topic
