@@ -635,20 +635,13 @@ func (s *session) report(app *appClient, it *item, reply []byte, noInvalidate bo
 	}
 }
 
-// bulkLen is the length of the bulk string reply is, and 0 for any other
-// reply (a null, an error).
+// bulkLen is the length of the bulk string that reply is, and 0 for any
+// other reply (a null, an error).
 func bulkLen(reply []byte) int {
-	if len(reply) < 2 || reply[0] != '$' {
-		return 0
+	if _, r := redcon.ReadNextRESP(reply); r.Type == redcon.Bulk {
+		return len(r.Data)
 	}
-	n := 0
-	for _, c := range reply[1:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
+	return 0
 }
 
 // invalidate drops a hot key written through this session here at once (a
