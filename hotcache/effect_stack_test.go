@@ -94,15 +94,7 @@ func TestEffectToKafka(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := conn.ReadLastOffset()
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := stacktest.EndOffset(t, broker, topic)
 	for r.Offset() < end {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {

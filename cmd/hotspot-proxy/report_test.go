@@ -37,15 +37,7 @@ func reportTopic(t *testing.T, broker, topic string) string {
 // multiple of.
 func readReports(t *testing.T, broker, topic string, weight uint64) map[string]*reported {
 	t.Helper()
-	conn, err := kafka.DialLeader(t.Context(), "tcp", broker, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := conn.ReadLastOffset()
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := stacktest.EndOffset(t, broker, topic)
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, MinBytes: 1, MaxBytes: 1 << 20,
 		MaxWait: 100 * time.Millisecond})
 	defer r.Close()
