@@ -376,7 +376,7 @@ func TestRedisClusterTracking(t *testing.T) {
 // TestRedisClusterBroadcast: a proxy writes a hot key straight into Redis and
 // calls Broadcast. Every instance then serves the new value: Broadcast
 // deleted the key's tagged copies, which still held the old one, before it
-// told them to reload.
+// told them to reload. Tracking is off: it would delete them too.
 func TestRedisClusterBroadcast(t *testing.T) {
 	addrs := stacktest.RedisCluster(t)
 	zkAddr := stacktest.ZK(t)
@@ -384,7 +384,7 @@ func TestRedisClusterBroadcast(t *testing.T) {
 	hs := stacktest.NewHotSet(t, zkAddr)
 	src := newSource("k", "v1")
 	cs := startInstances(t, 4, WithApp(hs.App), WithZooKeeper([]string{zkAddr}, hs.Root),
-		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src))
+		WithRedisCluster(addrs...), WithRedisKeyPrefix(hs.App+":"), WithLoader(src), WithRedisTracking(false))
 	hs.Set("k")
 	awaitHot(t, cs, "k") // loaded from the source: the copies hold v1
 	for _, nd := range cs[0].rep.list {
