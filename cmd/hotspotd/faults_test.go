@@ -729,7 +729,7 @@ func brokerRestart(t *testing.T, down time.Duration) {
 	stopped := time.Now() // before the stop: the broker goes away during it
 	s.do("stop", "kafka")
 	time.Sleep(down)
-	s.do("up") // returns once the broker answers metadata and finds a group coordinator
+	s.do("up") // returns once the broker answers metadata and serves a group on every offsets partition
 	back := time.Now()
 	t.Logf("broker stopped at +%v, `stack.sh up` returned at +%v", stopped.Sub(r.start).Round(time.Millisecond), back.Sub(r.start).Round(time.Millisecond))
 	// A key that turns hot now, at 2x, in every view within the bound.

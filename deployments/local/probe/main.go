@@ -1,6 +1,6 @@
 // Command probe checks that the local stack answers real requests: a Kafka
-// metadata request and a group coordinator, a ZooKeeper session and a Redis
-// PING. stack.sh runs it.
+// metadata request and a group on every partition of __consumer_offsets, a
+// ZooKeeper session and a Redis PING. stack.sh runs it.
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -148,7 +149,57 @@ func probeKafka(ctx context.Context, addr string) error {
 	if resp.Error != nil {
 		return fmt.Errorf("no group coordinator yet: %w", resp.Error)
 	}
+	// A restarted broker names coordinators at once but loads the groups
+	// of __consumer_offsets one partition after another, and refuses a
+	// group whose partition is still loading ("Group Load In Progress"):
+	// seconds on a slow machine. So the probe asks for a group on every
+	// partition, and the stack is up once all of them are served.
+	parts, err := conn.ReadPartitions("__consumer_offsets")
+	if err != nil {
+		return err
+	}
+	groups, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groupsCovering(len(parts))})
+	if err != nil {
+		return err
+	}
+	for _, g := range groups.Groups {
+		if g.Error != nil {
+			return fmt.Errorf("group %s: %w", g.GroupID, g.Error)
+		}
+	}
 	return nil
+}
+
+// groupsCovering returns group IDs whose groups lie on every one of the n
+// partitions of __consumer_offsets: Kafka puts a group on partition
+// abs(Java's hashCode of its ID) mod n.
+func groupsCovering(n int) []string {
+	var ids []string
+	seen := make([]bool, n)
+	for i := 0; len(ids) < n; i++ {
+		id := fmt.Sprintf("hotspot-stack-probe-%d", i)
+		if p := groupPartition(id, n); !seen[p] {
+			seen[p] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// groupPartition is the partition of __consumer_offsets (of n) that holds
+// group id (Kafka's Utils.abs(id.hashCode()) % n, for an ASCII id).
+func groupPartition(id string, n int) int {
+	var h int32
+	for i := range len(id) {
+		h = 31*h + int32(id[i])
+	}
+	if h == math.MinInt32 {
+		return 0
+	}
+	if h < 0 {
+		h = -h
+	}
+	return int(h) % n
 }
 
 func probeZK(ctx context.Context, addr string) error {
