@@ -115,16 +115,16 @@ func (c *Client) ReportWrite(key string, bytes int) {
 // instance, SDK or proxy, drops it too. Unlike Invalidate it does not delete
 // the key in Redis: use it after a write that has just set the key there.
 // It does delete the hot-key copies (WithRedisReplicas) other than the
-// key's own, before the broadcast: an instance that reloads the key must not
-// find the old value there. Without Redis it only drops locally. A failed
-// delete or publish is returned (wrapping ErrUnavailable) and not retried:
-// other instances then keep their copy for at most the L1 TTL.
+// key's own first: an instance that reloads the key, this one included,
+// must not find the old value there. Without Redis it only drops locally. A
+// failed delete or publish is returned (wrapping ErrUnavailable) and not
+// retried: other instances then keep their copy for at most the L1 TTL.
 func (c *Client) Broadcast(ctx context.Context, key string) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	c.dropLocal(key)
 	if c.rdb == nil {
+		c.dropLocal(key)
 		return nil
 	}
 	if c.rep != nil {
@@ -132,9 +132,11 @@ func (c *Client) Broadcast(ctx context.Context, key string) error {
 		err := c.rep.delCopies(dctx, key)
 		cancel()
 		if err != nil {
+			c.dropLocal(key)
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
+	c.dropLocal(key)
 	return c.publish(ctx, c.channel, key)
 }
 

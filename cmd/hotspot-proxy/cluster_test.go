@@ -404,4 +404,16 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	// Client tracking: the write past the proxy reaches its L1 too.
 	waitUntil(t, 2*time.Second, "the value written past the proxy", func() bool { return string(c.do("GET", hot)) == "$2\r\nv3\r\n" })
 	t.Logf("a write past the proxy served %v later", time.Since(start).Round(100*time.Microsecond))
+	// Read your writes, pipelined: the GET, which L1 could answer, waits
+	// for the SET sent before it in the same batch.
+	waitUntil(t, 5*time.Second, "v3 answered from L1", func() bool {
+		hits := infoField(t, tp.addr, "hits")
+		return string(c.do("GET", hot)) == "$2\r\nv3\r\n" && infoField(t, tp.addr, "hits") > hits
+	})
+	if _, err := c.c.Write(append(encode("SET", hot, "v4"), encode("GET", hot)...)); err != nil {
+		t.Fatal(err)
+	}
+	if c.read(); string(c.read()) != "$2\r\nv4\r\n" {
+		t.Error("a GET pipelined after a SET on the same connection did not see it")
+	}
 }

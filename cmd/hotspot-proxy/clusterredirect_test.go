@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -161,5 +163,60 @@ func TestRedirectParse(t *testing.T) {
 		if kind != tc.kind || slot != tc.slot || addr != tc.addr {
 			t.Errorf("redirect(%q) = %q %d %q", tc.in, kind, slot, addr)
 		}
+	}
+}
+
+// TestClusterBatchRedirected: a pipeline whose commands are redirected is
+// answered in order: the replies after a redirected command are read before
+// it is sent again, here to a node that still owes them ("self").
+func TestClusterBatchRedirected(t *testing.T) {
+	b := newFakeNode(t, func(cmd string, asking bool) string {
+		switch {
+		case cmd == "GET moved":
+			return "$7\r\nfrom-b!\r\n"
+		case cmd == "GET asked" && asking:
+			return "$5\r\nasked\r\n"
+		}
+		return "-ERR b\r\n"
+	})
+	var a *fakeNode
+	selfAsked := 0
+	a = newFakeNode(t, func(cmd string, asking bool) string {
+		switch cmd {
+		case "GET self": // moved to this very node, the first time
+			if selfAsked++; selfAsked == 1 {
+				return "-MOVED 3003 " + a.addr() + "\r\n"
+			}
+		case "GET moved":
+			return "-MOVED 3000 " + b.addr() + "\r\n"
+		case "GET asked":
+			return "-ASK 3001 " + b.addr() + "\r\n"
+		case "PING":
+			return "+PONG\r\n"
+		}
+		k := strings.TrimPrefix(cmd, "GET ")
+		return "$" + strconv.Itoa(len(k)) + "\r\n" + k + "\r\n"
+	})
+	c := dialRaw(t, startFakeClusterProxy(t, a.addr()))
+	defer c.close()
+	var pipeline []byte
+	for _, k := range []string{"k1", "moved", "k3", "self", "asked", "k6"} {
+		pipeline = append(pipeline, encode("GET", k)...)
+	}
+	pipeline = append(pipeline, encode("PING")...)
+	if _, err := c.c.Write(pipeline); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 7 {
+		got = append(got, string(c.read()))
+	}
+	want := []string{"$2\r\nk1\r\n", "$7\r\nfrom-b!\r\n", "$2\r\nk3\r\n", "$4\r\nself\r\n", "$5\r\nasked\r\n",
+		"$2\r\nk6\r\n", "+PONG\r\n"}
+	if !slices.Equal(got, want) {
+		t.Errorf("replies %q, want %q", got, want)
+	}
+	if got, want := strings.Join(b.commands(), "|"), "GET moved|ASKING|GET asked"; got != want {
+		t.Errorf("node b got %s, want %s", got, want)
 	}
 }

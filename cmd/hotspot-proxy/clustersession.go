@@ -18,16 +18,23 @@ import (
 
 // A clusterSession is one client connection in cluster mode.
 //
-// One goroutine reads the client's commands and serves each in order: it
-// writes the command to the master of its keys' slot (keyless commands to
-// the session's home master), reads that one reply, follows MOVED and ASK
-// (at most maxRedirects), and writes the reply to the client. Simple and in
-// order; a pipeline costs one round trip per command.
+// One goroutine reads the client's commands and serves them in order. A
+// plain command (any that does not change the connection's state, open or
+// end a transaction, block or subscribe) is written to the master of its
+// keys' slot (keyless commands to the session's home master) and left
+// unanswered in the batch; the batch is answered in order, each reply read
+// from its master's connection, once a command needs the replies before it
+// (anything else, or an answer from L1), and at the end of what the client
+// sent. So a pipeline costs one round trip per master, not per command. A
+// MOVED or ASK in a batch is followed once every reply of the batch is in
+// (at most maxRedirects), so that the command sent again finds its node's
+// connection with nothing else to answer.
 //
 // The single-mode session's bookkeeping is reused as is: handle() decides
 // what L1 answers and what is forwarded, after() applies a reply (state,
-// reply cache, reports, invalidations). Processing is synchronous, so every
-// barrier is always passed when handle() runs.
+// reply cache, reports, invalidations). handle() answers from L1 only once
+// the connection's state is settled: in cluster mode that answers the batch
+// first (session.settle), so a read sees the writes sent before it.
 //
 // Upstream connections are dialled per master when first needed; the
 // connection-state commands the client sent (AUTH, HELLO, CLIENT SETNAME,
@@ -50,6 +57,9 @@ type clusterSession struct {
 	rm    resp3.RawMessage
 	keys  [][]byte
 
+	batch  []sentCmd // sent and not answered yet, in order
+	failed error     // an upstream failed while the batch was answered: the session ends
+
 	watchNode string   // master of the WATCHed keys
 	pin       string   // master the open transaction runs on
 	held      bool     // MULTI answered by the proxy, not sent yet
@@ -70,7 +80,20 @@ type stateCmd struct {
 	raw  []byte
 }
 
-const maxRedirects = 5
+// sentCmd is a command of the batch: sent to u, its reply not read yet. raw
+// and the item's arguments point into the reader's buffer, which the batch
+// is answered before reading again.
+type sentCmd struct {
+	it   *item
+	u    *upConn
+	raw  []byte
+	slot int
+}
+
+const (
+	maxRedirects = 5
+	maxBatch     = 256 // commands sent before their replies are read
+)
 
 var (
 	errCrossSlot   = []byte("-CROSSSLOT Keys in request don't hash to the same slot\r\n")
@@ -83,6 +106,7 @@ func (p *Proxy) handleClusterConn(cc net.Conn) {
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
 	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
+	s.settle = cs.answerBatch
 	p.track(cs, func() { cc.Close() })
 }
 
@@ -107,7 +131,7 @@ func (cs *clusterSession) run() {
 		cmds, err := cs.rd.ReadCommands()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isNetErr(err) {
-				_, _ = cs.cw.WriteString("-ERR Protocol error: " + err.Error() + "\r\n")
+				_ = cs.reply([]byte("-ERR Protocol error: " + err.Error() + "\r\n"))
 			}
 			_ = cs.cw.Flush()
 			return
@@ -130,7 +154,8 @@ func (cs *clusterSession) run() {
 			}
 			continue
 		}
-		if cs.cw.Flush() != nil {
+		if cs.answerBatch() != nil || cs.cw.Flush() != nil {
+			_ = cs.cw.Flush()
 			return
 		}
 	}
@@ -154,8 +179,11 @@ func (cs *clusterSession) closeUpstreams(keep string) {
 	}
 }
 
-// reply writes a reply to the client.
+// reply writes a reply to the client, after those of the batch.
 func (cs *clusterSession) reply(b []byte) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
 	_, err := cs.cw.Write(b)
 	return err
 }
@@ -266,11 +294,119 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 		addr = cs.owner(slot)
 	}
 	if in != nil && in.blocking {
-		if err := cs.cw.Flush(); err != nil { // the replies before it, while it blocks
+		// The replies before it go out while it blocks.
+		if err := cs.answerBatch(); err != nil {
+			return err
+		}
+		if err := cs.cw.Flush(); err != nil {
+			return err
+		}
+		return cs.forwardReply(it, addr, cmd.Raw, slot)
+	}
+	return cs.send(it, addr, cmd.Raw, slot)
+}
+
+// send writes a plain command to addr and adds it to the batch. A node that
+// cannot be dialled (or refuses the connection's state) is left to
+// forward, which answers the batch first.
+func (cs *clusterSession) send(it *item, addr string, raw []byte, slot int) error {
+	if cs.failed != nil {
+		return cs.failed
+	}
+	if len(cs.batch) >= maxBatch {
+		if err := cs.answerBatch(); err != nil {
 			return err
 		}
 	}
-	return cs.forwardReply(it, addr, cmd.Raw, slot)
+	u, err := cs.conn(addr)
+	if err != nil {
+		return cs.forwardReply(it, addr, raw, slot)
+	}
+	if _, err := u.w.Write(raw); err != nil {
+		return cs.broken(u)
+	}
+	cs.batch = append(cs.batch, sentCmd{it: it, u: u, raw: raw, slot: slot})
+	return nil
+}
+
+// answerBatch reads the replies of the batch, in order, and answers each. An
+// error ends the session (the client's connection closes): it is kept, so
+// that nothing else is answered after the replies that were lost.
+func (cs *clusterSession) answerBatch() error {
+	if cs.failed != nil || len(cs.batch) == 0 {
+		return cs.failed
+	}
+	b := cs.batch
+	cs.batch = nil // answering may reply or forward, which come back here
+	if err := cs.answerAll(b); err != nil {
+		cs.failed = err
+		return err
+	}
+	clear(b)
+	cs.batch = b[:0]
+	return nil
+}
+
+func (cs *clusterSession) answerAll(b []sentCmd) error {
+	for i, sc := range b {
+		if i == 0 || sc.u != b[i-1].u { // a connection's commands are mostly together
+			if err := sc.u.w.Flush(); err != nil {
+				return cs.broken(sc.u)
+			}
+		}
+	}
+	for i, sc := range b {
+		reply, err := cs.read(sc.u)
+		if err != nil {
+			return err
+		}
+		if kind, _, _ := redirect(reply); kind != "" {
+			return cs.answerRedirected(b[i:], slices.Clone(reply))
+		}
+		if err := cs.answerSent(sc.it, reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answerRedirected answers the rest of a batch whose first command was
+// redirected: it reads every other reply of the batch first, then follows
+// the redirections one command at a time.
+func (cs *clusterSession) answerRedirected(b []sentCmd, first []byte) error {
+	replies := [][]byte{first}
+	for _, sc := range b[1:] {
+		reply, err := cs.read(sc.u)
+		if err != nil {
+			return err
+		}
+		replies = append(replies, slices.Clone(reply))
+	}
+	for i, sc := range b {
+		reply := replies[i]
+		if kind, rslot, target := redirect(reply); kind != "" {
+			if kind == "MOVED" {
+				cs.m.moved(rslot, target)
+			}
+			var err error
+			if reply, _, err = cs.follow(target, sc.raw, sc.slot, kind == "ASK", 1); err != nil {
+				return err
+			}
+		}
+		if err := cs.answerSent(sc.it, reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answerSent writes the reply of a command of the batch and applies it.
+func (cs *clusterSession) answerSent(it *item, reply []byte) error {
+	if _, err := cs.cw.Write(reply); err != nil {
+		return err
+	}
+	cs.after(it, reply)
+	return nil
 }
 
 func (cs *clusterSession) proto() int {
@@ -312,15 +448,24 @@ func (cs *clusterSession) answer(it *item, reply []byte) error {
 	return nil
 }
 
-// forward sends raw to addr and reads its reply, following MOVED (the slot
-// table is updated) and ASK (ASKING first) up to maxRedirects times; it
-// returns the last reply (valid until the next read) and the node that gave
-// it. A node that cannot be dialled gets the slot table refreshed and the
-// command sent to the new owner; if there is none, the client gets
-// errUnavailable. An error means the client connection must close.
+// forward answers the batch, then sends raw to addr and reads its reply,
+// following MOVED (the slot table is updated) and ASK (ASKING first) up to
+// maxRedirects times; it returns the last reply (valid until the next read)
+// and the node that gave it. A node that cannot be dialled gets the slot
+// table refreshed and the command sent to the new owner; if there is none,
+// the client gets errUnavailable. An error means the client connection must
+// close.
 func (cs *clusterSession) forward(addr string, raw []byte, slot int) ([]byte, string, error) {
-	asking := false
-	for i := 0; ; i++ {
+	if err := cs.answerBatch(); err != nil {
+		return nil, addr, err
+	}
+	return cs.follow(addr, raw, slot, false, 0)
+}
+
+// follow is forward with the batch answered: asking sends ASKING first, and
+// redirected counts the redirections followed so far.
+func (cs *clusterSession) follow(addr string, raw []byte, slot int, asking bool, redirected int) ([]byte, string, error) {
+	for i := redirected; ; i++ {
 		u, err := cs.conn(addr)
 		if errors.Is(err, errDial) {
 			if i >= maxRedirects {
@@ -588,6 +733,9 @@ func (cs *clusterSession) exec(it *item, raw []byte) error {
 // sendTx sends MULTI, the queued commands and raw to addr and returns raw's
 // reply and the first error MULTI or a queued command got, if any.
 func (cs *clusterSession) sendTx(addr string, raw []byte) (reply, firstErr []byte, err error) {
+	if err := cs.answerBatch(); err != nil {
+		return nil, nil, err
+	}
 	u, err := cs.conn(addr)
 	if errors.Is(err, errDial) {
 		return errUnavailable, nil, nil
@@ -663,6 +811,9 @@ func (cs *clusterSession) firstInTx(it *item, raw []byte, slot int) error {
 // there means a key of another slot, which Redis Cluster refuses in a
 // transaction (the node flags it: EXEC fails with EXECABORT).
 func (cs *clusterSession) inTx(it *item, raw []byte) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
 	u, err := cs.conn(cs.pin)
 	if errors.Is(err, errDial) {
 		return errFatal
@@ -690,6 +841,9 @@ func (cs *clusterSession) inTx(it *item, raw []byte) error {
 // and the like): raw goes there, and everything that comes back goes to the
 // client, until either side closes.
 func (cs *clusterSession) startPipe(addr string, raw []byte) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
 	u, err := cs.conn(addr)
 	if errors.Is(err, errDial) {
 		return cs.reply(errUnavailable)
@@ -715,6 +869,9 @@ func (cs *clusterSession) startPipe(addr string, raw []byte) error {
 // reset: RESET on home; every other upstream connection is closed (which
 // drops its transaction and WATCH), the recorded state forgotten.
 func (cs *clusterSession) reset(it *item, raw []byte) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
 	home := cs.homeAddr()
 	cs.closeUpstreams(home)
 	cs.state, cs.watchNode, cs.pin, cs.held, cs.queued, cs.aborted = nil, "", "", false, nil, false

@@ -217,13 +217,19 @@ func (p *Proxy) broadcaster() {
 		case <-p.bg.Done():
 			return
 		case r := <-p.bcast:
-			ctx, cancel := context.WithTimeout(p.bg, time.Second)
-			if err := r.app.c.Broadcast(ctx, r.key); err != nil {
-				p.stats.bcastFailed.Add(1)
-				p.log.Warn("hotspot-proxy: invalidation broadcast failed; other instances keep the key up to the L1 TTL", "key", r.key, "err", err)
-			}
-			cancel()
+			p.broadcastNow(r.app, r.key)
 		}
+	}
+}
+
+// broadcastNow broadcasts a hot key written through this proxy and waits
+// for it (a second at most).
+func (p *Proxy) broadcastNow(a *appClient, key string) {
+	ctx, cancel := context.WithTimeout(p.bg, time.Second)
+	defer cancel()
+	if err := a.c.Broadcast(ctx, key); err != nil {
+		p.stats.bcastFailed.Add(1)
+		p.log.Warn("hotspot-proxy: invalidation broadcast failed; other instances keep the key up to the L1 TTL", "key", key, "err", err)
 	}
 }
 

@@ -53,6 +53,10 @@ type session struct {
 	closing bool
 
 	multiWrites []string // keys written by commands queued in MULTI: dropped at EXEC
+
+	// settle, in cluster mode, answers the commands sent and not answered
+	// yet (clusterSession.answerBatch); settled calls it first.
+	settle func() error
 }
 
 // connState is what the replies have told of the connection.
@@ -189,12 +193,16 @@ func isNetErr(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
 }
 
-// settled waits until the writer has passed every barrier queued so far and
-// returns the connection's state then; ok is false when the session is
-// closing.
+// settled waits until the writer has passed every barrier queued so far (in
+// cluster mode: answers the batch) and returns the connection's state then;
+// ok is false when the session is closing or has failed.
 func (s *session) settled() (connState, bool) {
+	ended := s.settle != nil && s.settle() != nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ended {
+		return s.st, false
+	}
 	if s.done < s.sent {
 		// The replies waited for may belong to commands still in the buffer.
 		s.mu.Unlock()
@@ -646,12 +654,21 @@ func bulkLen(reply []byte) int {
 
 // invalidate drops a hot key written through this session here at once (a
 // later read on any connection then misses) and broadcasts it to every
-// instance, without deleting it in Redis.
+// instance, without deleting it in Redis. On a Redis Cluster a hot key is
+// read from copies on other masters, which still hold the old value: there
+// the broadcast, which deletes them before it drops the key here, is made
+// before the session goes on, so that no read that follows the write
+// reloads the old value from a copy.
 func (s *session) invalidate(app *appClient, key string) {
-	if app.c.IsHot(key) {
-		app.c.DropLocal(key)
-		s.p.broadcast(app, key)
+	if !app.c.IsHot(key) {
+		return
 	}
+	if s.p.cluster != nil {
+		s.p.broadcastNow(app, key)
+		return
+	}
+	app.c.DropLocal(key)
+	s.p.broadcast(app, key)
 }
 
 // eqFold reports whether b is s (lowercase ASCII) in any case.
