@@ -10,6 +10,8 @@
 #   2. the proxy's CPU per request (its utime+stime over the run / requests)
 #   3. one hot key: GET throughput direct, and through the proxy once promoted; Redis' GETs meanwhile
 #   4. flash keys among cold keys at 20 clients: time from a key's crossing of 1,000/s to its first L1 answer
+#   5. with HOTSPOT_REDIS_CLUSTER set (`stack.sh up --redis-cluster`): a proxy in cluster mode against the
+#      cluster itself, redis-benchmark -t get,set -r 10000, -P 1 (-n N) and -P 16 (-n 6N)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eval "$(deployments/local/stack.sh env)"
@@ -85,3 +87,19 @@ for k in a b c; do
 	bin/proxyflash -addr 127.0.0.1:26390 "$id:flash$k" || true
 done
 redis-cli -h "$rhost" -p "$rport" del "$id:hot" "$id:flasha" "$id:flashb" "$id:flashc" >/dev/null
+kill "$cold" 2>/dev/null || true
+[[ -n ${HOTSPOT_REDIS_CLUSTER:-} ]] || exit 0
+echo "== 5: cluster mode (the stack's Redis Cluster: $HOTSPOT_REDIS_CLUSTER)"
+bin/hotspot-proxy --app bench --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk-root "/$id" --topic "$id" \
+	--redis-cluster "$HOTSPOT_REDIS_CLUSTER" --listen 127.0.0.1:26392 --http 127.0.0.1:26393 >"$log/proxy-cluster.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p 26392 ping >/dev/null 2>&1 && break; sleep 0.1; done
+seed=${HOTSPOT_REDIS_CLUSTER%%,*}
+for P in 1 16; do
+	m=$n
+	((P == 1)) || m=$((6 * n))
+	echo "-- the cluster directly (--cluster) -P $P"
+	redis-benchmark -h "${seed%:*}" -p "${seed##*:}" --cluster -t get,set -n "$m" -r 10000 -P "$P" -q
+	echo "-- through the proxy in cluster mode -P $P"
+	redis-benchmark -p 26392 -t get,set -n "$m" -r 10000 -P "$P" -q
+done
