@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -157,6 +158,9 @@ func probeKafka(ctx context.Context, addr string) error {
 	parts, err := conn.ReadPartitions("__consumer_offsets")
 	if err != nil {
 		return err
+	}
+	if len(parts) == 0 {
+		return errors.New("__consumer_offsets has no partitions yet")
 	}
 	groups, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groupsCovering(len(parts))})
 	if err != nil {
