@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/detector"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/ingest"
@@ -36,6 +38,7 @@ type config struct {
 	window      time.Duration
 	hold        time.Duration // a hot key stays hot until its rate was below the low mark this long
 	lowMark     float64       // the low mark, a fraction of the threshold in (0, 1]
+	filterLoss  float64       // the detectors' filter's Alpha: what it may under-count, a fraction of the threshold
 	fromOldest  bool
 	fetchWait   time.Duration
 	fetchMin    int
@@ -105,6 +108,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.DurationVar(&c.window, "window", time.Second, "sliding window of the rate, a multiple of 100ms")
 	fs.DurationVar(&c.hold, "hold", 2*time.Second, "a hot key turns cold once its rate stayed below the low mark this long (the default rule's hold)")
 	fs.Float64Var(&c.lowMark, "low-mark", 0.8, "the rate a hot key must fall below to start turning cold, as a fraction of the threshold, in (0, 1]")
+	fs.Float64Var(&c.filterLoss, "filter-loss", detector.DefaultAlpha, "the most the detectors' filter may under-count a key's rate by, as a fraction of the threshold, all\ndetectors together; more drops more one-off keys (docs/detector.md); negative forwards every access")
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
 	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
@@ -201,6 +205,9 @@ func (c config) check() error {
 	}
 	if !(c.lowMark > 0 && c.lowMark <= 1) {
 		return fmt.Errorf("--low-mark: %v out of range (0, 1]", c.lowMark)
+	}
+	if math.IsNaN(c.filterLoss) || c.filterLoss == 0 || c.filterLoss >= 1 {
+		return fmt.Errorf("--filter-loss: %v out of range: (0, 1), or negative for no filter", c.filterLoss)
 	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)

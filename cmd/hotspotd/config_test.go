@@ -55,6 +55,12 @@ func TestParseConfig(t *testing.T) {
 		{"hold not positive", []string{"--hold", "0s"}, nil, nil, "--hold: 0s out of range"},
 		{"low mark above 1", []string{"--low-mark", "1.5"}, nil, nil, "--low-mark: 1.5 out of range"},
 		{"low mark zero", nil, map[string]string{"HOTSPOT_LOW_MARK": "0"}, nil, "--low-mark: 0 out of range"},
+		{"filter loss default", nil, nil, func(c config) bool { return c.filterLoss == 0.05 }, ""},
+		{"filter loss from the environment", nil, map[string]string{"HOTSPOT_FILTER_LOSS": "0.1"},
+			func(c config) bool { return c.filterLoss == 0.1 }, ""},
+		{"no filter", []string{"--filter-loss", "-1"}, nil, func(c config) bool { return c.filterLoss == -1 }, ""},
+		{"filter loss zero", []string{"--filter-loss", "0"}, nil, nil, "--filter-loss: 0 out of range"},
+		{"filter loss of the whole threshold", []string{"--filter-loss", "1"}, nil, nil, "--filter-loss: 1 out of range"},
 		{"relative root", []string{"--zk-root", "hotspot"}, nil, nil, "absolute znode path"},
 		{"stray argument", []string{"detector"}, nil, nil, "unexpected argument"},
 	}

@@ -201,7 +201,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	}
 	return detector.New(detector.Config{
 		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group, Inputs: detectorInputs(cfg.inputs, 0, reg),
-		Window: cfg.window, Threshold: cfg.threshold, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
+		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
 		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin, CommitInterval: cfg.commitEvery,
 		// The broker's minimum: a dead detector's partitions wait this
 		// long for a new owner.
