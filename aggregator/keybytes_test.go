@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/rules"
 )
 
@@ -111,6 +112,24 @@ func TestBoundedBytes(t *testing.T) {
 	tb.sweep(t0.Add(2 * time.Minute))
 	if len(tb.entries) != 1 || tb.bytes != short {
 		t.Errorf("after the keys went idle: %d keys, %d bytes; want the hot key's %d", len(tb.entries), tb.bytes, short)
+	}
+}
+
+// TestRestoreWithinBytes: keys restored hot at start are accounted and
+// stop at MaxBytes.
+func TestRestoreWithinBytes(t *testing.T) {
+	tb, _ := testTable(t, nil)
+	cost := keyBytes(len("k0"), tb.ringSize(tb.defRules.def))
+	tb.p.maxBytes = 3 * cost
+	node := &hotset.Shard{App: "app", Shard: "s1", Updated: t0.UnixMilli(), TTL: 10000}
+	for i := range 5 {
+		node.Keys = append(node.Keys, hotset.Key{Key: fmt.Sprint("k", i), Rate: 5000})
+	}
+	if n := tb.restore(node, t0); n != 3 {
+		t.Errorf("restored %d keys, want 3", n)
+	}
+	if tb.bytes != 3*cost || testutil.ToFloat64(tb.m.trackedBytes) != float64(3*cost) {
+		t.Errorf("accounted %d (tracked_bytes %v), want %d", tb.bytes, testutil.ToFloat64(tb.m.trackedBytes), 3*cost)
 	}
 }
 
