@@ -31,6 +31,14 @@ type Config struct {
 
 	TopK    int // busiest keys kept per app for Top; 0 means 100
 	MaxKeys int // tracked (app, key) pairs over all apps; 0 means 100_000
+	// MaxBytes bounds the heap the tracked keys take over all apps: each
+	// its entry, its window's ring (8 bytes a bucket: its rule's window
+	// plus Window, in Buckets), its key and its index slots, about 510
+	// bytes under a 1 s rule and 5.7 KB under a 60 s one with the default
+	// Window. It and MaxKeys both apply: whichever is reached first makes
+	// a newcomer evict colder keys or be refused. 0 means 128 MiB, which
+	// MaxKeys' default reaches first with rules of up to 10 s.
+	MaxBytes int64
 	// MaxApps bounds the apps tracked at once; a batch entry for one more
 	// is dropped before anything is allocated for it. 0 means 1000.
 	MaxApps int
@@ -87,6 +95,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Window = cmp.Or(c.Window, time.Second)
 	c.TopK = cmp.Or(c.TopK, 100)
 	c.MaxKeys = cmp.Or(c.MaxKeys, 100_000)
+	c.MaxBytes = cmp.Or(c.MaxBytes, 128<<20)
 	c.MaxKeysPerNode = cmp.Or(c.MaxKeysPerNode, 10_000)
 	c.MaxApps = cmp.Or(c.MaxApps, 1000)
 	c.MaxHotPerApp = cmp.Or(c.MaxHotPerApp, c.MaxKeysPerNode)
@@ -126,8 +135,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("aggregator: TTL %v must be >= 1ms", c.TTL)
 	case c.Renew <= 0 || c.Renew >= c.TTL:
 		return c, fmt.Errorf("aggregator: Renew %v must be in (0, TTL %v)", c.Renew, c.TTL)
-	case c.GCInterval < 0 || c.WriteTimeout < 0 || c.MaxBodyBytes < 0:
-		return c, errors.New("aggregator: GCInterval, WriteTimeout and MaxBodyBytes must be >= 0")
+	case c.GCInterval < 0 || c.WriteTimeout < 0 || c.MaxBodyBytes < 0 || c.MaxBytes < 0:
+		return c, errors.New("aggregator: GCInterval, WriteTimeout, MaxBodyBytes and MaxBytes must be >= 0")
 	case c.TopKInterval < 0 || c.PeerGrace < 0:
 		return c, errors.New("aggregator: TopKInterval and PeerGrace must be >= 0")
 	}

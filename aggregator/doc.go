@@ -17,8 +17,9 @@
 // did with its reads (the effect they report); other keys keep neither.
 //
 // Invariants: every tracked key is judged by a rule of its app's current
-// rules once SetRules has returned; memory is bounded by MaxKeys tracked keys (the coldest are
-// evicted; a hot key is never evicted to make room), and by MaxNearKeys keys
+// rules once SetRules has returned; memory is bounded by MaxKeys tracked keys
+// taking at most MaxBytes of heap, as keybytes.go accounts them (the coldest
+// are evicted; a hot key is never evicted to make room), and by MaxNearKeys keys
 // with sources and effect, each with at most 32 sources and two sketches of
 // 4 KiB; each app's shard node is
 // written at most once per PublishInterval and renewed every Renew (< TTL)

@@ -22,6 +22,7 @@ type metrics struct {
 	// sketchesRejected counts distinct-source sketches that could not be
 	// merged (not a sketch, or another precision).
 	sketchesRejected prometheus.Counter
+	trackedBytes     prometheus.Gauge       // what the tracked keys cost (keyBytes)
 	effect           *prometheus.CounterVec // the apps' reads of hot keys, by app and outcome
 	instancesDropped prometheus.Counter     // instance reports left out: maxInstances held
 }
@@ -52,9 +53,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "zk_errors_total", Help: "Failed ZooKeeper operations, by op."}, []string{"op"}),
 		tracked: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "keys_tracked", Help: "(app, key) pairs with a window at this shard."}),
+		trackedBytes: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "tracked_bytes",
+			Help: "Heap the tracked (app, key) pairs take (entry, window ring, key, index slots; not sources and effect), as the shard accounts it against MaxBytes (hotspotd --aggregator-max-mib)."}),
 		evicted: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "keys_evicted_total",
-			Help: "Keys forgotten: idle (empty window, not hot), cap (coldest evicted at MaxKeys), refused (newcomer colder than every sampled key), refused_app (MaxApps apps tracked), hot_cap (coldest hot key demoted at MaxHotPerApp), hot_cap_refused (promotion refused at MaxHotPerApp)."},
+			Help: "Keys forgotten: idle (empty window, not hot), cap (coldest evicted at MaxKeys), cap_bytes (coldest evicted at MaxBytes), refused (newcomer colder than every sampled key), refused_app (MaxApps apps tracked), hot_cap (coldest hot key demoted at MaxHotPerApp), hot_cap_refused (promotion refused at MaxHotPerApp)."},
 			[]string{"reason"}),
 		collected: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "gc_nodes_deleted_total", Help: "Shard nodes of departed aggregators deleted after 2*TTL."}),

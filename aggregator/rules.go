@@ -154,6 +154,10 @@ func (t *table) setRules(app string, s *rules.Set, clock func() time.Time) {
 					stale++
 				}
 			}
+			// Longer windows may have taken the table past MaxBytes:
+			// the coldest keys leave, as for a newcomer. Entries evicted
+			// before i move others before i: the next pass finds them.
+			t.trimBytes(b)
 			done := i >= len(t.entries)
 			t.mu.Unlock()
 			if done {
@@ -169,7 +173,7 @@ func (t *table) setRules(app string, s *rules.Set, clock func() time.Time) {
 // reresolve moves e to rule r after its app's rules changed. The caller
 // holds t.mu.
 func (t *table) reresolve(e *entry, r *resolved, b int64, now time.Time) {
-	old := e.r
+	old, cost := e.r, bytesOf(e)
 	e.r = r
 	e.win.advance(b)
 	switch {
@@ -185,6 +189,7 @@ func (t *table) reresolve(e *entry, r *resolved, b int64, now time.Time) {
 	case old.buckets != r.buckets:
 		e.win.resize(t.ringSize(r), r.buckets)
 	}
+	t.grew(bytesOf(e) - cost)
 	if !e.hot {
 		t.check(e, b, now) // a lower threshold may make it hot now
 		return

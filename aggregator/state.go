@@ -84,6 +84,7 @@ type params struct {
 	window   time.Duration
 	maxLag   time.Duration // how far the reach may trail the clock (see reach)
 	maxKeys  int
+	maxBytes int64 // of tracked keys, as keyBytes accounts them
 	maxApps  int
 	maxHot   int
 	maxNear  int
@@ -108,6 +109,7 @@ func newParams(c Config) params {
 		window:   c.Window,
 		maxLag:   c.Window,
 		maxKeys:  c.MaxKeys,
+		maxBytes: c.MaxBytes,
 		maxApps:  c.MaxApps,
 		maxHot:   c.MaxHotPerApp,
 		maxNear:  c.MaxNearKeys,
@@ -131,6 +133,10 @@ type table struct {
 	lastSweep time.Time // when the last sweep ran
 	sources   map[string]*source
 	decided   []decision.Decision // not yet handed to the Recorder
+	// bytes is what the tracked keys cost (keyBytes): at most maxBytes,
+	// but while a rule change lengthens windows (trimmed after each
+	// chunk, see setRules) or when hot keys, never evicted, take more.
+	bytes int64
 	// evalEnd is the newest bucket of the window that rates and the rule
 	// read, as of the last batch or sweep (see setReach).
 	evalEnd int64
@@ -293,7 +299,8 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		if !t.admitApp(app) {
 			return false
 		}
-		if len(t.entries) >= t.p.maxKeys && !t.makeRoom(b, float64(n)/r.hotSum) {
+		cost := keyBytes(len(key), t.ringSize(r))
+		if !t.roomFor(b, float64(n)/r.hotSum, cost) {
 			t.m.evicted.WithLabelValues("refused").Inc()
 			return false
 		}
@@ -302,6 +309,7 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		as.keys[e.key] = e
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
+		t.grew(cost)
 	}
 	if n == 0 {
 		return false
@@ -418,10 +426,11 @@ func (t *table) promoteAll(now time.Time) bool {
 }
 
 // makeRoom evicts the coldest of a few random keys that are not hot, unless
-// a newcomer at heat would be colder still. A key's heat is its window total
-// as a fraction of its rule's threshold total, so that keys of rules with
-// other measures and windows compare. It reports whether there is room now.
-func (t *table) makeRoom(b int64, heat float64) bool {
+// a newcomer at heat would be colder still, and counts the eviction under
+// reason. A key's heat is its window total as a fraction of its rule's
+// threshold total, so that keys of rules with other measures and windows
+// compare. It reports whether it evicted one.
+func (t *table) makeRoom(b int64, heat float64, reason string) bool {
 	var victim *entry
 	for range evictSamples {
 		e := t.entries[rand.IntN(len(t.entries))]
@@ -437,7 +446,7 @@ func (t *table) makeRoom(b int64, heat float64) bool {
 		return false
 	}
 	t.remove(victim)
-	t.m.evicted.WithLabelValues("cap").Inc()
+	t.m.evicted.WithLabelValues(reason).Inc()
 	return true
 }
 
@@ -455,6 +464,7 @@ func (t *table) remove(e *entry) {
 	t.entries = t.entries[:len(t.entries)-1]
 	delete(e.app.keys, e.key)
 	t.m.tracked.Set(float64(len(t.entries)))
+	t.grew(-bytesOf(e))
 }
 
 // rate is e's rule's quantity per second (accesses or bytes) over the
@@ -684,6 +694,10 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		if r.eff.Mode == rules.Never {
 			continue
 		}
+		cost := keyBytes(len(k.Key), t.ringSize(r))
+		if t.bytes+cost > t.p.maxBytes {
+			continue
+		}
 		seed := k.Rate
 		if k.Kind != r.kind && !(k.Kind == "" && r.kind == string(rules.KindCount)) {
 			seed = 0 // published in another measure
@@ -695,6 +709,7 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		as.keys[e.key] = e
 		as.hot[e.key] = e
 		t.entries = append(t.entries, e)
+		t.grew(cost)
 		n++
 	}
 	t.m.tracked.Set(float64(len(t.entries)))

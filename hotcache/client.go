@@ -153,7 +153,7 @@ type Client struct {
 	channel       string           // invalidation Pub/Sub channel
 	prefixChannel string           // prefix invalidation Pub/Sub channel
 
-	bloom *bloomFilter // nil without WithBloomFilter
+	bloom KeyFilter // nil without WithBloomFilter
 
 	table   *countTable
 	sink    sink
@@ -231,9 +231,7 @@ func assembleClient(o options) (*Client, error) {
 			c.m.breakerState.Set(float64(s))
 			c.log.Info("hotcache: Redis circuit breaker", "state", [...]string{"closed", "half-open", "open"}[s])
 		}}
-	if o.bloom != nil {
-		c.bloom = &bloomFilter{f: o.bloom}
-	}
+	c.bloom = o.bloom
 	var err error
 	c.recent, err = ristretto.NewCache(&ristretto.Config[string, *value]{
 		NumCounters: max(o.fallbackBytes/100, 1000), // ~10 counters per entry of ~1 KB
@@ -593,7 +591,7 @@ func (c *Client) getCold(ctx context.Context, key string) ([]byte, Served, error
 	if v, ok := c.recent.Get(key); ok && v.notFound {
 		return nil, Fresh, ErrNotFound
 	}
-	if c.bloom != nil && !c.bloom.test(key) {
+	if c.bloom != nil && !c.bloom.MayContain(key) {
 		return nil, Fresh, ErrNotFound
 	}
 	ch := c.sf.DoChan(key, func() (any, error) {

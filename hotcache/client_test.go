@@ -13,6 +13,7 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hotspot-dev/hotspot/hotcache/bloomfilter"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 )
@@ -205,7 +206,7 @@ func TestColdPath(t *testing.T) {
 		f := bloom.NewWithEstimates(1000, 0.01)
 		f.AddString("a")
 		f.AddString("gone")
-		c := newClient(t, WithLoader(src), WithBloomFilter(f), WithNotFoundTTL(30*time.Second))
+		c := newClient(t, WithLoader(src), WithBloomFilter(bloomfilter.Wrap(f)), WithNotFoundTTL(30*time.Second))
 
 		var wg sync.WaitGroup
 		for range 50 {

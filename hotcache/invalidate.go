@@ -57,7 +57,7 @@ func (c *Client) Set(ctx context.Context, key string, value []byte) error {
 		return fmt.Errorf("%w: set %q: %w", ErrWriteFailed, key, err)
 	}
 	if c.bloom != nil {
-		c.bloom.add(key)
+		c.bloom.Add(key)
 	}
 	return c.invalidate(ctx, key)
 }
@@ -246,7 +246,7 @@ func (c *Client) subscribe() {
 				c.dropLocalPrefix(m.Payload)
 			} else {
 				if c.bloom != nil {
-					c.bloom.add(m.Payload) // another instance may have Set a new key
+					c.bloom.Add(m.Payload) // another instance may have Set a new key
 				}
 				c.dropLocal(m.Payload)
 			}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -44,7 +43,7 @@ type options struct {
 	hotRate     Rate
 	loaderRate  Rate
 	notFoundTTL time.Duration
-	bloom       *bloom.BloomFilter
+	bloom       KeyFilter
 
 	breakerFailures int
 	breakerOpen     time.Duration
@@ -264,12 +263,14 @@ func WithLoaderLimit(r Rate) Option { return func(o *options) { o.loaderRate = r
 // with ErrNotFound without asking again (default 30 s).
 func WithNotFoundTTL(d time.Duration) Option { return func(o *options) { o.notFoundTTL = d } }
 
-// WithBloomFilter sets a filter of keys that exist: a key it rules out is
-// answered with ErrNotFound without any backend read. The Client adds every
-// key it Sets, and every key another instance's invalidation names (so a key
-// Set through one instance passes every instance's filter once the broadcast
-// has arrived); it owns f from then on (f is not safe for concurrent use).
-func WithBloomFilter(f *bloom.BloomFilter) Option { return func(o *options) { o.bloom = f } }
+// WithBloomFilter sets a filter of keys that exist (KeyFilter; none by
+// default): a key it rules out is answered with ErrNotFound without any
+// backend read. The Client adds every key it Sets, and every key another
+// instance's invalidation names (so a key Set through one instance passes
+// every instance's filter once the broadcast has arrived). For a
+// bits-and-blooms filter, pass bloomfilter.Wrap(f) (package
+// hotcache/bloomfilter).
+func WithBloomFilter(f KeyFilter) Option { return func(o *options) { o.bloom = f } }
 
 // Breaker tunes the Redis circuit breaker. A zero field keeps its default.
 type Breaker struct {

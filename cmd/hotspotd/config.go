@@ -35,6 +35,7 @@ type config struct {
 	detector    bool
 	aggregator  bool
 	threshold   float64
+	aggMaxMiB   int64 // --aggregator-max-mib: heap of the aggregator's tracked keys (aggregator.Config.MaxBytes)
 	window      time.Duration
 	hold        time.Duration // a hot key stays hot until its rate was below the low mark this long
 	lowMark     float64       // the low mark, a fraction of the threshold in (0, 1]
@@ -108,6 +109,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.DurationVar(&c.window, "window", time.Second, "sliding window of the rate, a multiple of 100ms")
 	fs.DurationVar(&c.hold, "hold", 2*time.Second, "a hot key turns cold once its rate stayed below the low mark this long (the default rule's hold)")
 	fs.Float64Var(&c.lowMark, "low-mark", 0.8, "the rate a hot key must fall below to start turning cold, as a fraction of the threshold, in (0, 1]")
+	fs.Int64Var(&c.aggMaxMiB, "aggregator-max-mib", 128, "MiB of heap the aggregator's tracked keys may take: colder keys are evicted past it (a key takes about 0.5 KB\nunder a 1 s rule, 5.7 KB under a 60 s one; docs/aggregator.md)")
 	fs.Float64Var(&c.filterLoss, "filter-loss", detector.DefaultAlpha, "the most the detectors' filter may under-count a key's rate by, as a fraction of the threshold, all\ndetectors together; more drops more one-off keys (docs/detector.md); negative forwards every access")
 	fs.BoolVar(&c.fromOldest, "from-oldest", false, "read partitions without a committed offset from the oldest record")
 	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
@@ -208,6 +210,9 @@ func (c config) check() error {
 	}
 	if math.IsNaN(c.filterLoss) || c.filterLoss == 0 || c.filterLoss >= 1 {
 		return fmt.Errorf("--filter-loss: %v out of range: (0, 1), or negative for no filter", c.filterLoss)
+	}
+	if c.aggMaxMiB < 1 || c.aggMaxMiB > 1<<30 {
+		return fmt.Errorf("--aggregator-max-mib: %d out of range [1, %d]", c.aggMaxMiB, 1<<30)
 	}
 	if c.partitions < 1 {
 		return fmt.Errorf("--partitions: %d is not a positive integer", c.partitions)

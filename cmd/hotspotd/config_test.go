@@ -61,6 +61,11 @@ func TestParseConfig(t *testing.T) {
 		{"no filter", []string{"--filter-loss", "-1"}, nil, func(c config) bool { return c.filterLoss == -1 }, ""},
 		{"filter loss zero", []string{"--filter-loss", "0"}, nil, nil, "--filter-loss: 0 out of range"},
 		{"filter loss of the whole threshold", []string{"--filter-loss", "1"}, nil, nil, "--filter-loss: 1 out of range"},
+		{"aggregator bound default", nil, nil, func(c config) bool { return c.aggMaxMiB == 128 }, ""},
+		{"aggregator bound from the environment", nil, map[string]string{"HOTSPOT_AGGREGATOR_MAX_MIB": "512"},
+			func(c config) bool { return c.aggMaxMiB == 512 }, ""},
+		{"aggregator bound zero", []string{"--aggregator-max-mib", "0"}, nil, nil, "--aggregator-max-mib: 0 out of range"},
+		{"aggregator bound past int64 bytes", []string{"--aggregator-max-mib", "9000000000000"}, nil, nil, "out of range"},
 		{"relative root", []string{"--zk-root", "hotspot"}, nil, nil, "absolute znode path"},
 		{"stray argument", []string{"detector"}, nil, nil, "unexpected argument"},
 	}

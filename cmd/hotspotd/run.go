@@ -188,7 +188,7 @@ func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, re
 	}
 	return aggregator.New(aggregator.Config{
 		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
-		LowMark: cfg.lowMark * cfg.threshold, Hold: cfg.hold,
+		LowMark: cfg.lowMark * cfg.threshold, Hold: cfg.hold, MaxBytes: cfg.aggMaxMiB << 20,
 		Recorder: rec, Peers: peers, Logger: log, Registerer: reg,
 	}, pub)
 }

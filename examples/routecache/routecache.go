@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotcache/bloomfilter"
 )
 
 // The example's settings (seed 002).
@@ -64,7 +65,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Cache, error) {
 		hotcache.WithLoader(&source{store}),
 		hotcache.WithRedisTTL(RouteTTL),
 		hotcache.WithNotFoundTTL(NullTTL),
-		hotcache.WithBloomFilter(f),
+		hotcache.WithBloomFilter(bloomfilter.Wrap(f)),
 		hotcache.WithBreaker(hotcache.Breaker{FallbackAge: FallbackAge}),
 		hotcache.WithLoaderLimit(SourceLimit),
 		hotcache.WithWarmLimit(WarmLimit),

@@ -54,12 +54,42 @@ func isSpaceRE(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }
 
+// set records group grp's span b[i:j].
+func (g *combinedSpans) set(grp, i, j int) { g[2*grp], g[2*grp+1] = i, j }
+
 // parseCombined matches b against combinedRE, filling g. It returns -1 on
 // a match, otherwise the offset where b stops matching and what was
-// expected there (for Explain).
+// expected there (for Explain). Each part of the line is parsed by a
+// function of its own that takes the offset where the part starts and
+// returns the offset after it, or the offset where it stops matching and
+// what it expected there.
 func parseCombined(b []byte, g *combinedSpans) (int, string) {
+	i, what := combinedClient(b, g)
+	if what != "" {
+		return i, what
+	}
+	if i, what = combinedTime(b, i, g); what != "" {
+		return i, what
+	}
+	if i, what = combinedRequest(b, i, g); what != "" {
+		return i, what
+	}
+	if i, what = combinedStatus(b, i, g); what != "" {
+		return i, what
+	}
+	if i, what = combinedAgent(b, i, g); what != "" {
+		return i, what
+	}
+	if i != len(b) {
+		return i, "the end of the line after user_agent"
+	}
+	return -1, ""
+}
+
+// combinedClient parses who sent the request, at the start of b:
+// remote_addr, ident and remote_user, \S+ each, each followed by a space.
+func combinedClient(b []byte, g *combinedSpans) (int, string) {
 	i := 0
-	// remote_addr, ident, remote_user: \S+ each, followed by a space.
 	for f, what := range [3]string{"remote_addr", "the ident field", "remote_user"} {
 		j := i
 		for j < len(b) && !isSpaceRE(b[j]) {
@@ -70,15 +100,20 @@ func parseCombined(b []byte, g *combinedSpans) (int, string) {
 		}
 		switch f {
 		case 0:
-			g[2*cRemoteAddr], g[2*cRemoteAddr+1] = i, j
+			g.set(cRemoteAddr, i, j)
 		case 2:
-			g[2*cRemoteUser], g[2*cRemoteUser+1] = i, j
+			g.set(cRemoteUser, i, j)
 		}
 		if j >= len(b) || b[j] != ' ' {
 			return j, "a space"
 		}
 		i = j + 1
 	}
+	return i, ""
+}
+
+// combinedTime parses "[time_local]" at b[i].
+func combinedTime(b []byte, i int, g *combinedSpans) (int, string) {
 	if i >= len(b) || b[i] != '[' {
 		return i, `"[" before time_local`
 	}
@@ -87,29 +122,33 @@ func parseCombined(b []byte, g *combinedSpans) (int, string) {
 	if j < 0 {
 		return len(b), `"]" after time_local`
 	}
-	g[2*cTimeLocal], g[2*cTimeLocal+1] = i, i+j
-	i += j + 1
+	g.set(cTimeLocal, i, i+j)
+	return i + j + 1, ""
+}
+
+// combinedRequest parses the quoted request at b[i], with the space before
+// it and after it: ' "method path[?query] protocol" '.
+func combinedRequest(b []byte, i int, g *combinedSpans) (int, string) {
 	if !hasPrefixAt(b, i, ` "`) {
 		return i, `' "' before the request`
 	}
 	i += 2
-	// The request: method SP path[?query] SP protocol.
-	j = reqToken(b, i, false)
+	j := reqToken(b, i, false)
 	if j == i {
 		return i, "the request method"
 	}
-	g[2*cMethod], g[2*cMethod+1] = i, j
+	g.set(cMethod, i, j)
 	if j >= len(b) || b[j] != ' ' {
 		return j, "a space after the method"
 	}
 	i = j + 1
 	j = reqToken(b, i, true)
-	g[2*cPath], g[2*cPath+1] = i, j
-	g[2*cQuery], g[2*cQuery+1] = -1, -1
+	g.set(cPath, i, j)
+	g.set(cQuery, -1, -1)
 	if j < len(b) && b[j] == '?' {
 		i = j + 1
 		j = reqToken(b, i, false)
-		g[2*cQuery], g[2*cQuery+1] = i, j
+		g.set(cQuery, i, j)
 	}
 	if j >= len(b) || b[j] != ' ' {
 		return j, "a space after the request target"
@@ -119,23 +158,26 @@ func parseCombined(b []byte, g *combinedSpans) (int, string) {
 	if j == i {
 		return i, "the request protocol"
 	}
-	g[2*cProtocol], g[2*cProtocol+1] = i, j
+	g.set(cProtocol, i, j)
 	if !hasPrefixAt(b, j, `" `) {
 		return j, `'" ' after the request`
 	}
-	i = j + 2
-	// status: three digits.
+	return j + 2, ""
+}
+
+// combinedStatus parses the response at b[i]: status, three digits, a
+// space, and bytes (body_bytes_sent), digits or "-".
+func combinedStatus(b []byte, i int, g *combinedSpans) (int, string) {
 	if i+3 > len(b) || !isDigit(b[i]) || !isDigit(b[i+1]) || !isDigit(b[i+2]) {
 		return i, "a three-digit status"
 	}
-	g[2*cStatus], g[2*cStatus+1] = i, i+3
+	g.set(cStatus, i, i+3)
 	i += 3
 	if i >= len(b) || b[i] != ' ' {
 		return i, "a space after the status"
 	}
 	i++
-	// bytes: digits or "-".
-	j = i
+	j := i
 	if j < len(b) && b[j] == '-' {
 		j++
 	} else {
@@ -146,24 +188,26 @@ func parseCombined(b []byte, g *combinedSpans) (int, string) {
 	if j == i {
 		return i, `body_bytes_sent (digits or "-")`
 	}
-	g[2*cBytes], g[2*cBytes+1] = i, j
-	i = j
+	g.set(cBytes, i, j)
+	return j, ""
+}
+
+// combinedAgent parses the quoted referer and user_agent at b[i], each
+// after a space.
+func combinedAgent(b []byte, i int, g *combinedSpans) (int, string) {
 	for k, grp := range [2]int{cReferer, cUserAgent} {
 		if !hasPrefixAt(b, i, ` "`) {
 			return i, [2]string{`' "' before referer`, `' "' before user_agent`}[k]
 		}
 		i += 2
-		j = quoted(b, i)
+		j := quoted(b, i)
 		if j >= len(b) || b[j] != '"' {
 			return j, [2]string{`'"' after referer`, `'"' after user_agent`}[k]
 		}
-		g[2*grp], g[2*grp+1] = i, j
+		g.set(grp, i, j)
 		i = j + 1
 	}
-	if i != len(b) {
-		return i, "the end of the line after user_agent"
-	}
-	return -1, ""
+	return i, ""
 }
 
 // reqStop[c] and reqStopQ[c] report whether byte c ends (or, for '\\',
