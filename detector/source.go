@@ -4,18 +4,18 @@ import (
 	"context"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // Count is one key's accesses since the previous flush. It is the partial
-// count of the aggregators' contract (package aggregator/api), so that
-// api.Client is a Sink.
-type Count = api.Count
+// count of the aggregators' contract (package shardapi), so that
+// internal/shardclient's Client is a Sink.
+type Count = shardapi.Count
 
 // Flush describes one flush round's counts: when it ended, the event
-// time its counts happened in and its sequence number (see api.Flush).
-type Flush = api.Flush
+// time its counts happened in and its sequence number (see shardapi.Flush).
+type Flush = shardapi.Flush
 
 // Sink receives each flush's partial counts.
 //

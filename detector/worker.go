@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // round is one flush period. The flusher publishes the next round before it
@@ -283,7 +283,7 @@ func sumFor[T any](at *map[appKey]int, list *[]T, k appKey, fresh func(appKey) T
 }
 
 // addCounts adds e's counts to x, saturating.
-func addCounts(x *api.Effect, e *wire.EffectEntry) {
+func addCounts(x *shardapi.Effect, e *wire.EffectEntry) {
 	x.L1Hits = satAdd(x.L1Hits, e.L1Hits)
 	x.L2Reads = satAdd(x.L2Reads, e.L2Reads)
 	x.SourceLoads = satAdd(x.SourceLoads, e.SourceLoads)

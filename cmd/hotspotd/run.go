@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
@@ -25,24 +24,26 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
+	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // The adapters this process wires into the services.
 var (
-	_ detector.Sink        = (*api.Client)(nil)
-	_ detector.Membership  = (*zkgroup.Session)(nil)
-	_ api.Membership       = (*zkgroup.Session)(nil)
-	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
-	_ aggregator.Peers     = (*api.Client)(nil)
-	_ aggregator.Recorder  = (*history.Store)(nil)
-	_ aggregator.Recorder  = (*webhook.Dispatcher)(nil)
-	_ httpapi.Aggregators  = (*api.Client)(nil)
-	_ httpapi.Lists        = (*pinstore.Store)(nil)
-	_ httpapi.Rules        = (*rulestore.Store)(nil)
+	_ detector.Sink          = (*shardclient.Client)(nil)
+	_ detector.Membership    = (*zkgroup.Session)(nil)
+	_ shardclient.Membership = (*zkgroup.Session)(nil)
+	_ aggregator.Publisher   = (*zkpublish.Publisher)(nil)
+	_ aggregator.Peers       = (*shardclient.Client)(nil)
+	_ aggregator.Recorder    = (*history.Store)(nil)
+	_ aggregator.Recorder    = (*webhook.Dispatcher)(nil)
+	_ httpapi.Aggregators    = (*shardclient.Client)(nil)
+	_ httpapi.Lists          = (*pinstore.Store)(nil)
+	_ httpapi.Rules          = (*rulestore.Store)(nil)
 )
 
 // process is one hotspotd's parts, wired; nil roles are off.
@@ -51,9 +52,9 @@ type process struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	sess    *zkgroup.Session
-	aggs    *api.Client       // the aggregator shards: the detector's Sink and the API's source
-	watcher *hotwatch.Watcher // the published hot set
-	events  *httpapi.Events   // its recent changes
+	aggs    *shardclient.Client // the aggregator shards: the detector's Sink and the API's source
+	watcher *hotwatch.Watcher   // the published hot set
+	events  *httpapi.Events     // its recent changes
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
 	rules   *rulestore.Watcher              // every app's rules, handed to ruleSinks
@@ -128,14 +129,14 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	p.guard = guard
-	acfg := api.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}
+	acfg := shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}
 	if cfg.aggregator {
 		// The detector hands the counts for this process's own shard over
 		// in-process (p.agg exists before the detector sends anything).
 		acfg.SelfID = cfg.id
 		acfg.Self = func(body []byte) error { return p.agg.TakePartials(body) }
 	}
-	if p.aggs, err = api.New(acfg); err != nil {
+	if p.aggs, err = shardclient.New(acfg); err != nil {
 		return err
 	}
 	p.events = httpapi.NewEvents(500)
@@ -261,8 +262,8 @@ func (p *process) handler() (http.Handler, error) {
 	mux.Handle("/", public)
 	if p.agg != nil {
 		// Its answers name the members this process routes to, so that a
-		// process the others have dropped routes as they do (api.Client.Send).
-		mux.Handle(api.Prefix, p.guard(p.aggs.Announce(p.agg.Handler())))
+		// process the others have dropped routes as they do (shardclient.Client.Send).
+		mux.Handle(shardapi.Prefix, p.guard(p.aggs.Announce(p.agg.Handler())))
 	}
 	if p.cfg.pprof {
 		mux.Handle("/debug/pprof/", pprofHandler(p.cfg.adminToken, p.log))
