@@ -15,7 +15,7 @@ import (
 
 // Handler serves the shard's internal API (the paths and answers of package
 // shardapi), for hotspotd's mux. The app parameter defaults to
-// wire.DefaultApp, as in the access-event contract.
+// access.DefaultApp, as in the access-event contract.
 func (a *Aggregator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+shardapi.PartialsPath, a.servePartials)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/access"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
@@ -80,7 +81,7 @@ type Config struct {
 	// partitions together (32 MiB).
 	MaxKeyBytes int
 	// MaxKeyLen is the longest key or app name accepted, in bytes
-	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
+	// (access.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
 	MaxKeyLen int
 
 	// SendTimeout is how long the Sink may keep failing before the
@@ -129,11 +130,12 @@ type Input struct {
 }
 
 // Decoder turns one record's value into accesses, calling fn for each; the
-// Entry is valid during the call only. It counts what it rejects itself
-// and returns the first error, if any, for the debug log. *wire.Decoder is
-// one.
+// Entry is valid during the call only (package access says what an Entry
+// promises). It counts what it rejects itself and returns the first error,
+// if any, for the debug log. internal/wire's Decoder, which reads the
+// formats of docs/wire.md, is one.
 type Decoder interface {
-	Decode(value []byte, fn func(*wire.Entry)) error
+	Decode(value []byte, fn func(*access.Entry)) error
 }
 
 // topics returns the topics the detector reads.
