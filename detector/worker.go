@@ -97,7 +97,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w := &worker{
 		d:      d,
 		claim:  cl,
-		tp:     TopicPartition{cl.Topic(), cl.Partition()},
+		tp:     TopicPartition{Topic: cl.Topic(), Partition: cl.Partition()},
 		c:      newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/parts, cfg.MaxKeyBytes/parts),
 		rounds: rounds,
 		out:    out,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hotspot-dev/hotspot/aggregator"
 	"github.com/hotspot-dev/hotspot/detector"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
@@ -34,6 +36,7 @@ import (
 
 // The adapters this process wires into the services.
 var (
+	_ detector.Source        = (*kafkaio.Source)(nil)
 	_ detector.Sink          = (*shardclient.Client)(nil)
 	_ detector.Membership    = (*zkgroup.Session)(nil)
 	_ shardclient.Membership = (*zkgroup.Session)(nil)
@@ -200,13 +203,20 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	if err := ensureTopic(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	return detector.New(detector.Config{
-		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group, Inputs: detectorInputs(cfg.inputs, 0, reg),
-		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
-		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin, CommitInterval: cfg.commitEvery,
+	src, err := kafkaio.NewSource(kafkaio.GroupConfig{
+		Brokers: cfg.brokers, Topics: cfg.topics(), Group: cmp.Or(cfg.group, hotset.DefaultGroup),
 		// The broker's minimum: a dead detector's partitions wait this
 		// long for a new owner.
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
+		FromOldest: cfg.fromOldest, MaxWait: cfg.fetchWait, MinBytes: cfg.fetchMin,
+		Security: cfg.sec.kafka, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("detector: %w", err)
+	}
+	return detector.New(detector.Config{
+		Source: src, Takeover: src.Takeover(), Inputs: detectorInputs(cfg.inputs, 0, reg),
+		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, CommitInterval: cfg.commitEvery,
 		Membership: sess, Root: cfg.zkRoot, ID: cfg.id, Addr: cfg.advertise,
 		Logger: log, Registerer: reg,
 	}, sink)
