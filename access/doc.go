@@ -1,11 +1,15 @@
-// Package access holds the access-event types of Hotspot's public
-// contract: what one access event says once decoded (Entry, Op) and the
-// defaults the formats share (DefaultApp, DefaultMaxKeyLen). The byte
-// formats producers write to Kafka are documented in docs/wire.md; their
-// codecs live in internal/wire, whose Entry and Op are these.
+// Package access is the public contract of what a detector consumes: the
+// access events, once decoded (Entry, Op, and the defaults the formats share,
+// DefaultApp and DefaultMaxKeyLen), and the records they arrive in, as a
+// detector's Source hands them over (a Generation of partition Claims, each
+// yielding Records; ErrRewound). The byte formats producers write are
+// documented in docs/wire.md; their codecs live in internal/wire, whose
+// Entry and Op are these.
 //
-// A custom detector input names these types: a detector.Decoder turns one
-// record into Entry values, so it can be written outside this module.
+// Package detector declares Source and Decoder and names these types
+// through aliases, so a source (internal/kafkaio's, or one outside this
+// module) and an input's decoder implement them without importing the
+// detector.
 //
 // Invariant: every Entry a decoder hands on has an App of 1..MaxKeyLen
 // bytes (DefaultApp when the event names none), a Key of 1..MaxKeyLen bytes
