@@ -10,12 +10,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // KeyState is one key's state at this shard, as its internal API answers it.
-type KeyState = api.KeyState
+type KeyState = shardapi.KeyState
 
 var (
 	errNilPublisher = errors.New("aggregator: nil Publisher")
@@ -187,13 +187,13 @@ func (a *Aggregator) Key(app, key string) (KeyState, bool) {
 // Instances returns the effect of every instance of app ("": of every
 // app) whose reports reach this shard and that reported any over the effect
 // window, per second, summed over its keys.
-func (a *Aggregator) Instances(app string) []api.InstanceEffectRates {
+func (a *Aggregator) Instances(app string) []shardapi.InstanceEffectRates {
 	return a.t.instanceEffects(app, time.Now())
 }
 
 // Effects returns the effect of every key of app ("": of every app) that
 // the shard has effect reports of over the effect window, per second.
-func (a *Aggregator) Effects(app string) []api.KeyEffectRates {
+func (a *Aggregator) Effects(app string) []shardapi.KeyEffectRates {
 	return a.t.effects(app, time.Now())
 }
 

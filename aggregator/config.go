@@ -66,7 +66,7 @@ type Config struct {
 	Recorder Recorder // told every promotion and demotion (history, webhooks); nil: none
 
 	// Peers gives every shard's candidates for the top-K cut of rules in
-	// mode topk (hotspotd passes its *api.Client); nil: this shard cuts
+	// mode topk (hotspotd passes its internal/shardclient Client); nil: this shard cuts
 	// over its own keys, right only when it is the only shard.
 	Peers Peers
 	// TopKInterval is how often each top-K rule is cut; 0 means 500ms.

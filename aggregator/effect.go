@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // The effect window: the apps report their effect every few seconds (each
@@ -27,7 +27,7 @@ type effectCounters [4]prometheus.Counter
 // effectRing sums one key's effect reports, cluster-wide, per second of
 // receipt over the effect window.
 type effectRing struct {
-	b    [effectBuckets]api.Effect
+	b    [effectBuckets]shardapi.Effect
 	last int64 // the newest bucket, in seconds since the epoch
 }
 
@@ -38,10 +38,10 @@ func (r *effectRing) advance(sec int64) {
 		return
 	}
 	if d >= effectBuckets {
-		r.b = [effectBuckets]api.Effect{}
+		r.b = [effectBuckets]shardapi.Effect{}
 	} else {
 		for i := r.last + 1; i <= sec; i++ {
-			r.b[i%effectBuckets] = api.Effect{}
+			r.b[i%effectBuckets] = shardapi.Effect{}
 		}
 	}
 	r.last = sec
@@ -65,7 +65,7 @@ func (r *effectRing) add(c wire.EffectCounts, now time.Time) {
 // reported over its buckets divided by the time they cover, 9 s and the
 // part of the newest second gone by (divided by the whole 10 s, a rate read
 // early in a second was up to a tenth low), and false when nothing was.
-func (r *effectRing) rates(now time.Time) (api.EffectRates, bool) {
+func (r *effectRing) rates(now time.Time) (shardapi.EffectRates, bool) {
 	r.advance(now.Truncate(effectBucket).Unix())
 	var s [4]float64
 	for _, b := range r.b {
@@ -75,10 +75,10 @@ func (r *effectRing) rates(now time.Time) (api.EffectRates, bool) {
 		s[3] += float64(b.Limited)
 	}
 	if s == [4]float64{} {
-		return api.EffectRates{}, false
+		return shardapi.EffectRates{}, false
 	}
 	w := ((effectBuckets-1)*effectBucket + now.Sub(now.Truncate(effectBucket))).Seconds()
-	return api.EffectRates{L1Hits: s[0] / w, L2Reads: s[1] / w, SourceLoads: s[2] / w, Limited: s[3] / w}, true
+	return shardapi.EffectRates{L1Hits: s[0] / w, L2Reads: s[1] / w, SourceLoads: s[2] / w, Limited: s[3] / w}, true
 }
 
 // countEffect adds a report to its app's totals
@@ -146,17 +146,17 @@ func (t *table) pruneInstances(now time.Time) bool {
 // instanceEffects returns the effect rates of app's instances ("": every
 // app's) that reported any over the effect window at now, and forgets those
 // that did not.
-func (t *table) instanceEffects(app string, now time.Time) []api.InstanceEffectRates {
+func (t *table) instanceEffects(app string, now time.Time) []shardapi.InstanceEffectRates {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []api.InstanceEffectRates{}
+	out := []shardapi.InstanceEffectRates{}
 	for k, r := range t.instances {
 		rates, ok := r.rates(now)
 		switch {
 		case !ok:
 			delete(t.instances, k)
 		case app == "" || k.app == app:
-			out = append(out, api.InstanceEffectRates{App: k.app, Instance: k.src, Effect: rates})
+			out = append(out, shardapi.InstanceEffectRates{App: k.app, Instance: k.src, Effect: rates})
 		}
 	}
 	return out

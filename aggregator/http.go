@@ -8,21 +8,21 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // Handler serves the shard's internal API (the paths and answers of package
-// aggregator/api), for hotspotd's mux. The app parameter defaults to
-// wire.DefaultApp, as in the access-event contract.
+// shardapi), for hotspotd's mux. The app parameter defaults to
+// access.DefaultApp, as in the access-event contract.
 func (a *Aggregator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+api.PartialsPath, a.servePartials)
-	mux.HandleFunc("GET "+api.TopPath, a.serveTop)
-	mux.HandleFunc("GET "+api.KeyPath, a.serveKey)
-	mux.HandleFunc("GET "+api.EffectsPath, a.serveEffects)
-	mux.HandleFunc("GET "+api.InstancesPath, a.serveInstances)
+	mux.HandleFunc("POST "+shardapi.PartialsPath, a.servePartials)
+	mux.HandleFunc("GET "+shardapi.TopPath, a.serveTop)
+	mux.HandleFunc("GET "+shardapi.KeyPath, a.serveKey)
+	mux.HandleFunc("GET "+shardapi.EffectsPath, a.serveEffects)
+	mux.HandleFunc("GET "+shardapi.InstancesPath, a.serveInstances)
 	return mux
 }
 
@@ -56,11 +56,11 @@ func (a *Aggregator) servePartials(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// TakePartials counts a partials body (what POST api.PartialsPath carries)
+// TakePartials counts a partials body (what POST shardapi.PartialsPath carries)
 // as the shard's handler does: a bad body is refused whole, and a batch
 // whose (source, sequence) was taken already is acknowledged and not
 // counted again. A detector in the same process hands its batches for this
-// shard over here instead of over HTTP (api.Config.Self). body is not kept.
+// shard over here instead of over HTTP (internal/shardclient's Config.Self). body is not kept.
 func (a *Aggregator) TakePartials(body []byte) error {
 	n, err := a.apply(body, time.Now())
 	if err != nil {
@@ -181,7 +181,7 @@ func (a *Aggregator) serveTop(w http.ResponseWriter, r *http.Request) {
 		}
 		keys = a.RuleTop(app, rule, n)
 	}
-	httpjson.Write(w, http.StatusOK, api.Top{App: app, Shard: a.cfg.ID, Keys: keys})
+	httpjson.Write(w, http.StatusOK, shardapi.Top{App: app, Shard: a.cfg.ID, Keys: keys})
 }
 
 func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
@@ -202,13 +202,13 @@ func (a *Aggregator) serveKey(w http.ResponseWriter, r *http.Request) {
 // serveEffects answers EffectsPath: the effect of app's keys, of every
 // app's without app.
 func (a *Aggregator) serveEffects(w http.ResponseWriter, r *http.Request) {
-	httpjson.Write(w, http.StatusOK, api.Effects{Shard: a.cfg.ID, Keys: a.Effects(r.URL.Query().Get("app"))})
+	httpjson.Write(w, http.StatusOK, shardapi.Effects{Shard: a.cfg.ID, Keys: a.Effects(r.URL.Query().Get("app"))})
 }
 
 // serveInstances answers InstancesPath: the effect of app's instances, of
 // every app's without app.
 func (a *Aggregator) serveInstances(w http.ResponseWriter, r *http.Request) {
-	httpjson.Write(w, http.StatusOK, api.Instances{Shard: a.cfg.ID, Instances: a.Instances(r.URL.Query().Get("app"))})
+	httpjson.Write(w, http.StatusOK, shardapi.Instances{Shard: a.cfg.ID, Instances: a.Instances(r.URL.Query().Get("app"))})
 }
 
 func appParam(s string) string {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 func partials(groups ...wire.PartialGroup) []byte {
@@ -34,19 +34,19 @@ func TestHandler(t *testing.T) {
 		code     int
 		contains string
 	}{
-		{"bad body counts nothing", "POST", api.PartialsPath, truncated, 400, `"error":`},
-		{"not a batch", "POST", api.PartialsPath, []byte(`{"key":"a"}`), 400, `"error":`},
-		{"over the size cap", "POST", api.PartialsPath, bytes.Repeat([]byte{0xA6}, 2000), 413, `"error":"body over 1024 bytes"`},
-		{"good body", "POST", api.PartialsPath, good, 204, ""},
-		{"form content type", "POST", api.PartialsPath + "?ct=form", good, 415, `"error":"Content-Type must be application/octet-stream"`},
-		{"text content type", "POST", api.PartialsPath + "?ct=text", good, 415, `"error":`},
-		{"wrong method", "GET", api.PartialsPath, nil, 405, ""},
-		{"top", "GET", api.TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
-		{"top of the default app", "GET", api.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false,"rule":-1,"kind":"count"}]`},
-		{"bad n", "GET", api.TopPath + "?n=x", nil, 400, `"error":`},
-		{"key", "GET", api.KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false,"rule":-1,"kind":"count"}`},
-		{"untracked key", "GET", api.KeyPath + "?app=app&key=zz", nil, 404, `"error":`},
-		{"missing key", "GET", api.KeyPath + "?app=app", nil, 400, `"error":`},
+		{"bad body counts nothing", "POST", shardapi.PartialsPath, truncated, 400, `"error":`},
+		{"not a batch", "POST", shardapi.PartialsPath, []byte(`{"key":"a"}`), 400, `"error":`},
+		{"over the size cap", "POST", shardapi.PartialsPath, bytes.Repeat([]byte{0xA6}, 2000), 413, `"error":"body over 1024 bytes"`},
+		{"good body", "POST", shardapi.PartialsPath, good, 204, ""},
+		{"form content type", "POST", shardapi.PartialsPath + "?ct=form", good, 415, `"error":"Content-Type must be application/octet-stream"`},
+		{"text content type", "POST", shardapi.PartialsPath + "?ct=text", good, 415, `"error":`},
+		{"wrong method", "GET", shardapi.PartialsPath, nil, 405, ""},
+		{"top", "GET", shardapi.TopPath + "?app=app&n=1", nil, 200, `"keys":[{"app":"app","key":"a","rate":1505,"hot":true,"since":`},
+		{"top of the default app", "GET", shardapi.TopPath, nil, 200, `"keys":[{"app":"default","key":"x","rate":3,"hot":false,"rule":-1,"kind":"count"}]`},
+		{"bad n", "GET", shardapi.TopPath + "?n=x", nil, 400, `"error":`},
+		{"key", "GET", shardapi.KeyPath + "?app=app&key=b", nil, 200, `{"app":"app","key":"b","rate":7,"hot":false,"rule":-1,"kind":"count"}`},
+		{"untracked key", "GET", shardapi.KeyPath + "?app=app&key=zz", nil, 404, `"error":`},
+		{"missing key", "GET", shardapi.KeyPath + "?app=app", nil, 400, `"error":`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +95,7 @@ func BenchmarkApplyPartials(b *testing.B) {
 	h := a.Handler()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, shardapi.PartialsPath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/octet-stream")
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusNoContent {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 const (
@@ -143,7 +143,7 @@ func sourceName(name string) string {
 	return name[:i]
 }
 
-// shares returns the busiest sources at now (at most api.MaxSources,
+// shares returns the busiest sources at now (at most shardapi.MaxSources,
 // busiest first), each with its share of the key's accesses: its lower
 // bound n-err over the key's total.
 //
@@ -152,7 +152,7 @@ func sourceName(name string) string {
 // at most 1 even if a report's total fell short of its sources' sum (a
 // detector's report is consistent, but a total saturates, and an older
 // detector's is made up of its sources).
-func (s *keySources) shares(now, tau int64) []api.SourceShare {
+func (s *keySources) shares(now, tau int64) []shardapi.SourceShare {
 	s.decay(now, tau)
 	var sent float64
 	for _, c := range s.top {
@@ -170,15 +170,15 @@ func (s *keySources) shares(now, tau int64) []api.SourceShare {
 	slices.SortFunc(idx, func(x, y int) int {
 		return cmp.Or(cmp.Compare(lb(y), lb(x)), cmp.Compare(s.top[x].name, s.top[y].name))
 	})
-	var out []api.SourceShare
-	for _, i := range idx[:min(len(idx), api.MaxSources)] {
+	var out []shardapi.SourceShare
+	for _, i := range idx[:min(len(idx), shardapi.MaxSources)] {
 		// 0.01 % is enough to read; 0 is a source that stopped long ago,
 		// or one that took another's place and has not shown since.
 		share := math.Round(lb(i)/total*1e4) / 1e4
 		if share == 0 {
 			break
 		}
-		out = append(out, api.SourceShare{Source: s.top[i].name, Share: share})
+		out = append(out, shardapi.SourceShare{Source: s.top[i].name, Share: share})
 	}
 	return out
 }

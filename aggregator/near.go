@@ -4,10 +4,10 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // A key near its threshold gets what the shard knows of who sends it
@@ -204,16 +204,16 @@ func (t *table) extras(ks *KeyState, e *entry, now time.Time) {
 
 // effects returns the effect rates of app's keys ("": every app's) that
 // have any over the effect window at now.
-func (t *table) effects(app string, now time.Time) []api.KeyEffectRates {
+func (t *table) effects(app string, now time.Time) []shardapi.KeyEffectRates {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []api.KeyEffectRates{}
+	out := []shardapi.KeyEffectRates{}
 	for _, e := range t.nears {
 		if e.near.eff == nil || app != "" && e.app.name != app {
 			continue
 		}
 		if r, ok := e.near.eff.rates(now); ok {
-			out = append(out, api.KeyEffectRates{App: e.app.name, Key: e.key, Effect: r})
+			out = append(out, shardapi.KeyEffectRates{App: e.app.name, Key: e.key, Effect: r})
 		}
 	}
 	return out

@@ -16,9 +16,9 @@ import (
 	"github.com/axiomhq/hyperloglog"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // srcRound is one detector round of key k of app "app": its count, the
@@ -104,8 +104,8 @@ func TestSourcesShares(t *testing.T) {
 			if len(st.Sources) == 0 || st.Sources[0].Source != "web-1" || math.Abs(st.Sources[0].Share-0.70) > 0.05 {
 				t.Fatalf("sources %+v, want web-1 first with 0.70 ± 0.05", st.Sources)
 			}
-			if len(st.Sources) > api.MaxSources {
-				t.Errorf("%d sources listed, want at most %d", len(st.Sources), api.MaxSources)
+			if len(st.Sources) > shardapi.MaxSources {
+				t.Errorf("%d sources listed, want at most %d", len(st.Sources), shardapi.MaxSources)
 			}
 			sum := 0.0
 			for i, s := range st.Sources {
@@ -264,8 +264,8 @@ func TestEffect(t *testing.T) {
 	// Between two rounds: the window's buckets hold 9.95 s of reports,
 	// two of each instance, over which they are divided.
 	st, _ := a.t.key("app", "k", now.Add(-50*time.Millisecond))
-	want := api.EffectRates{L1Hits: 3600, L2Reads: 320, SourceLoads: 40, Limited: 80} // the instances' rates
-	near := func(got *api.EffectRates) bool {
+	want := shardapi.EffectRates{L1Hits: 3600, L2Reads: 320, SourceLoads: 40, Limited: 80} // the instances' rates
+	near := func(got *shardapi.EffectRates) bool {
 		return got != nil && math.Abs(got.L1Hits/want.L1Hits-1) < 0.01 && math.Abs(got.L2Reads/want.L2Reads-1) < 0.01 &&
 			math.Abs(got.SourceLoads/want.SourceLoads-1) < 0.01 && math.Abs(got.Limited/want.Limited-1) < 0.01
 	}
@@ -467,7 +467,7 @@ func TestPromotionCarriesSources(t *testing.T) {
 	}
 }
 
-// TestEffectsRoute: GET api.EffectsPath lists the keys with effect, of one
+// TestEffectsRoute: GET shardapi.EffectsPath lists the keys with effect, of one
 // app or of all.
 func TestEffectsRoute(t *testing.T) {
 	a := mustNew(t, Config{}, &fakePub{})
@@ -479,10 +479,10 @@ func TestEffectsRoute(t *testing.T) {
 	for _, tt := range []struct {
 		target string
 		want   int
-	}{{api.EffectsPath, 1}, {api.EffectsPath + "?app=app", 1}, {api.EffectsPath + "?app=other", 0}} {
+	}{{shardapi.EffectsPath, 1}, {shardapi.EffectsPath + "?app=app", 1}, {shardapi.EffectsPath + "?app=other", 0}} {
 		rec := httptest.NewRecorder()
 		a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", tt.target, nil))
-		var got api.Effects
+		var got shardapi.Effects
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
 			t.Fatalf("GET %s: %d %s", tt.target, rec.Code, rec.Body)
 		}
@@ -641,20 +641,20 @@ func TestInstancesRoute(t *testing.T) {
 	if _, err := a.apply(wire.AppendPartials(nil, b), now); err != nil {
 		t.Fatal(err)
 	}
-	get := func(target string) api.Instances {
+	get := func(target string) shardapi.Instances {
 		t.Helper()
 		rec := httptest.NewRecorder()
 		a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
-		var got api.Instances
+		var got shardapi.Instances
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 || got.Shard != "s1" || got.Instances == nil {
 			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Body)
 		}
-		slices.SortFunc(got.Instances, func(x, y api.InstanceEffectRates) int {
+		slices.SortFunc(got.Instances, func(x, y shardapi.InstanceEffectRates) int {
 			return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Instance, y.Instance))
 		})
 		return got
 	}
-	got := get(api.InstancesPath + "?app=shop")
+	got := get(shardapi.InstancesPath + "?app=shop")
 	if len(got.Instances) != 2 || got.Instances[0].Instance != "pod-1" || got.Instances[1].Instance != "pod-2" {
 		t.Fatalf("shop's instances: %+v", got.Instances)
 	}
@@ -666,7 +666,7 @@ func TestInstancesRoute(t *testing.T) {
 	if h := got.Instances[0].Effect.L1Hits; h < 1000/10.0 || h > 1000/9.0 {
 		t.Errorf("pod-1 l1_hits %v/s, want 1000 over 9 to 10 s", h)
 	}
-	if all := get(api.InstancesPath); len(all.Instances) != 3 || all.Instances[0].App != "ads" {
+	if all := get(shardapi.InstancesPath); len(all.Instances) != 3 || all.Instances[0].App != "ads" {
 		t.Errorf("every app's instances: %+v", all.Instances)
 	}
 	if got := a.t.instanceEffects("", now.Add(effectBuckets*effectBucket)); len(got) != 0 || len(a.t.instances) != 0 {

@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // compile compiles rs against tb's default rule.
@@ -300,17 +300,17 @@ type shardPeers struct {
 	down   map[string]bool
 }
 
-func (p *shardPeers) RuleTop(ctx context.Context, app string, rule, n int) ([]api.Top, error) {
+func (p *shardPeers) RuleTop(ctx context.Context, app string, rule, n int) ([]shardapi.Top, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var tops []api.Top
+	var tops []shardapi.Top
 	var err error
 	for _, a := range p.shards {
 		if p.down[a.cfg.ID] {
 			err = fmt.Errorf("aggregator %s: down", a.cfg.ID)
 			continue
 		}
-		tops = append(tops, api.Top{App: app, Shard: a.cfg.ID, Keys: a.RuleTop(app, rule, n)})
+		tops = append(tops, shardapi.Top{App: app, Shard: a.cfg.ID, Keys: a.RuleTop(app, rule, n)})
 	}
 	return tops, err
 }

@@ -6,18 +6,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // Peers asks every aggregator shard (this one included) for its candidates
-// of a top-K rule: *api.Client implements it. Without Peers a shard cuts
-// over its own keys only, which is right when it is the only shard.
+// of a top-K rule: internal/shardclient's Client implements it. Without
+// Peers a shard cuts over its own keys only, which is right when it is the
+// only shard.
 type Peers interface {
 	// RuleTop returns each answering shard's n busiest keys of app that
 	// follow rule, with its hot keys of that rule, and an error naming the
 	// shards that did not answer.
-	RuleTop(ctx context.Context, app string, rule, n int) ([]api.Top, error)
+	RuleTop(ctx context.Context, app string, rule, n int) ([]shardapi.Top, error)
 }
 
 // stayFraction is the hysteresis at the K-th place of a top-K rule: a key in

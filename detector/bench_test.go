@@ -202,7 +202,7 @@ func BenchmarkDecodeAndCountOneOff(b *testing.B) {
 		}
 		recs[i] = wire.AppendBatch(nil, "shop", 1_700_000_000_000, es)
 	}
-	cfg, err := Config{Brokers: []string{"127.0.0.1:1"}}.withDefaults()
+	cfg, err := Config{Source: newFakeSource(newFakeTopic(1))}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,19 +11,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/access"
 	"github.com/hotspot-dev/hotspot/hotset"
-	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 // Config configures a Detector. A zero field means the default shown.
 type Config struct {
-	Brokers []string // Kafka bootstrap addresses; required unless Source is set
-	Topic   string   // "" means hotset.DefaultTopic; unused when Inputs are set
-	Group   string   // consumer group; "" means hotset.DefaultGroup
-	// Inputs, when set, are the topics the group reads instead of Topic,
-	// each with how its records decode. Every partition of every topic is
-	// counted as a partition of Topic is.
+	// Source is the detector's membership in the consumer group on the
+	// access topics (internal/kafkaio's Source for Kafka); required.
+	Source Source
+	// Inputs say how the records of each topic decode; a topic not listed
+	// (every topic, without Inputs) holds access events (docs/wire.md).
 	Inputs []Input
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
@@ -39,12 +38,18 @@ type Config struct {
 	// and so is a round fenced after a standstill. Every commit is a log
 	// append on the broker, its costliest request here. A crashed or
 	// frozen member's partitions are read again from the last commit, but
-	// only once the group has dropped it, a session timeout (less a
-	// heartbeat) after it last read: so by default (0) offsets are
-	// committed every second when MaxAge is shorter than that, as the
-	// records read again are then too old to be counted, and every round
-	// otherwise (docs/detector.md, "Offsets and commits").
+	// only once the group has dropped it, Takeover after it last read: so
+	// by default (0) offsets are committed every second when MaxAge is
+	// shorter than Takeover, as the records read again are then too old to
+	// be counted, and every round otherwise (docs/detector.md, "Offsets and
+	// commits").
 	CommitInterval time.Duration
+	// Takeover is how long after a member last read its partitions wait
+	// for their next owner when it crashes or freezes: for a Kafka group,
+	// the session timeout less a heartbeat (internal/kafkaio's
+	// Source.Takeover). 0 means 9s, a Kafka group's with its default
+	// timing (10s, 1s). It only sets CommitInterval's default.
+	Takeover time.Duration
 
 	// Threshold is the hot-key rate, in accesses per second (1000); the
 	// filter's cutoff is derived from it. With Window it is the default
@@ -80,7 +85,7 @@ type Config struct {
 	// partitions together (32 MiB).
 	MaxKeyBytes int
 	// MaxKeyLen is the longest key or app name accepted, in bytes
-	// (wire.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
+	// (access.DefaultMaxKeyLen, 1024); longer ones are rejected as invalid.
 	MaxKeyLen int
 
 	// SendTimeout is how long the Sink may keep failing before the
@@ -90,27 +95,6 @@ type Config struct {
 	// reads them again) or Run is canceled; on cancel it tries for at most
 	// 5s (or SendTimeout if shorter) more.
 	SendTimeout time.Duration
-
-	// Kafka group timing (see kafkaio.GroupConfig): 10s, 10s, 1s.
-	SessionTimeout    time.Duration
-	RebalanceTimeout  time.Duration
-	HeartbeatInterval time.Duration
-	// FromOldest reads a partition that has no committed offset from its
-	// oldest record; by default from its newest.
-	FromOldest bool
-	// FetchMaxWait and FetchMinBytes are the partition readers' fetch
-	// settings (see kafkaio.GroupConfig: 250ms and 1 byte): a fetch
-	// returns once FetchMinBytes are there or FetchMaxWait has passed.
-	FetchMaxWait  time.Duration
-	FetchMinBytes int
-
-	// Kafka is the consumer's TLS and SASL; nil means plaintext and no
-	// authentication.
-	Kafka *kafkaio.Security
-
-	// Source replaces the Kafka consumer group (tests, other transports).
-	// When set, Brokers, Topic, Group and the Kafka settings are unused.
-	Source Source
 
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: metrics are not exported
@@ -129,23 +113,12 @@ type Input struct {
 }
 
 // Decoder turns one record's value into accesses, calling fn for each; the
-// Entry is valid during the call only. It counts what it rejects itself
-// and returns the first error, if any, for the debug log. *wire.Decoder is
-// one.
+// Entry is valid during the call only (package access says what an Entry
+// promises). It counts what it rejects itself and returns the first error,
+// if any, for the debug log. internal/wire's Decoder, which reads the
+// formats of docs/wire.md, is one.
 type Decoder interface {
-	Decode(value []byte, fn func(*wire.Entry)) error
-}
-
-// topics returns the topics the detector reads.
-func (cfg Config) topics() []string {
-	if len(cfg.Inputs) == 0 {
-		return []string{cfg.Topic}
-	}
-	ts := make([]string, len(cfg.Inputs))
-	for i, in := range cfg.Inputs {
-		ts[i] = in.Topic
-	}
-	return ts
+	Decode(value []byte, fn func(*access.Entry)) error
 }
 
 // Defaults not expressed inline.
@@ -154,25 +127,22 @@ const (
 	DefaultMaxKeyBytes = 32 << 20
 	DefaultAlpha       = 0.05
 	DefaultThreshold   = 1000
+	DefaultTakeover    = 9 * time.Second
 )
 
 func (cfg Config) withDefaults() (Config, error) {
-	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
 	for i, in := range cfg.Inputs {
 		if in.Topic == "" || slices.ContainsFunc(cfg.Inputs[:i], func(o Input) bool { return o.Topic == in.Topic }) {
 			return cfg, fmt.Errorf("detector: input %d: topic %q empty or read twice", i, in.Topic)
 		}
 	}
-	cfg.Group = cmp.Or(cfg.Group, hotset.DefaultGroup)
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
 	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
 	if cfg.CommitInterval == 0 {
-		dropped := cmp.Or(cfg.SessionTimeout, kafkaio.DefaultSessionTimeout) -
-			cmp.Or(cfg.HeartbeatInterval, kafkaio.DefaultHeartbeatInterval)
 		cfg.CommitInterval = time.Second
-		if cfg.MaxAge < 0 || cfg.MaxAge >= dropped {
+		if cfg.MaxAge < 0 || cfg.MaxAge >= cmp.Or(cfg.Takeover, DefaultTakeover) {
 			cfg.CommitInterval = cfg.Flush
 		}
 	}
@@ -188,8 +158,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case cfg.Window < 0 || cfg.Bucket < 0 || cfg.Flush < 0 || cfg.SendTimeout < 0 || cfg.CommitInterval < 0:
-		return cfg, errors.New("detector: negative Window, Bucket, Flush, SendTimeout or CommitInterval")
+	case cfg.Source == nil:
+		return cfg, errors.New("detector: nil Source")
+	case cfg.Window < 0 || cfg.Bucket < 0 || cfg.Flush < 0 || cfg.SendTimeout < 0 || cfg.CommitInterval < 0 || cfg.Takeover < 0:
+		return cfg, errors.New("detector: negative Window, Bucket, Flush, SendTimeout, CommitInterval or Takeover")
 	case cfg.Bucket < time.Millisecond:
 		return cfg, fmt.Errorf("detector: Bucket %v is below 1ms", cfg.Bucket)
 	case cfg.Window%cfg.Bucket != 0:
@@ -207,29 +179,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.MaxKeyBytes < cfg.MaxKeyLen:
 		return cfg, fmt.Errorf("detector: MaxKeyBytes %d below MaxKeyLen %d", cfg.MaxKeyBytes, cfg.MaxKeyLen)
 	}
-	if cfg.Source == nil {
-		if err := kafkaio.Check(cfg.groupConfig()); err != nil {
-			return cfg, fmt.Errorf("detector: %w", err)
-		}
-	}
 	return cfg, nil
-}
-
-func (cfg Config) groupConfig() kafkaio.GroupConfig {
-	return kafkaio.GroupConfig{
-		Brokers:           cfg.Brokers,
-		Topics:            cfg.topics(),
-		Group:             cfg.Group,
-		SessionTimeout:    cfg.SessionTimeout,
-		RebalanceTimeout:  cfg.RebalanceTimeout,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		FromOldest:        cfg.FromOldest,
-		MaxWait:           cfg.FetchMaxWait,
-		MinBytes:          cfg.FetchMinBytes,
-		Logger:            cfg.Logger,
-		Security:          cfg.Kafka,
-		Registerer:        cfg.Registerer,
-	}
 }
 
 // hotWeight is the filter weight of Threshold × d accesses (unit per access

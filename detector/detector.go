@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -62,7 +61,7 @@ func (d *Detector) healthy(err error) {
 }
 
 // New checks cfg and returns a Detector that sends to sink. It does not
-// contact Kafka; Run does.
+// contact the Source; Run does.
 func New(cfg Config, sink Sink) (*Detector, error) {
 	if sink == nil {
 		return nil, errors.New("detector: nil Sink")
@@ -82,23 +81,17 @@ func New(cfg Config, sink Sink) (*Detector, error) {
 	return d, nil
 }
 
-// Run joins the group (and Config.Membership) and counts until ctx is
-// canceled. Then it stops consuming, hands the counts in flight to the Sink,
-// commits their offsets, leaves the group (and the membership) and returns
-// nil. It returns an error only when the Sink refused the last counts for
-// SendTimeout at shutdown (nothing past them is committed), the group cannot
-// be created or the membership failed for good. A Sink that keeps failing
+// Run joins the group through Config.Source (and Config.Membership) and
+// counts until ctx is canceled. Then it stops consuming, hands the counts in
+// flight to the Sink, commits their offsets, leaves the group (closes the
+// Source; and the membership) and returns nil. It returns an error only
+// when the Sink refused the last counts for SendTimeout at shutdown
+// (nothing past them is committed), leaving the group failed or the
+// membership failed for good. A Sink that keeps failing
 // while it runs makes the detector unhealthy (Healthy); Run goes on
 // retrying. Run may be called once.
 func (d *Detector) Run(ctx context.Context) error {
 	src := d.cfg.Source
-	if src == nil {
-		g, err := kafkaio.NewGroup(d.cfg.groupConfig())
-		if err != nil {
-			return fmt.Errorf("detector: %w", err)
-		}
-		src = kafkaSource{g}
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	fail := func(err error) {
@@ -180,7 +173,7 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 		// More detectors than partitions, or the topic did not exist when
 		// the group formed: its partitions, once there, end the generation
 		// (kafkaio's partition watch).
-		d.log.Warn("detector: no partition assigned", "topics", d.cfg.topics())
+		d.log.Warn("detector: no partition assigned")
 		return
 	}
 	d.log.Info("detector: partitions assigned", "partitions", parts)

@@ -96,7 +96,8 @@ func TestCommitsOncePerInterval(t *testing.T) {
 	}{
 		{"default", Config{}, 3, 5}, // 1 s
 		{"every round", Config{CommitInterval: 100 * time.Millisecond}, 15, 31},
-		{"MaxAge beyond the session", Config{MaxAge: 9 * time.Second}, 15, 31},
+		{"MaxAge beyond the takeover", Config{MaxAge: 9 * time.Second}, 15, 31},
+		{"takeover within MaxAge", Config{Takeover: 500 * time.Millisecond}, 15, 31},
 		{"every entry counts", Config{MaxAge: -1}, 15, 31},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -633,18 +634,19 @@ func TestRunSendsEmptyRoundsWhenIdle(t *testing.T) {
 
 func TestNewChecksConfig(t *testing.T) {
 	sink := newFakeSink(newFakeTopic(1))
+	src := newFakeSource(newFakeTopic(1))
 	tests := []struct {
 		name string
 		cfg  Config
 		ok   bool
 	}{
-		{"defaults with brokers", Config{Brokers: []string{"127.0.0.1:1"}}, true},
-		{"no brokers", Config{}, false},
-		{"bucket does not divide window", Config{Brokers: []string{"x:1"}, Bucket: 300 * time.Millisecond}, false},
-		{"negative flush", Config{Brokers: []string{"x:1"}, Flush: -1}, false},
-		{"heartbeat above session", Config{Brokers: []string{"x:1"}, SessionTimeout: time.Second, HeartbeatInterval: 2 * time.Second}, false},
-		{"key bytes below key length", Config{Brokers: []string{"x:1"}, MaxKeyBytes: 10}, false},
-		{"fake source needs no brokers", Config{Source: newFakeSource(newFakeTopic(1))}, true},
+		{"defaults with a source", Config{Source: src}, true},
+		{"no source", Config{}, false},
+		{"bucket does not divide window", Config{Source: src, Bucket: 300 * time.Millisecond}, false},
+		{"negative flush", Config{Source: src, Flush: -1}, false},
+		{"negative takeover", Config{Source: src, Takeover: -time.Second}, false},
+		{"key bytes below key length", Config{Source: src, MaxKeyBytes: 10}, false},
+		{"input topic read twice", Config{Source: src, Inputs: []Input{{Topic: "a"}, {Topic: "a"}}}, false},
 	}
 	for _, tc := range tests {
 		_, err := New(tc.cfg, sink)
@@ -652,7 +654,7 @@ func TestNewChecksConfig(t *testing.T) {
 			t.Errorf("%s: New error %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}
-	if _, err := New(Config{Brokers: []string{"x:1"}}, nil); err == nil {
+	if _, err := New(Config{Source: src}, nil); err == nil {
 		t.Errorf("nil sink: New succeeded, want an error")
 	}
 }

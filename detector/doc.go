@@ -1,5 +1,7 @@
-// Package detector counts access events from the Kafka access topic and
-// hands per-key partial counts to a Sink every flush tick.
+// Package detector counts access events from a Source (in hotspotd, the
+// Kafka access topics through internal/kafkaio) and hands per-key partial
+// counts to a Sink every flush tick. It imports no Kafka client: the
+// types a Source hands it are package access's.
 //
 // A Detector is one member of a consumer group. Each partition it is
 // assigned is read and counted by one goroutine that owns that partition's

@@ -128,7 +128,7 @@ func (g *fakeGen) Claims(from map[TopicPartition]int64) []Claim {
 	out := make([]Claim, len(g.parts))
 	for i, p := range g.parts {
 		g.topic.mu.Lock()
-		out[i] = &fakeClaim{topic: g.topic, part: p, off: max(g.topic.committed[p], from[TopicPartition{fakeTopicName, p}])}
+		out[i] = &fakeClaim{topic: g.topic, part: p, off: max(g.topic.committed[p], from[TopicPartition{Topic: fakeTopicName, Partition: p}])}
 		g.topic.mu.Unlock()
 	}
 	return out

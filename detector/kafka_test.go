@@ -87,10 +87,23 @@ type running struct {
 	stop func() error
 }
 
-func startKafka(t *testing.T, cfg Config, sink Sink) running {
+// kafkaGroup is where a detector under test reads: a consumer group on one
+// topic of the test stack's Kafka.
+type kafkaGroup struct{ addr, topic, group string }
+
+// startKafka runs a detector of cfg reading kg through a Source of its own
+// (internal/kafkaio's, as hotspotd wires it).
+func startKafka(t *testing.T, kg kafkaGroup, cfg Config, sink Sink) running {
 	t.Helper()
-	cfg.SessionTimeout, cfg.RebalanceTimeout, cfg.HeartbeatInterval = 6*time.Second, 6*time.Second, time.Second
-	cfg.FromOldest = true
+	src, err := kafkaio.NewSource(kafkaio.GroupConfig{
+		Brokers: []string{kg.addr}, Topics: []string{kg.topic}, Group: kg.group,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: time.Second,
+		FromOldest: true,
+	})
+	if err != nil {
+		t.Fatalf("NewSource: %v", err)
+	}
+	cfg.Source, cfg.Takeover = src, src.Takeover()
 	cfg.MaxKeyLen = testMaxKeyLen
 	cfg.Registerer = prometheus.NewRegistry()
 	d, err := New(cfg, sink)
@@ -153,7 +166,7 @@ func TestKafkaDeliversCommitsAndFlushesOnCancel(t *testing.T) {
 	// Detector A never ticks, and no key reaches its threshold (so none
 	// ends a round early): everything it counts is in flight until cancel.
 	sinkA := newFakeSink(newFakeTopic(1))
-	a := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1, Flush: time.Hour,
+	a := startKafka(t, kafkaGroup{addr, topic, group}, Config{Alpha: -1, MaxAge: -1, Flush: time.Hour,
 		Threshold: 1e9}, sinkA)
 	eventually(t, 45*time.Second, "detector A counts every record", func() (bool, string) {
 		r, e := testutil.ToFloat64(a.d.m.records), testutil.ToFloat64(a.d.m.entries)
@@ -177,7 +190,7 @@ func TestKafkaDeliversCommitsAndFlushesOnCancel(t *testing.T) {
 	c2 := newCorpus(t, 4, 30, 12)
 	produceCorpus(t, addr, topic, c2)
 	sinkB := newFakeSink(newFakeTopic(1))
-	b := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1}, sinkB)
+	b := startKafka(t, kafkaGroup{addr, topic, group}, Config{Alpha: -1, MaxAge: -1}, sinkB)
 	eventually(t, 45*time.Second, "detector B delivers the new records", func() (bool, string) {
 		d := diffSums(sinkB.got(), c2.want)
 		return d == "", d
@@ -203,14 +216,14 @@ func TestKafkaRebalance(t *testing.T) {
 	topic, group := stacktest.Name(t), stacktest.Name(t)
 	createKafkaTopic(t, addr, topic, 4)
 	sink := newFakeSink(newFakeTopic(1)) // both detectors hand on to one sink
-	cfg := Config{Brokers: []string{addr}, Topic: topic, Group: group, Alpha: -1, MaxAge: -1}
+	kg, cfg := kafkaGroup{addr, topic, group}, Config{Alpha: -1, MaxAge: -1}
 	partitions := func(r running) float64 { return testutil.ToFloat64(r.d.m.partitions) }
 
-	a := startKafka(t, cfg, sink)
+	a := startKafka(t, kg, cfg, sink)
 	eventually(t, 30*time.Second, "A owns all 4 partitions", func() (bool, string) {
 		return partitions(a) == 4, fmt.Sprint(partitions(a))
 	})
-	b := startKafka(t, cfg, sink)
+	b := startKafka(t, kg, cfg, sink)
 	eventually(t, 45*time.Second, "A and B own 2 partitions each", func() (bool, string) {
 		return partitions(a) == 2 && partitions(b) == 2, fmt.Sprintf("A %v, B %v", partitions(a), partitions(b))
 	})
@@ -271,7 +284,7 @@ func TestKafkaCarriesWritesAndBytes(t *testing.T) {
 	// Alpha 0.05, Threshold 1000/s, Window 1s, one detector, 2 partitions:
 	// 25 accesses per partition; shop's item: rule at 100/s needs 3.
 	sink := newFakeSink(newFakeTopic(1))
-	r := startKafka(t, Config{Brokers: []string{addr}, Topic: topic, Group: group, MaxAge: -1}, sink)
+	r := startKafka(t, kafkaGroup{addr, topic, group}, Config{MaxAge: -1}, sink)
 	s, err := rules.Compile(&rules.List{App: "shop", Rules: []rules.Rule{{Match: rules.Prefix, Pattern: "item:", Threshold: 100}}},
 		rules.Default(1000, time.Second, 5*time.Second, 0.8))
 	if err != nil {

@@ -2,20 +2,19 @@ package detector
 
 import (
 	"context"
-	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
-	"github.com/hotspot-dev/hotspot/internal/kafkaio"
+	"github.com/hotspot-dev/hotspot/access"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // Count is one key's accesses since the previous flush. It is the partial
-// count of the aggregators' contract (package aggregator/api), so that
-// api.Client is a Sink.
-type Count = api.Count
+// count of the aggregators' contract (package shardapi), so that
+// internal/shardclient's Client is a Sink.
+type Count = shardapi.Count
 
 // Flush describes one flush round's counts: when it ended, the event
-// time its counts happened in and its sequence number (see api.Flush).
-type Flush = api.Flush
+// time its counts happened in and its sequence number (see shardapi.Flush).
+type Flush = shardapi.Flush
 
 // Sink receives each flush's partial counts.
 //
@@ -30,8 +29,11 @@ type Sink interface {
 	Send(ctx context.Context, f Flush, counts []Count) error
 }
 
-// Source is membership in the consumer group on the access topics. The
-// default Source is Kafka (internal/kafkaio); tests supply fakes.
+// Source is membership in the consumer group on the access topics.
+// internal/kafkaio's Source is the Kafka one, which hotspotd wires; tests
+// supply fakes. The types its methods name are package access's (aliased
+// below), so that a Source, in this module or outside it, need not import
+// the detector.
 type Source interface {
 	// Next blocks until the group hands this member its next generation.
 	// It returns ctx.Err() when ctx ends first. Other errors are transient:
@@ -43,53 +45,20 @@ type Source interface {
 }
 
 // Generation is one assignment of partitions to this member, from one
-// rebalance to the next.
-type Generation interface {
-	// Claims opens a reader for each partition assigned to this member, at
-	// the group's committed offset, or at the partition's offset in from
-	// when that is later. from holds, per partition, the offset after the
-	// records whose counts this member handed on in earlier generations: a
-	// commit lost with its coordinator (a broker restart) then does not make
-	// the member count those records again.
-	Claims(from map[TopicPartition]int64) []Claim
-	// Start runs fn in a goroutine tied to the generation: ctx is done when
-	// the generation ends, and the group does not move on until fn returned.
-	Start(fn func(ctx context.Context))
-	// Commit stores, per partition, the offset of the next record to read.
-	Commit(ctx context.Context, offsets map[TopicPartition]int64) error
-}
+// rebalance to the next (see access.Generation).
+type Generation = access.Generation
 
 // TopicPartition names one partition of one of the topics the detector
 // reads.
-type TopicPartition struct {
-	Topic     string
-	Partition int
-}
+type TopicPartition = access.TopicPartition
 
-// Claim reads one partition. It is used by one goroutine.
-type Claim interface {
-	Topic() string
-	Partition() int
-	// Fetch returns the next record. When ctx ends first it returns an error
-	// and loses no record: the next Fetch returns it. An error that wraps
-	// ErrRewound says that the partition's log was replaced and the Claim
-	// reads the new one from its start.
-	Fetch(ctx context.Context) (Record, error)
-	Close() error
-}
+// Claim reads one partition (see access.Claim). It is used by one
+// goroutine.
+type Claim = access.Claim
 
 // ErrRewound is returned, wrapped, by Claim.Fetch when the partition's log no
-// longer holds the claim's position (its topic was deleted and created
-// again, or the log cut back) and the claim moved back to read what the log
-// holds now. The offsets read before mean nothing for the new log: the
-// detector commits and hands on the new log's offsets even though they are
-// lower.
-var ErrRewound = kafkaio.ErrRewound
+// longer holds the claim's position (see access.ErrRewound).
+var ErrRewound = access.ErrRewound
 
 // Record is one record of a partition.
-type Record struct {
-	Value         []byte // valid until the next Fetch
-	Offset        int64
-	HighWaterMark int64     // the offset the partition's next record will get, as of the fetch; 0 if unknown
-	Time          time.Time // the record's timestamp; zero if unknown
-}
+type Record = access.Record

@@ -9,18 +9,18 @@ import (
 	"github.com/axiomhq/hyperloglog"
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
-// KeySources is what a round saw of one key's sources (see api.KeySources).
-type KeySources = api.KeySources
+// KeySources is what a round saw of one key's sources (see shardapi.KeySources).
+type KeySources = shardapi.KeySources
 
-// KeyEffect is the effect the apps reported for one key (see api.KeyEffect).
-type KeyEffect = api.KeyEffect
+// KeyEffect is the effect the apps reported for one key (see shardapi.KeyEffect).
+type KeyEffect = shardapi.KeyEffect
 
 // InstanceEffect is the effect one app instance reported for all its keys
-// (see api.InstanceEffect).
-type InstanceEffect = api.InstanceEffect
+// (see shardapi.InstanceEffect).
+type InstanceEffect = shardapi.InstanceEffect
 
 // Sources are tracked only for keys near the threshold: a key's sources
 // start to be counted once its window on this partition holds half its
@@ -184,9 +184,9 @@ func (t *srcTracker) report(app, key string) KeySources {
 	order := live[:k]
 	slices.SortFunc(order, func(a, b uint8) int { return cmp.Compare(t.slots[b].n, t.slots[a].n) })
 	order = order[:min(k, topSources)]
-	ks := KeySources{App: app, Key: key, Total: total, Top: make([]api.SourceCount, len(order))}
+	ks := KeySources{App: app, Key: key, Total: total, Top: make([]shardapi.SourceCount, len(order))}
 	for j, i := range order {
-		ks.Top[j] = api.SourceCount{Src: string(t.names[i]), N: t.slots[i].n}
+		ks.Top[j] = shardapi.SourceCount{Src: string(t.names[i]), N: t.slots[i].n}
 	}
 	if k > 0 {
 		ks.Distinct, _ = t.hll.AppendBinary(nil) // cannot fail

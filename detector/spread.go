@@ -3,7 +3,7 @@ package detector
 import "github.com/hotspot-dev/hotspot/internal/wire"
 
 // spread counts a round's accesses per step of event time, so that the
-// aggregators place the round's counts where they happened (api.Flush's
+// aggregators place the round's counts where they happened (shardapi.Flush's
 // Weights) rather than evenly over its span: a round that catches up on a
 // backlog holds a few records far apart in time, and other partitions'
 // records between them were counted in earlier rounds. Each worker keeps

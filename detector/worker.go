@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // round is one flush period. The flusher publishes the next round before it
@@ -97,7 +97,7 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 	w := &worker{
 		d:      d,
 		claim:  cl,
-		tp:     TopicPartition{cl.Topic(), cl.Partition()},
+		tp:     TopicPartition{Topic: cl.Topic(), Partition: cl.Partition()},
 		c:      newCounter(int64(cfg.Bucket), int(cfg.Window/cfg.Bucket), cfg.MaxKeys/parts, cfg.MaxKeyBytes/parts),
 		rounds: rounds,
 		out:    out,
@@ -283,7 +283,7 @@ func sumFor[T any](at *map[appKey]int, list *[]T, k appKey, fresh func(appKey) T
 }
 
 // addCounts adds e's counts to x, saturating.
-func addCounts(x *api.Effect, e *wire.EffectEntry) {
+func addCounts(x *shardapi.Effect, e *wire.EffectEntry) {
 	x.L1Hits = satAdd(x.L1Hits, e.L1Hits)
 	x.L2Reads = satAdd(x.L2Reads, e.L2Reads)
 	x.SourceLoads = satAdd(x.SourceLoads, e.SourceLoads)

@@ -142,7 +142,7 @@ func WithApp(name string) Option { return func(o *options) { o.app = name } }
 // is the source of every access and effect batch the Client reports (docs/
 // wire.md, versions 3 and 4), so Hotspot can tell which instances send a hot
 // key, and it is the "instance" attribute of the Client's log lines. It must
-// be at most 1024 bytes (wire.DefaultMaxKeyLen) of valid UTF-8. Give every
+// be at most 1024 bytes (access.DefaultMaxKeyLen) of valid UTF-8. Give every
 // instance of an app its own name (a pod name, say): two instances reporting
 // under one name cannot be told apart.
 func WithInstanceID(id string) Option { return func(o *options) { o.instance = id } }

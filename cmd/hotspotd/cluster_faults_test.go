@@ -500,7 +500,7 @@ func (p *zkProxy) drop() {
 // an app's watcher keep every hot key and drop the keys that turn cold
 // meanwhile, within the recovery bound. n3's detector, which still reads its
 // partitions, routes its own shard's keys as the others do once their
-// answers leave that shard out (api.Client.Send): from 3 s after n3's
+// answers leave that shard out (shardclient.Client.Send): from 3 s after n3's
 // membership is gone until the heal, the others publish the steady keys at
 // their whole rate, not at the share of the partitions they read. Healed,
 // it joins again and its view agrees with the others.

@@ -17,10 +17,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // flow is one key's traffic: accesses per second, each of size bytes,
@@ -192,7 +192,7 @@ func TestRulesEndToEnd(t *testing.T) {
 	owners := map[string]bool{}
 	for i := range 6 {
 		for _, p := range []*proc{p1, p2} {
-			resp, err := http.Get(fmt.Sprintf("http://%s%s?app=feed&key=feed:%d", p.addr, api.KeyPath, i))
+			resp, err := http.Get(fmt.Sprintf("http://%s%s?app=feed&key=feed:%d", p.addr, shardapi.KeyPath, i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,13 +227,13 @@ func TestRulesEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	var never []api.KeyState
+	var never []shardapi.KeyState
 	for _, p := range []*proc{p1, p2} {
-		resp, err := http.Get("http://" + p.addr + api.KeyPath + "?app=shop&key=session:x")
+		resp, err := http.Get("http://" + p.addr + shardapi.KeyPath + "?app=shop&key=session:x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st api.KeyState
+		var st shardapi.KeyState
 		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil {
 			never = append(never, st)
 		}
@@ -299,12 +299,12 @@ func TestRuleChangeLatency(t *testing.T) {
 
 	// ruleAt returns the rule index shard p judges key by, or -2.
 	ruleAt := func(p *proc, key string) int {
-		resp, err := http.Get("http://" + p.addr + api.KeyPath + "?app=lat&key=" + key)
+		resp, err := http.Get("http://" + p.addr + shardapi.KeyPath + "?app=lat&key=" + key)
 		if err != nil {
 			return -2
 		}
 		defer resp.Body.Close()
-		var st api.KeyState
+		var st shardapi.KeyState
 		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 			return -2
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,32 +18,35 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/detector"
+	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
+	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // The adapters this process wires into the services.
 var (
-	_ detector.Sink        = (*api.Client)(nil)
-	_ detector.Membership  = (*zkgroup.Session)(nil)
-	_ api.Membership       = (*zkgroup.Session)(nil)
-	_ aggregator.Publisher = (*zkpublish.Publisher)(nil)
-	_ aggregator.Peers     = (*api.Client)(nil)
-	_ aggregator.Recorder  = (*history.Store)(nil)
-	_ aggregator.Recorder  = (*webhook.Dispatcher)(nil)
-	_ httpapi.Aggregators  = (*api.Client)(nil)
-	_ httpapi.Lists        = (*pinstore.Store)(nil)
-	_ httpapi.Rules        = (*rulestore.Store)(nil)
+	_ detector.Source        = (*kafkaio.Source)(nil)
+	_ detector.Sink          = (*shardclient.Client)(nil)
+	_ detector.Membership    = (*zkgroup.Session)(nil)
+	_ shardclient.Membership = (*zkgroup.Session)(nil)
+	_ aggregator.Publisher   = (*zkpublish.Publisher)(nil)
+	_ aggregator.Peers       = (*shardclient.Client)(nil)
+	_ aggregator.Recorder    = (*history.Store)(nil)
+	_ aggregator.Recorder    = (*webhook.Dispatcher)(nil)
+	_ httpapi.Aggregators    = (*shardclient.Client)(nil)
+	_ httpapi.Lists          = (*pinstore.Store)(nil)
+	_ httpapi.Rules          = (*rulestore.Store)(nil)
 )
 
 // process is one hotspotd's parts, wired; nil roles are off.
@@ -51,9 +55,9 @@ type process struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	sess    *zkgroup.Session
-	aggs    *api.Client       // the aggregator shards: the detector's Sink and the API's source
-	watcher *hotwatch.Watcher // the published hot set
-	events  *httpapi.Events   // its recent changes
+	aggs    *shardclient.Client // the aggregator shards: the detector's Sink and the API's source
+	watcher *hotwatch.Watcher   // the published hot set
+	events  *httpapi.Events     // its recent changes
 	agg     *aggregator.Aggregator
 	det     *detector.Detector
 	rules   *rulestore.Watcher              // every app's rules, handed to ruleSinks
@@ -128,14 +132,14 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	p.guard = guard
-	acfg := api.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}
+	acfg := shardclient.Config{Root: cfg.zkRoot, Source: cfg.id, TLS: tlsConf, Wrap: wrap, Logger: log, Registerer: p.reg}
 	if cfg.aggregator {
 		// The detector hands the counts for this process's own shard over
 		// in-process (p.agg exists before the detector sends anything).
 		acfg.SelfID = cfg.id
 		acfg.Self = func(body []byte) error { return p.agg.TakePartials(body) }
 	}
-	if p.aggs, err = api.New(acfg); err != nil {
+	if p.aggs, err = shardclient.New(acfg); err != nil {
 		return err
 	}
 	p.events = httpapi.NewEvents(500)
@@ -199,13 +203,20 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	if err := ensureTopic(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	return detector.New(detector.Config{
-		Brokers: cfg.brokers, Topic: cfg.topic, Group: cfg.group, Inputs: detectorInputs(cfg.inputs, 0, reg),
-		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, FromOldest: cfg.fromOldest, Kafka: cfg.sec.kafka,
-		FetchMaxWait: cfg.fetchWait, FetchMinBytes: cfg.fetchMin, CommitInterval: cfg.commitEvery,
+	src, err := kafkaio.NewSource(kafkaio.GroupConfig{
+		Brokers: cfg.brokers, Topics: cfg.topics(), Group: cmp.Or(cfg.group, hotset.DefaultGroup),
 		// The broker's minimum: a dead detector's partitions wait this
 		// long for a new owner.
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
+		FromOldest: cfg.fromOldest, MaxWait: cfg.fetchWait, MinBytes: cfg.fetchMin,
+		Security: cfg.sec.kafka, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("detector: %w", err)
+	}
+	return detector.New(detector.Config{
+		Source: src, Takeover: src.Takeover(), Inputs: detectorInputs(cfg.inputs, 0, reg),
+		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, CommitInterval: cfg.commitEvery,
 		Membership: sess, Root: cfg.zkRoot, ID: cfg.id, Addr: cfg.advertise,
 		Logger: log, Registerer: reg,
 	}, sink)
@@ -261,8 +272,8 @@ func (p *process) handler() (http.Handler, error) {
 	mux.Handle("/", public)
 	if p.agg != nil {
 		// Its answers name the members this process routes to, so that a
-		// process the others have dropped routes as they do (api.Client.Send).
-		mux.Handle(api.Prefix, p.guard(p.aggs.Announce(p.agg.Handler())))
+		// process the others have dropped routes as they do (shardclient.Client.Send).
+		mux.Handle(shardapi.Prefix, p.guard(p.aggs.Announce(p.agg.Handler())))
 	}
 	if p.cfg.pprof {
 		mux.Handle("/debug/pprof/", pprofHandler(p.cfg.adminToken, p.log))

@@ -15,12 +15,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset/decision"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // BenchmarkWrite measures the cost of storing promotions through the real
@@ -174,13 +174,13 @@ func BenchmarkRead(b *testing.B) {
 // benchmark reads the history alone.
 type noAggregators struct{}
 
-func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) { return nil, nil }
-func (noAggregators) Effects(context.Context, string) ([]api.KeyEffectRates, error) {
+func (noAggregators) Top(context.Context, string, int) ([]shardapi.KeyState, error) { return nil, nil }
+func (noAggregators) Effects(context.Context, string) ([]shardapi.KeyEffectRates, error) {
 	return nil, nil
 }
-func (noAggregators) Instances(context.Context, string) ([]api.InstanceEffectRates, error) {
+func (noAggregators) Instances(context.Context, string) ([]shardapi.InstanceEffectRates, error) {
 	return nil, nil
 }
-func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
-	return api.KeyState{}, false, nil
+func (noAggregators) Key(context.Context, string, string) (shardapi.KeyState, bool, error) {
+	return shardapi.KeyState{}, false, nil
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // fakeLists keeps pins and blocks in memory.
@@ -44,15 +44,15 @@ func (f *fakeLists) Remove(_ context.Context, kind, app, key string) error {
 // noAggregators is a cluster without aggregator shards.
 type noAggregators struct{}
 
-func (noAggregators) Top(context.Context, string, int) ([]api.KeyState, error) { return nil, nil }
-func (noAggregators) Effects(context.Context, string) ([]api.KeyEffectRates, error) {
+func (noAggregators) Top(context.Context, string, int) ([]shardapi.KeyState, error) { return nil, nil }
+func (noAggregators) Effects(context.Context, string) ([]shardapi.KeyEffectRates, error) {
 	return nil, nil
 }
-func (noAggregators) Instances(context.Context, string) ([]api.InstanceEffectRates, error) {
+func (noAggregators) Instances(context.Context, string) ([]shardapi.InstanceEffectRates, error) {
 	return nil, nil
 }
-func (noAggregators) Key(context.Context, string, string) (api.KeyState, bool, error) {
-	return api.KeyState{}, false, nil
+func (noAggregators) Key(context.Context, string, string) (shardapi.KeyState, bool, error) {
+	return shardapi.KeyState{}, false, nil
 }
 
 func TestAdminRoutes(t *testing.T) {

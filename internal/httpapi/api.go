@@ -19,13 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/rules"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // MaxTopN is the largest n accepted by /v1/top.
@@ -34,7 +34,7 @@ const MaxTopN = 1000
 // Config wires the API to the process's views of the cluster.
 type Config struct {
 	HotSet      func() *hotwatch.Snapshot // the published hot set; required
-	Aggregators Aggregators               // the aggregator shards (an *api.Client); required
+	Aggregators Aggregators               // the aggregator shards (a *shardclient.Client); required
 	Ready       func() error              // nil when the process serves its roles; nil func means always ready
 	Events      *Events                   // recent hot-set changes for /v1/events and the page; nil: none kept
 	// Threshold is the cluster's hot-key rate, shown by the page
@@ -62,17 +62,17 @@ type Config struct {
 	Logger   *slog.Logger // nil discards
 }
 
-// Aggregators answers for every aggregator shard (api.Client, whose
+// Aggregators answers for every aggregator shard (shardclient.Client, whose
 // errors name the shards that did not answer).
 type Aggregators interface {
-	Top(ctx context.Context, app string, n int) ([]api.KeyState, error)
-	Key(ctx context.Context, app, key string) (api.KeyState, bool, error)
+	Top(ctx context.Context, app string, n int) ([]shardapi.KeyState, error)
+	Key(ctx context.Context, app, key string) (shardapi.KeyState, bool, error)
 	// Effects returns the effect of every key of app ("": every app) that
 	// has any, from every shard.
-	Effects(ctx context.Context, app string) ([]api.KeyEffectRates, error)
+	Effects(ctx context.Context, app string) ([]shardapi.KeyEffectRates, error)
 	// Instances returns the effect of every instance of app ("": every
 	// app) that has any, summed over its keys, from every shard.
-	Instances(ctx context.Context, app string) ([]api.InstanceEffectRates, error)
+	Instances(ctx context.Context, app string) ([]shardapi.InstanceEffectRates, error)
 }
 
 type server struct {
@@ -184,9 +184,9 @@ type KeyStatus struct {
 	// sources with their shares of its rate, busiest first; an estimate of
 	// how many distinct sources send it; what the apps' caches did with its
 	// reads, per second cluster-wide.
-	Sources         []api.SourceShare `json:"sources,omitempty"`
-	DistinctSources uint64            `json:"distinct_sources,omitempty"`
-	Effect          *api.EffectRates  `json:"effect,omitempty"`
+	Sources         []shardapi.SourceShare `json:"sources,omitempty"`
+	DistinctSources uint64                 `json:"distinct_sources,omitempty"`
+	Effect          *shardapi.EffectRates  `json:"effect,omitempty"`
 }
 
 // TopKey is one entry of /v1/top.
@@ -274,7 +274,7 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 	}
 	keys, err := a.cfg.Aggregators.Top(r.Context(), app, n)
 	if err != nil {
-		if errors.Is(err, api.ErrNoAnswer) {
+		if errors.Is(err, shardapi.ErrNoAnswer) {
 			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return
 		}

@@ -5,6 +5,6 @@
 // Invariant: any hotspotd answers for the whole cluster. The hot set comes
 // from the hot set published in ZooKeeper (a hotwatch Snapshot, the same view
 // every app has); current rates and the busiest keys come from asking every
-// aggregator member over its internal API (Config.Aggregators, an
-// api.Client), so no answer depends on which process was asked.
+// aggregator member over its internal API (Config.Aggregators, a
+// shardclient.Client), so no answer depends on which process was asked.
 package httpapi

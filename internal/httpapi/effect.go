@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // /v1/hotkeys lists the hot set published in ZooKeeper, which says nothing
 // of the effect: each hot key's served_l1 comes from the shards' effect
-// (api.EffectsPath), one GET per shard for all the keys of the answer. The
+// (shardapi.EffectsPath), one GET per shard for all the keys of the answer. The
 // answers are reused for effectTTL, so however often /v1/hotkeys is asked,
 // a hotspotd queries each shard at most once a second per app (and once for
 // all apps); the effect is summed over 10 s anyway. A shard that has not
@@ -34,12 +34,12 @@ type effectCache struct {
 
 type effectAnswer struct {
 	at    time.Time
-	rates map[appKey]api.EffectRates
+	rates map[appKey]shardapi.EffectRates
 }
 
 // effects returns the effect rates of app's keys ("": every app's), from
 // the cache when fresh.
-func (a *server) effects(ctx context.Context, app string) map[appKey]api.EffectRates {
+func (a *server) effects(ctx context.Context, app string) map[appKey]shardapi.EffectRates {
 	c := &a.eff
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -59,7 +59,7 @@ func (a *server) effects(ctx context.Context, app string) map[appKey]api.EffectR
 		a.log.Info("every aggregator answers for served_l1 again")
 		c.failing = false
 	}
-	rates := make(map[appKey]api.EffectRates, len(keys))
+	rates := make(map[appKey]shardapi.EffectRates, len(keys))
 	for _, k := range keys {
 		rates[appKey{k.App, k.Key}] = k.Effect
 	}

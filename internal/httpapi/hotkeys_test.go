@@ -15,11 +15,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // effectAggregators answers Key with item:1's sources and effect, and
@@ -30,28 +30,28 @@ type effectAggregators struct {
 	calls int
 }
 
-var item1Effect = api.EffectRates{L1Hits: 2700, L2Reads: 200, SourceLoads: 20, Limited: 100}
+var item1Effect = shardapi.EffectRates{L1Hits: 2700, L2Reads: 200, SourceLoads: 20, Limited: 100}
 
-func (f *effectAggregators) Key(_ context.Context, app, key string) (api.KeyState, bool, error) {
+func (f *effectAggregators) Key(_ context.Context, app, key string) (shardapi.KeyState, bool, error) {
 	if app != "shop" || key != "item:1" {
-		return api.KeyState{}, false, nil
+		return shardapi.KeyState{}, false, nil
 	}
 	e := item1Effect
-	return api.KeyState{App: app, Key: key, Rate: 950, Hot: true, Sources: []api.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "web-2", Share: 0.2}},
+	return shardapi.KeyState{App: app, Key: key, Rate: 950, Hot: true, Sources: []shardapi.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "web-2", Share: 0.2}},
 		DistinctSources: 12, Effect: &e}, true, nil
 }
 
-func (f *effectAggregators) Effects(_ context.Context, app string) ([]api.KeyEffectRates, error) {
+func (f *effectAggregators) Effects(_ context.Context, app string) ([]shardapi.KeyEffectRates, error) {
 	f.mu.Lock()
 	f.calls++
 	f.mu.Unlock()
-	keys := []api.KeyEffectRates{
+	keys := []shardapi.KeyEffectRates{
 		{App: "shop", Key: "item:1", Effect: item1Effect},
-		{App: "shop", Key: "blob:1", Effect: api.EffectRates{SourceLoads: 3}}, // no reads: no served_l1
-		{App: "other", Key: "item:1", Effect: api.EffectRates{L1Hits: 1}},
+		{App: "shop", Key: "blob:1", Effect: shardapi.EffectRates{SourceLoads: 3}}, // no reads: no served_l1
+		{App: "other", Key: "item:1", Effect: shardapi.EffectRates{L1Hits: 1}},
 	}
 	if app != "" {
-		keys = slices.DeleteFunc(keys, func(k api.KeyEffectRates) bool { return k.App != app })
+		keys = slices.DeleteFunc(keys, func(k shardapi.KeyEffectRates) bool { return k.App != app })
 	}
 	return keys, nil
 }

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // Instance is one entry of /v1/instances: what one app instance (an SDK
@@ -16,7 +16,7 @@ import (
 type Instance struct {
 	App      string `json:"app"`
 	Instance string `json:"instance"`
-	api.EffectRates
+	shardapi.EffectRates
 	// ServedL1 is l1_hits / (l1_hits + l2_reads + limited); absent when
 	// the instance reported no reads.
 	ServedL1 *float64 `json:"served_l1,omitempty"`
@@ -41,7 +41,7 @@ func (a *server) instances(w http.ResponseWriter, r *http.Request) {
 	}
 	got, err := a.cfg.Aggregators.Instances(r.Context(), app)
 	if err != nil {
-		if errors.Is(err, api.ErrNoAnswer) {
+		if errors.Is(err, shardapi.ErrNoAnswer) {
 			httpjson.Indent(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return
 		}

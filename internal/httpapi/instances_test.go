@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // instanceAggregators answers Instances with three instances of two apps,
@@ -23,24 +23,24 @@ type instanceAggregators struct {
 	none   bool
 }
 
-func (f instanceAggregators) Instances(_ context.Context, app string) ([]api.InstanceEffectRates, error) {
+func (f instanceAggregators) Instances(_ context.Context, app string) ([]shardapi.InstanceEffectRates, error) {
 	var err error
 	if f.failed {
 		err = errors.New("aggregator s2 at 127.0.0.1:1: connection refused")
 	}
 	if f.none {
 		if f.failed {
-			err = fmt.Errorf("%w: %w", api.ErrNoAnswer, err)
+			err = fmt.Errorf("%w: %w", shardapi.ErrNoAnswer, err)
 		}
 		return nil, err
 	}
-	in := []api.InstanceEffectRates{
-		{App: "shop", Instance: "proxy-a", Effect: api.EffectRates{L1Hits: 900, L2Reads: 50, Limited: 50}},
-		{App: "shop", Instance: "web-1", Effect: api.EffectRates{L1Hits: 9000, L2Reads: 1000}},
-		{App: "ads", Instance: "proxy-a", Effect: api.EffectRates{SourceLoads: 2}}, // no reads: no served_l1
+	in := []shardapi.InstanceEffectRates{
+		{App: "shop", Instance: "proxy-a", Effect: shardapi.EffectRates{L1Hits: 900, L2Reads: 50, Limited: 50}},
+		{App: "shop", Instance: "web-1", Effect: shardapi.EffectRates{L1Hits: 9000, L2Reads: 1000}},
+		{App: "ads", Instance: "proxy-a", Effect: shardapi.EffectRates{SourceLoads: 2}}, // no reads: no served_l1
 	}
 	if app != "" {
-		in = slices.DeleteFunc(in, func(e api.InstanceEffectRates) bool { return e.App != app })
+		in = slices.DeleteFunc(in, func(e shardapi.InstanceEffectRates) bool { return e.App != app })
 	}
 	return in, err
 }
@@ -49,7 +49,7 @@ func (f instanceAggregators) Instances(_ context.Context, app string) ([]api.Ins
 // with nothing.
 type partlyEmpty struct{ noAggregators }
 
-func (partlyEmpty) Instances(context.Context, string) ([]api.InstanceEffectRates, error) {
+func (partlyEmpty) Instances(context.Context, string) ([]shardapi.InstanceEffectRates, error) {
 	return nil, errors.New("aggregator s2 at 127.0.0.1:1: connection refused")
 }
 

@@ -15,5 +15,7 @@
 //   - Decoding a binary batch allocates nothing per entry; decoding a JSON
 //     object allocates nothing once the Decoder's scratch buffers have grown.
 //
-// The package imports only the standard library.
+// The decoded access (Entry, Op) is package access's, the public contract's
+// type, aliased here. The package imports only the standard library and
+// package access.
 package wire

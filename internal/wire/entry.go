@@ -1,40 +1,21 @@
 package wire
 
-// DefaultMaxKeyLen is the longest key and app name, in bytes, that a Decoder
-// accepts when its MaxKeyLen is 0, and the longest key the encoders write.
-const DefaultMaxKeyLen = 1024
+import "github.com/hotspot-dev/hotspot/access"
 
-// Op is the kind of access an event records.
-type Op uint8
-
-const (
-	OpRead  Op = iota // a read (the default)
-	OpWrite           // a write
+// The access-event types are the public contract's (package access); the
+// codecs here speak them under these names.
+type (
+	Entry = access.Entry // one decoded access
+	Op    = access.Op    // the kind of access an event records
 )
 
-// String returns "read" or "write" (or "op(N)" for an unknown value).
-func (o Op) String() string {
-	switch o {
-	case OpRead:
-		return "read"
-	case OpWrite:
-		return "write"
-	}
-	return "op(" + itoa(uint64(o)) + ")"
-}
-
-// Entry is one decoded access. App and Key alias the record (or the
-// Decoder's scratch) and are valid only during the callback that receives
-// the Entry; copy them to keep them, and do not modify their bytes.
-type Entry struct {
-	App   []byte // never empty: "default" when the record names no app
-	Key   []byte // 1..MaxKeyLen bytes
-	Count uint64 // >= 1
-	TS    int64  // Unix milliseconds; 0 means not given (use the record's timestamp)
-	Bytes uint64 // value bytes the Count accesses moved in total (one access: the value's size); 0 means not given
-	Op    Op     // OpRead for every version 1 batch entry
-	Src   []byte // who made the accesses (an app instance, a client address); empty when not given
-}
+// Aliases of package access's constants.
+const (
+	OpRead           = access.OpRead
+	OpWrite          = access.OpWrite
+	DefaultMaxKeyLen = access.DefaultMaxKeyLen
+	DefaultApp       = access.DefaultApp
+)
 
 // EffectCounts are what the apps' caches did with the reads of one hot key
 // over a period: reads answered from the L1 (in-process memory), reads that
@@ -83,9 +64,6 @@ type Event struct {
 	Op    Op     // OpRead leaves the field out
 	Src   string // "" leaves the field out
 }
-
-// DefaultApp is the app of an access event that names none.
-const DefaultApp = "default"
 
 var defaultApp = [len(DefaultApp)]byte{'d', 'e', 'f', 'a', 'u', 'l', 't'}
 

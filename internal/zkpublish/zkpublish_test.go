@@ -16,12 +16,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // session connects to the test ZooKeeper and returns a unique root that is
@@ -357,7 +357,7 @@ func add(t testing.TB, a *aggregator.Aggregator, app, key string, n uint64) {
 	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "test", Groups: []wire.PartialGroup{
 		{App: app, Entries: []wire.KeyCount{{Key: key, Count: n}}}}})
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, api.PartialsPath, bytes.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, shardapi.PartialsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/octet-stream")
 	a.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusNoContent {

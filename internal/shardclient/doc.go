@@ -1,6 +1,6 @@
-// Package api is the aggregator shards' contract with the rest of Hotspot:
-// the paths of their internal HTTP API, the JSON of their answers (KeyState,
-// Top, Effects) and one typed Client that every caller uses.
+// Package shardclient is the one client of the aggregator shards' internal
+// API (package shardapi): every hotspotd routes its detector's counts and
+// asks for the shards' answers through it.
 //
 // Client.Send is the detectors' Sink: it routes each flush's partial counts
 // to the shards that own them and POSTs one wire partial-count batch per
@@ -30,4 +30,4 @@
 // accept may count it twice: at-least-once, never a silent loss). One Send
 // routes all its counts with one ring, so a membership change never splits a
 // flush between two views.
-package api
+package shardclient

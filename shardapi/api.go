@@ -1,6 +1,15 @@
-package api
+package shardapi
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrNoAnswer is wrapped by the error of a query to every shard (Top, Key,
+// Effects, Instances over all shards) when no shard answered. When only some
+// did not, the error does not wrap it, and the answers of the others come
+// with it.
+var ErrNoAnswer = errors.New("no aggregator answered")
 
 // Paths of an aggregator shard's internal API. Every hotspotd that runs the
 // aggregator role serves them on its HTTP address (aggregator.Handler), all
@@ -16,10 +25,10 @@ const (
 	// the body is over the shard's size cap.
 	PartialsPath = Prefix + "partials"
 	// MembersHeader is set on a shard's answers when its process follows
-	// the members (Client.Announce): the aggregators that process routes
-	// to, each hotset.Escape'd, comma-separated. A sender whose own shard
-	// is missing from it knows the others have moved that shard's keys on
-	// (see Client.Send).
+	// the members: the aggregators that process routes to, each
+	// hotset.Escape'd, comma-separated. A sender whose own shard is missing
+	// from it knows the others have moved that shard's keys on
+	// (docs/aggregator.md).
 	MembersHeader = "Hotspot-Members"
 	// TopPath answers GET ?app=APP&n=N (n defaults to 10; at most the
 	// shard's top-K) with a Top: the shard's busiest keys of app, hot or
@@ -43,8 +52,8 @@ const (
 	InstancesPath = Prefix + "instances"
 )
 
-// Count is one key's accesses since the detector's previous flush: what Send
-// routes to the key's owner.
+// Count is one key's accesses since the detector's previous flush: what a
+// detector's Sink routes to the key's owner.
 type Count struct {
 	App, Key string
 	N        uint64 // accesses since the previous flush, reads and writes
@@ -185,8 +194,8 @@ type Top struct {
 	Keys  []KeyState `json:"keys"`  // busiest first
 }
 
-// Flush describes one detector flush round's counts, as Client.Send
-// carries them to the aggregators (the detector's Sink passes it on).
+// Flush describes one detector flush round's counts, as the detector's Sink
+// carries them to the aggregators.
 type Flush struct {
 	At time.Time // when the round ended
 	// Span and End are the event time the counts happened in: [End-Span,
@@ -213,8 +222,8 @@ type Flush struct {
 	// applied them once but answered too late does not count them twice.
 	Seq uint64
 	// Sources and Effects go to each key's owner with its counts, and
-	// Instances to an owner of each instance. They are reused after Send
-	// returns, as the counts are.
+	// Instances to an owner of each instance. They are reused after the Sink's
+	// Send returns, as the counts are.
 	Sources   []KeySources
 	Effects   []KeyEffect
 	Instances []InstanceEffect

@@ -1,4 +1,4 @@
-package api_test
+package shardclient_test
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // nopPublisher lets an aggregator serve HTTP without ZooKeeper; Run is not
@@ -58,10 +59,10 @@ func newShardWith(t *testing.T, id string, wrap func(http.Handler) http.Handler)
 
 // newSelfClient returns a Client whose own shard is self, handed its
 // batches in-process, and the count of those batches.
-func newSelfClient(t *testing.T, self *shard) (*api.Client, *int) {
+func newSelfClient(t *testing.T, self *shard) (*shardclient.Client, *int) {
 	t.Helper()
 	calls := new(int)
-	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: self.id, Self: func(body []byte) error {
+	c, err := shardclient.New(shardclient.Config{Source: "d1", Timeout: 5 * time.Second, SelfID: self.id, Self: func(body []byte) error {
 		*calls++
 		return self.agg.TakePartials(body)
 	}})
@@ -76,9 +77,9 @@ func (s *shard) member() []byte {
 	return hotset.EncodeMember(hotset.Member{ID: s.id, Addr: strings.TrimPrefix(s.srv.URL, "http://")})
 }
 
-func newClient(t *testing.T) *api.Client {
+func newClient(t *testing.T) *shardclient.Client {
 	t.Helper()
-	c, err := api.New(api.Config{Source: "d1", Timeout: 5 * time.Second})
+	c, err := shardclient.New(shardclient.Config{Source: "d1", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +87,16 @@ func newClient(t *testing.T) *api.Client {
 	return c
 }
 
-func counts(n int) []api.Count {
-	cs := make([]api.Count, n)
+func counts(n int) []shardapi.Count {
+	cs := make([]shardapi.Count, n)
 	for i := range cs {
-		cs[i] = api.Count{App: fmt.Sprint("app", i%3), Key: fmt.Sprint("item:", i), N: uint64(i + 1)}
+		cs[i] = shardapi.Count{App: fmt.Sprint("app", i%3), Key: fmt.Sprint("item:", i), N: uint64(i + 1)}
 	}
 	return cs
 }
 
 // owners returns, for each count, the shard the ring over ids gives it.
-func owners(t *testing.T, cs []api.Count, ids ...string) []string {
+func owners(t *testing.T, cs []shardapi.Count, ids ...string) []string {
 	t.Helper()
 	var nodes []router.Node
 	for _, id := range ids {
@@ -119,12 +120,12 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 	c := newClient(t)
 	cs := counts(300)
 
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); !errors.Is(err, api.ErrNoMembers) {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, cs); !errors.Is(err, shardclient.ErrNoMembers) {
 		t.Fatalf("Send without members = %v, want ErrNoMembers", err)
 	}
 
 	c.SetMembers(map[string][]byte{"agg-1": a1.member(), "agg-2": a2.member()})
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	per := map[string]int{}
@@ -144,7 +145,7 @@ func TestSendSplitsByRingAndReroutes(t *testing.T) {
 
 	// agg-1 leaves: every key goes to agg-2 from the next Send on.
 	c.SetMembers(map[string][]byte{"agg-2": a2.member()})
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	for i, owner := range owners(t, cs, "agg-1", "agg-2") {
@@ -169,7 +170,7 @@ func TestSendHandsOwnShardItsBatchInProcess(t *testing.T) {
 		"other": other.member(),
 	})
 	cs := counts(100)
-	if err := c.Send(t.Context(), api.Flush{At: time.Now(), Seq: 7}, cs); err != nil {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now(), Seq: 7}, cs); err != nil {
 		t.Fatal(err)
 	}
 	if *calls != 1 {
@@ -202,7 +203,7 @@ func TestSendRoutesAroundFailedOwner(t *testing.T) {
 		"bad":  hotset.EncodeMember(hotset.Member{ID: "bad", Addr: strings.TrimPrefix(bad.URL, "http://")}),
 	})
 	cs := counts(100)
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, cs); err != nil {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatalf("Send with one live owner = %v, want nil (rerouted)", err)
 	}
 	if hits.Load() != 1 {
@@ -214,13 +215,13 @@ func TestSendRoutesAroundFailedOwner(t *testing.T) {
 		}
 	}
 	// Within SuspectFor the failed owner is not tried again.
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(100)); err != nil || hits.Load() != 1 {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, counts(100)); err != nil || hits.Load() != 1 {
 		t.Errorf("second Send = %v with %d requests to bad, want nil and still 1", err, hits.Load())
 	}
 
 	// With no live owner left the Send fails, naming the owner.
 	c.SetMembers(map[string][]byte{"gone": hotset.EncodeMember(hotset.Member{ID: "gone", Addr: "127.0.0.1:1"})})
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, counts(3)); err == nil || !strings.Contains(err.Error(), "aggregator gone") {
 		t.Errorf("Send to a closed port = %v, want an error naming gone", err)
 	}
 }
@@ -249,7 +250,7 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 		h, err := wire.DecodePartials(b, func(app, key []byte, n, writes, bytes, writeBytes uint64) {
 			got = append(got, wire.KeyCount{Key: string(app) + "/" + string(key), Count: n, Writes: writes, Bytes: bytes, WriteBytes: writeBytes})
 		})
-		if err != nil || r.URL.Path != api.PartialsPath {
+		if err != nil || r.URL.Path != shardapi.PartialsPath {
 			w.WriteHeader(400)
 			return
 		}
@@ -260,9 +261,9 @@ func TestBodyIsOneBatchPerOwner(t *testing.T) {
 	defer srv.Close()
 	c := newClient(t)
 	c.SetMembers(map[string][]byte{"only": hotset.EncodeMember(hotset.Member{ID: "only", Addr: strings.TrimPrefix(srv.URL, "http://")})})
-	in := []api.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3, Writes: 1, Bytes: 900, WriteBytes: 300},
+	in := []shardapi.Count{{App: "a", Key: "x", N: 2}, {App: "b", Key: "y", N: 3, Writes: 1, Bytes: 900, WriteBytes: 300},
 		{App: "a", Key: "z", N: 4, Bytes: 4096}, {App: "a", Key: "zero", N: 0}}
-	f := api.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42,
+	f := shardapi.Flush{At: time.UnixMilli(5000), Span: 300 * time.Millisecond, End: time.UnixMilli(4900), Seq: 42,
 		Step: 100 * time.Millisecond, Weights: []uint64{3, 0, 0, 6}}
 	for range 2 { // the second Send reuses the buffers
 		got, sources, headers = nil, nil, nil
@@ -288,7 +289,7 @@ func BenchmarkSend(b *testing.B) {
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	c, err := api.New(api.Config{Source: "d1"})
+	c, err := shardclient.New(shardclient.Config{Source: "d1"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func BenchmarkSend(b *testing.B) {
 	cs := counts(1000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.Send(context.Background(), api.Flush{At: time.Now()}, cs); err != nil {
+		if err := c.Send(context.Background(), shardapi.Flush{At: time.Now()}, cs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -354,14 +355,14 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 	}
 	c := newClient(t)
 	c.SetMembers(members)
-	var in []api.Count
-	f := api.Flush{At: time.Now()}
+	var in []shardapi.Count
+	f := shardapi.Flush{At: time.Now()}
 	for i := range 30 {
 		k := "k" + strconv.Itoa(i)
-		in = append(in, api.Count{App: "a", Key: k, N: 10, Writes: 2, Bytes: 100})
-		f.Sources = append(f.Sources, api.KeySources{App: "a", Key: k, Total: 10, Top: []api.SourceCount{{"pod-1", 7}}, Distinct: []byte("hll")})
-		f.Effects = append(f.Effects, api.KeyEffect{App: "a", Key: k, Effect: api.Effect{L1Hits: 5}})
-		f.Instances = append(f.Instances, api.InstanceEffect{App: "a", Instance: "pod-" + strconv.Itoa(i), Effect: api.Effect{L1Hits: 5}})
+		in = append(in, shardapi.Count{App: "a", Key: k, N: 10, Writes: 2, Bytes: 100})
+		f.Sources = append(f.Sources, shardapi.KeySources{App: "a", Key: k, Total: 10, Top: []shardapi.SourceCount{{Src: "pod-1", N: 7}}, Distinct: []byte("hll")})
+		f.Effects = append(f.Effects, shardapi.KeyEffect{App: "a", Key: k, Effect: shardapi.Effect{L1Hits: 5}})
+		f.Instances = append(f.Instances, shardapi.InstanceEffect{App: "a", Instance: "pod-" + strconv.Itoa(i), Effect: shardapi.Effect{L1Hits: 5}})
 	}
 	if err := c.Send(t.Context(), f, in); err != nil {
 		t.Fatal(err)
@@ -401,7 +402,7 @@ func TestSendRoutesSourcesAndEffects(t *testing.T) {
 func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
 	self := newShard(t, "self")
 	ids := []string{"a", "b", "c"}
-	views, peers := map[string]*api.Client{}, map[string]*shard{}
+	views, peers := map[string]*shardclient.Client{}, map[string]*shard{}
 	shards := map[string]*shard{"self": self}
 	for _, id := range ids {
 		views[id] = newClient(t) // the process of shard id's view of the members
@@ -435,7 +436,7 @@ func TestSendFollowsShardsThatLeftSelfOut(t *testing.T) {
 		for i := range cs {
 			cs[i].Key = fmt.Sprintf("r%d:%s", round, cs[i].Key)
 		}
-		if err := c.Send(t.Context(), api.Flush{At: time.Now(), Seq: uint64(round)}, cs); err != nil {
+		if err := c.Send(t.Context(), shardapi.Flush{At: time.Now(), Seq: uint64(round)}, cs); err != nil {
 			t.Fatal(err)
 		}
 		for i, owner := range owners(t, cs, ring...) {

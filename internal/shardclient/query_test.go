@@ -1,4 +1,4 @@
-package api_test
+package shardclient_test
 
 import (
 	"errors"
@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // topServer answers TopPath with keys, as a shard does.
-func topServer(t *testing.T, id string, keys ...api.KeyState) *httptest.Server {
+func topServer(t *testing.T, id string, keys ...shardapi.KeyState) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != api.TopPath || r.URL.Query().Get("app") != "shop" {
+		if r.URL.Path != shardapi.TopPath || r.URL.Query().Get("app") != "shop" {
 			httpjson.Error(w, http.StatusBadRequest, "unexpected "+r.URL.String())
 			return
 		}
-		httpjson.Write(w, http.StatusOK, api.Top{App: "shop", Shard: id, Keys: keys})
+		httpjson.Write(w, http.StatusOK, shardapi.Top{App: "shop", Shard: id, Keys: keys})
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -40,8 +40,8 @@ func TestTopMergesShards(t *testing.T) {
 		httpjson.Error(w, http.StatusInternalServerError, "boom")
 	}))
 	defer failing.Close()
-	a := topServer(t, "a", api.KeyState{App: "shop", Key: "k1", Rate: 300}, api.KeyState{App: "shop", Key: "k3", Rate: 100})
-	b := topServer(t, "b", api.KeyState{App: "shop", Key: "k2", Rate: 200, Hot: true}, api.KeyState{App: "shop", Key: "k0", Rate: 100})
+	a := topServer(t, "a", shardapi.KeyState{App: "shop", Key: "k1", Rate: 300}, shardapi.KeyState{App: "shop", Key: "k3", Rate: 100})
+	b := topServer(t, "b", shardapi.KeyState{App: "shop", Key: "k2", Rate: 200, Hot: true}, shardapi.KeyState{App: "shop", Key: "k0", Rate: 100})
 	tests := []struct {
 		name    string
 		shards  map[string]*httptest.Server
@@ -71,7 +71,7 @@ func TestTopMergesShards(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "aggregator x") {
 			t.Errorf("%s: error %q does not name the failed shard", tt.name, err)
 		}
-		if errors.Is(err, api.ErrNoAnswer) != tt.none {
+		if errors.Is(err, shardapi.ErrNoAnswer) != tt.none {
 			t.Errorf("%s: error %v wraps ErrNoAnswer: %v, want %v", tt.name, err, !tt.none, tt.none)
 		}
 	}
@@ -83,7 +83,7 @@ func TestKeyAsksTheOwner(t *testing.T) {
 	s1, s2 := newShard(t, "s1"), newShard(t, "s2")
 	c := newClient(t)
 	c.SetMembers(map[string][]byte{"s1": s1.member(), "s2": s2.member()})
-	if err := c.Send(t.Context(), api.Flush{At: time.Now()}, []api.Count{{App: "shop", Key: "item:1", N: 7}}); err != nil {
+	if err := c.Send(t.Context(), shardapi.Flush{At: time.Now()}, []shardapi.Count{{App: "shop", Key: "item:1", N: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	st, found, err := c.Key(t.Context(), "shop", "item:1")
@@ -104,13 +104,13 @@ func TestKeyAsksTheOwner(t *testing.T) {
 // moved with the ring) is answered once, its rates summed; the error names
 // a shard that failed, and the others' instances come with it.
 func TestInstancesSumsShards(t *testing.T) {
-	shard := func(id string, in ...api.InstanceEffectRates) *httptest.Server {
+	shard := func(id string, in ...shardapi.InstanceEffectRates) *httptest.Server {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != api.InstancesPath || r.URL.Query().Get("app") != "shop" {
+			if r.URL.Path != shardapi.InstancesPath || r.URL.Query().Get("app") != "shop" {
 				httpjson.Error(w, http.StatusBadRequest, "unexpected "+r.URL.String())
 				return
 			}
-			httpjson.Write(w, http.StatusOK, api.Instances{Shard: id, Instances: in})
+			httpjson.Write(w, http.StatusOK, shardapi.Instances{Shard: id, Instances: in})
 		}))
 		t.Cleanup(srv.Close)
 		return srv
@@ -119,23 +119,23 @@ func TestInstancesSumsShards(t *testing.T) {
 		httpjson.Error(w, http.StatusInternalServerError, "boom")
 	}))
 	defer failing.Close()
-	a := shard("a", api.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: api.EffectRates{L1Hits: 90, L2Reads: 1}},
-		api.InstanceEffectRates{App: "shop", Instance: "pod-2", Effect: api.EffectRates{L1Hits: 10}})
-	b := shard("b", api.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: api.EffectRates{L1Hits: 10, Limited: 2}})
+	a := shard("a", shardapi.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: shardapi.EffectRates{L1Hits: 90, L2Reads: 1}},
+		shardapi.InstanceEffectRates{App: "shop", Instance: "pod-2", Effect: shardapi.EffectRates{L1Hits: 10}})
+	b := shard("b", shardapi.InstanceEffectRates{App: "shop", Instance: "pod-1", Effect: shardapi.EffectRates{L1Hits: 10, Limited: 2}})
 	c := newClient(t)
 	c.SetMembers(members(map[string]*httptest.Server{"a": a, "b": b, "x": failing}))
 	got, err := c.Instances(t.Context(), "shop")
 	if err == nil || !strings.Contains(err.Error(), "aggregator x") {
 		t.Errorf("error %v, want one naming aggregator x", err)
 	}
-	by := map[string]api.EffectRates{}
+	by := map[string]shardapi.EffectRates{}
 	for _, in := range got {
 		if _, dup := by[in.Instance]; dup {
 			t.Errorf("%s answered twice", in.Instance)
 		}
 		by[in.Instance] = in.Effect
 	}
-	want := map[string]api.EffectRates{"pod-1": {L1Hits: 100, L2Reads: 1, Limited: 2}, "pod-2": {L1Hits: 10}}
+	want := map[string]shardapi.EffectRates{"pod-1": {L1Hits: 100, L2Reads: 1, Limited: 2}, "pod-2": {L1Hits: 10}}
 	if fmt.Sprint(by) != fmt.Sprint(want) {
 		t.Errorf("instances %v, want %v", by, want)
 	}

@@ -1,4 +1,4 @@
-package api
+package shardclient
 
 import (
 	"bytes"
@@ -25,10 +25,11 @@ import (
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 	"github.com/hotspot-dev/hotspot/router"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // ErrNoMembers is returned by Send when no aggregator is registered.
-var ErrNoMembers = errors.New("api: no aggregator members")
+var ErrNoMembers = errors.New("shardclient: no aggregator members")
 
 // Config tunes a Client. A zero field means its default.
 type Config struct {
@@ -107,12 +108,12 @@ const (
 // SetMembers (or Follow) has seen a member.
 func New(cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 || cfg.MaxIdleConnsPerHost < 0 {
-		return nil, errors.New("api: Timeout and MaxIdleConnsPerHost must be >= 0")
+		return nil, errors.New("shardclient: Timeout and MaxIdleConnsPerHost must be >= 0")
 	}
 	if cfg.Source == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return nil, fmt.Errorf("api: Source unset and no host name: %w", err)
+			return nil, fmt.Errorf("shardclient: Source unset and no host name: %w", err)
 		}
 		cfg.Source = h
 	}
@@ -122,7 +123,7 @@ func New(cfg Config) (*Client, error) {
 	cfg.SuspectFor = cmp.Or(cfg.SuspectFor, 5*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if _, err := router.New(nil, cfg.Ring); err != nil {
-		return nil, fmt.Errorf("api: ring: %w", err)
+		return nil, fmt.Errorf("shardclient: ring: %w", err)
 	}
 	c := &Client{
 		cfg:     cfg,
@@ -176,7 +177,7 @@ func (c *Client) Close() {
 // (see batchSeq), so that an aggregator applies a retried batch once.
 //
 // With SelfID set, the answers also say whether the other processes still
-// route to this process's own shard (MembersHeader): one that has lost its
+// route to this process's own shard (shardapi.MembersHeader): one that has lost its
 // ZooKeeper session while the others have not is no longer in their ring,
 // though it still is in its own. While most answers that say leave SelfID
 // out, SelfID is routed around as a failed shard is, so that its keys'
@@ -184,7 +185,7 @@ func (c *Client) Close() {
 // them to; it is routed to again once most answers list it. (Most, not any:
 // a shard cut off itself keeps a stale view, in which a member that joined
 // since is missing.)
-func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
+func (c *Client) Send(ctx context.Context, f shardapi.Flush, counts []shardapi.Count) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ring := c.table.Ring() // one view for the whole flush
@@ -270,7 +271,7 @@ func (c *Client) Send(ctx context.Context, f Flush, counts []Count) error {
 func (c *Client) reroute(ring *router.Ring, b *wire.PartialBatch) {
 	for _, g := range b.Groups {
 		for _, e := range g.Entries {
-			c.ownerOf(ring, g.App, e.Key).add(Count{App: g.App, Key: e.Key, N: e.Count, Writes: e.Writes, Bytes: e.Bytes, WriteBytes: e.WriteBytes})
+			c.ownerOf(ring, g.App, e.Key).add(shardapi.Count{App: g.App, Key: e.Key, N: e.Count, Writes: e.Writes, Bytes: e.Bytes, WriteBytes: e.WriteBytes})
 		}
 	}
 	for _, s := range b.Sources {
@@ -320,7 +321,7 @@ type failure struct {
 // of the whole Send (same f, pass 0 again) is dropped where it was applied,
 // while the counts a later pass reroutes to an owner that already took pass
 // 0 are still counted.
-func batchSeq(f Flush, pass int) uint64 {
+func batchSeq(f shardapi.Flush, pass int) uint64 {
 	if f.Seq == 0 {
 		return 0 // unnumbered
 	}
@@ -329,7 +330,7 @@ func batchSeq(f Flush, pass int) uint64 {
 
 // postAll posts every used owner's batch in parallel and returns the owners
 // that failed, their batches intact; the others' batches are released.
-func (c *Client) postAll(ctx context.Context, f Flush, pass int) []failure {
+func (c *Client) postAll(ctx context.Context, f shardapi.Flush, pass int) []failure {
 	var used []*owner
 	for id, o := range c.owners {
 		if o.used {
@@ -405,7 +406,7 @@ func (c *Client) owner(n router.Node) *owner {
 		c.owners[n.ID] = o
 	}
 	if o.node != n {
-		o.node, o.url = n, c.scheme+n.Addr+PartialsPath
+		o.node, o.url = n, c.scheme+n.Addr+shardapi.PartialsPath
 	}
 	o.batch.Source = c.cfg.Source
 	return o
@@ -434,7 +435,7 @@ func (o *owner) release() {
 
 // addSources adds s to o's batch. Its slices are the caller's, valid until
 // Send returns.
-func (o *owner) addSources(s KeySources) {
+func (o *owner) addSources(s shardapi.KeySources) {
 	o.used = true
 	top := make([]wire.SourceCount, len(s.Top))
 	for i, t := range s.Top {
@@ -443,21 +444,21 @@ func (o *owner) addSources(s KeySources) {
 	o.batch.Sources = append(o.batch.Sources, wire.PartialSources{App: s.App, Key: s.Key, Total: s.Total, Top: top, Distinct: s.Distinct})
 }
 
-func (o *owner) addEffect(e KeyEffect) {
+func (o *owner) addEffect(e shardapi.KeyEffect) {
 	o.used = true
-	o.batch.Effects = append(o.batch.Effects, wire.PartialEffect{App: e.App, Key: e.Key, EffectCounts: e.counts()})
+	o.batch.Effects = append(o.batch.Effects, wire.PartialEffect{App: e.App, Key: e.Key, EffectCounts: effectCounts(e.Effect)})
 }
 
-func (e Effect) counts() wire.EffectCounts {
+func effectCounts(e shardapi.Effect) wire.EffectCounts {
 	return wire.EffectCounts{L1Hits: e.L1Hits, L2Reads: e.L2Reads, SourceLoads: e.SourceLoads, Limited: e.Limited}
 }
 
-func (o *owner) addInstance(in InstanceEffect) {
+func (o *owner) addInstance(in shardapi.InstanceEffect) {
 	o.used = true
-	o.batch.Instances = append(o.batch.Instances, wire.PartialInstance{App: in.App, Src: in.Instance, EffectCounts: in.counts()})
+	o.batch.Instances = append(o.batch.Instances, wire.PartialInstance{App: in.App, Src: in.Instance, EffectCounts: effectCounts(in.Effect)})
 }
 
-func (o *owner) add(k Count) {
+func (o *owner) add(k shardapi.Count) {
 	o.used = true
 	i, ok := o.apps[k.App]
 	if !ok {
@@ -484,7 +485,7 @@ func (c *Client) post(ctx context.Context, o *owner) error {
 	c.m.seconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.requests.WithLabelValues("error").Inc()
-		return fmt.Errorf("api: aggregator %s at %s: %w", o.node.ID, o.node.Addr, err)
+		return fmt.Errorf("shardclient: aggregator %s at %s: %w", o.node.ID, o.node.Addr, err)
 	}
 	c.m.requests.WithLabelValues("ok").Inc()
 	for _, g := range o.batch.Groups {
@@ -513,7 +514,7 @@ func (c *Client) do(ctx context.Context, o *owner) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	if v := resp.Header.Get(MembersHeader); v != "" && c.selfName != "" {
+	if v := resp.Header.Get(shardapi.MembersHeader); v != "" && c.selfName != "" {
 		o.self = selfLeftOut
 		for m := range strings.SplitSeq(v, ",") {
 			if m == c.selfName {
@@ -541,7 +542,7 @@ func (c *Client) Follow(ctx context.Context, m Membership) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return fmt.Errorf("api: follow members: %w", err)
+	return fmt.Errorf("shardclient: follow members: %w", err)
 }
 
 // SetMembers replaces the ring with the members listed: node name (the
@@ -578,14 +579,14 @@ func (c *Client) SetMembers(members map[string][]byte) {
 }
 
 // Announce wraps a shard's handler (aggregator.Handler) so that its answers
-// carry MembersHeader: the members this Client routes to, once it has seen
+// carry shardapi.MembersHeader: the members this Client routes to, once it has seen
 // any. Every process that runs a shard and follows the members should
 // serve its shard so: the senders whose own shard it has left out then
 // route as it does (see Send).
 func (c *Client) Announce(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := c.members.Load(); v != nil && *v != "" {
-			w.Header().Set(MembersHeader, *v)
+			w.Header().Set(shardapi.MembersHeader, *v)
 		}
 		h.ServeHTTP(w, r)
 	})

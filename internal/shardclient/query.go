@@ -1,4 +1,4 @@
-package api
+package shardclient
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hotspot-dev/hotspot/router"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 // maxAnswerBytes bounds one shard's answer to a query.
@@ -22,21 +23,17 @@ const maxAnswerBytes = 8 << 20
 // errNotTracked is a shard's 404 to KeyPath: the key is not tracked there.
 var errNotTracked = errors.New("not tracked")
 
-// ErrNoAnswer is wrapped by a query's error when no member answered. When
-// only some did not, the error does not wrap it, and the answers of the
-// others come with it.
-var ErrNoAnswer = errors.New("no aggregator answered")
-
 // Top asks every member for app's n busiest keys and merges the answers,
 // busiest first (ties by key), at most n. Each key has one owner, so the
 // shards' lists are disjoint. The error names the members that did not
-// answer; the keys of those that did are returned with it.
-func (c *Client) Top(ctx context.Context, app string, n int) ([]KeyState, error) {
+// answer (wrapping shardapi.ErrNoAnswer when none did); the keys of those
+// that did are returned with it.
+func (c *Client) Top(ctx context.Context, app string, n int) ([]shardapi.KeyState, error) {
 	q := url.Values{"app": {app}, "n": {strconv.Itoa(n)}}
-	keys := []KeyState{}
+	keys := []shardapi.KeyState{}
 	var mu sync.Mutex // guards keys
-	err := c.fanOut(ctx, TopPath, q, func(body []byte) error {
-		var top Top
+	err := c.fanOut(ctx, shardapi.TopPath, q, func(body []byte) error {
+		var top shardapi.Top
 		if err := json.Unmarshal(body, &top); err != nil {
 			return err
 		}
@@ -45,7 +42,7 @@ func (c *Client) Top(ctx context.Context, app string, n int) ([]KeyState, error)
 		mu.Unlock()
 		return nil
 	})
-	slices.SortFunc(keys, func(x, y KeyState) int {
+	slices.SortFunc(keys, func(x, y shardapi.KeyState) int {
 		return cmp.Or(cmp.Compare(y.Rate, x.Rate), cmp.Compare(x.Key, y.Key))
 	})
 	if len(keys) > n {
@@ -58,12 +55,12 @@ func (c *Client) Top(ctx context.Context, app string, n int) ([]KeyState, error)
 // rule number rule (and the member's hot keys of that rule) and returns
 // each answering member's Top, in no particular order. The error names the
 // members that did not answer.
-func (c *Client) RuleTop(ctx context.Context, app string, rule, n int) ([]Top, error) {
+func (c *Client) RuleTop(ctx context.Context, app string, rule, n int) ([]shardapi.Top, error) {
 	q := url.Values{"app": {app}, "n": {strconv.Itoa(n)}, "rule": {strconv.Itoa(rule)}}
-	var tops []Top
+	var tops []shardapi.Top
 	var mu sync.Mutex // guards tops
-	err := c.fanOut(ctx, TopPath, q, func(body []byte) error {
-		var top Top
+	err := c.fanOut(ctx, shardapi.TopPath, q, func(body []byte) error {
+		var top shardapi.Top
 		if err := json.Unmarshal(body, &top); err != nil {
 			return err
 		}
@@ -78,14 +75,14 @@ func (c *Client) RuleTop(ctx context.Context, app string, rule, n int) ([]Top, e
 // Key asks every member for (app, key) and returns the state at the member
 // that tracks it, and false when none does. The error names the members that
 // did not answer; an answer found elsewhere is returned with it.
-func (c *Client) Key(ctx context.Context, app, key string) (KeyState, bool, error) {
+func (c *Client) Key(ctx context.Context, app, key string) (shardapi.KeyState, bool, error) {
 	var (
 		mu    sync.Mutex // guards st and found
-		st    KeyState
+		st    shardapi.KeyState
 		found bool
 	)
-	err := c.fanOut(ctx, KeyPath, url.Values{"app": {app}, "key": {key}}, func(body []byte) error {
-		var ks KeyState
+	err := c.fanOut(ctx, shardapi.KeyPath, url.Values{"app": {app}, "key": {key}}, func(body []byte) error {
+		var ks shardapi.KeyState
 		if err := json.Unmarshal(body, &ks); err != nil {
 			return err
 		}
@@ -104,15 +101,15 @@ func (c *Client) Key(ctx context.Context, app, key string) (KeyState, bool, erro
 // key has one owner, so the members' lists are disjoint. The error names
 // the members that did not answer; the keys of those that did are returned
 // with it.
-func (c *Client) Effects(ctx context.Context, app string) ([]KeyEffectRates, error) {
+func (c *Client) Effects(ctx context.Context, app string) ([]shardapi.KeyEffectRates, error) {
 	q := url.Values{}
 	if app != "" {
 		q.Set("app", app)
 	}
-	var keys []KeyEffectRates
+	var keys []shardapi.KeyEffectRates
 	var mu sync.Mutex // guards keys
-	err := c.fanOut(ctx, EffectsPath, q, func(body []byte) error {
-		var e Effects
+	err := c.fanOut(ctx, shardapi.EffectsPath, q, func(body []byte) error {
+		var e shardapi.Effects
 		if err := json.Unmarshal(body, &e); err != nil {
 			return err
 		}
@@ -129,17 +126,17 @@ func (c *Client) Effects(ctx context.Context, app string) ([]KeyEffectRates, err
 // particular order. An instance's reports go to one member, or to two for
 // a while when the ring changes. The error names the members that did not
 // answer; the instances of those that did are returned with it.
-func (c *Client) Instances(ctx context.Context, app string) ([]InstanceEffectRates, error) {
+func (c *Client) Instances(ctx context.Context, app string) ([]shardapi.InstanceEffectRates, error) {
 	q := url.Values{}
 	if app != "" {
 		q.Set("app", app)
 	}
 	type name struct{ app, instance string }
 	at := make(map[name]int)
-	var out []InstanceEffectRates
+	var out []shardapi.InstanceEffectRates
 	var mu sync.Mutex // guards at and out
-	err := c.fanOut(ctx, InstancesPath, q, func(body []byte) error {
-		var in Instances
+	err := c.fanOut(ctx, shardapi.InstancesPath, q, func(body []byte) error {
+		var in shardapi.Instances
 		if err := json.Unmarshal(body, &in); err != nil {
 			return err
 		}
@@ -187,9 +184,9 @@ func (c *Client) fanOut(ctx context.Context, path string, q url.Values, decode f
 	case err == nil:
 		return nil
 	case !slices.Contains(errs, nil):
-		return fmt.Errorf("api: %s: %w: %w", path, ErrNoAnswer, err)
+		return fmt.Errorf("shardclient: %s: %w: %w", path, shardapi.ErrNoAnswer, err)
 	}
-	return fmt.Errorf("api: %s: %w", path, err)
+	return fmt.Errorf("shardclient: %s: %w", path, err)
 }
 
 func (c *Client) get(ctx context.Context, m router.Node, path string, q url.Values) ([]byte, error) {
@@ -208,7 +205,7 @@ func (c *Client) get(ctx context.Context, m router.Node, path string, q url.Valu
 	switch {
 	case err != nil:
 		return nil, err
-	case resp.StatusCode == http.StatusNotFound && path == KeyPath:
+	case resp.StatusCode == http.StatusNotFound && path == shardapi.KeyPath:
 		return nil, errNotTracked
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%s", resp.Status)

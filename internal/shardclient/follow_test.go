@@ -1,4 +1,4 @@
-package api_test
+package shardclient_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotspot-dev/hotspot/aggregator"
-	"github.com/hotspot-dev/hotspot/aggregator/api"
+	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
+	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
 func deleteTree(conn *zk.Conn, p string) {
@@ -84,7 +85,7 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 
 	a1 := startLiveShard(t, s, root, "agg-1")
 	a2 := startLiveShard(t, s, root, "agg-2")
-	c, err := api.New(api.Config{Root: root, Source: "d1"})
+	c, err := shardclient.New(shardclient.Config{Root: root, Source: "d1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	waitMembers("agg-1", "agg-2")
 
 	cs := counts(200)
-	if err := c.Send(ctx, api.Flush{At: time.Now()}, cs); err != nil {
+	if err := c.Send(ctx, shardapi.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	own := owners(t, cs, "agg-1", "agg-2")
@@ -134,7 +135,7 @@ func TestFollowMembershipAndReroute(t *testing.T) {
 	// agg-1 leaves the group: the ring drops it and its keys go to agg-2.
 	a1.stop()
 	waitMembers("agg-2")
-	if err := c.Send(ctx, api.Flush{At: time.Now()}, cs); err != nil {
+	if err := c.Send(ctx, shardapi.Flush{At: time.Now()}, cs); err != nil {
 		t.Fatal(err)
 	}
 	for i, o := range own {
