@@ -47,7 +47,7 @@ type adminFlags struct {
 
 func addAdminFlags(fs *flag.FlagSet) adminFlags {
 	return adminFlags{
-		addr:      fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd"),
+		addr:      hotspotdFlag(fs, "host:port of any hotspotd"),
 		app:       fs.String("app", "", "the app (required)"),
 		token:     fs.String("admin-token", "", "hotspotd's admin token"),
 		tokenFile: fs.String("admin-token-file", "", "file holding hotspotd's admin token (instead of --admin-token, so it never shows in ps)"),
@@ -141,7 +141,7 @@ func adminCall(ctx context.Context, method, u, token string, body []byte) (int, 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
+		return 0, nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --hotspotd", req.URL.Host, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

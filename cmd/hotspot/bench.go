@@ -173,6 +173,7 @@ type benchOptions struct {
 	rules       *rules.List // --rules: installed for the run's app (and ruleApps-1 more) before the workload
 	ruleApps    int
 	procs       []pipelineProc // the broker and ZooKeeper
+	partitions  int            // the topic's, once it exists
 }
 
 func bench(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -189,7 +190,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, out i
 	if m := topicMismatch(ctx, o.hotspotds, o.cfg.Topic); m != "" {
 		return fmt.Errorf("the workload would never reach a detector: %s", m)
 	}
-	if _, err := o.w.ensureTopic(ctx, o.cfg); err != nil {
+	if o.partitions, err = o.w.ensureTopic(ctx, out, o.cfg); err != nil {
 		return err
 	}
 	obs, err := startBenchObserver(ctx, o.servers, o.zkAuth, o.root, o.cfg.App, o.hotspotds)
@@ -228,7 +229,7 @@ func parseBenchFlags(args []string, getenv func(string) string, out io.Writer) (
 	fs := newFlags("bench", benchHelp)
 	w := addWorkloadFlags(fs, 30*time.Second)
 	w.getenv = getenv
-	addrs := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of every hotspotd, comma-separated (for CPU, memory and counts)")
+	addrs := hotspotdFlag(fs, "HTTP addresses of every hotspotd, comma-separated (for CPU, memory and counts)")
 	zkServers := fs.String("zk", "127.0.0.1:12181", "ZooKeeper servers, comma-separated")
 	root := fs.String("zk-root", hotset.DefaultRoot, "ZooKeeper root of Hotspot")
 	settle := fs.Duration("settle", 3*time.Second, "wait after the workload for the pipeline to drain")
@@ -346,8 +347,8 @@ func runBenchWorkload(ctx context.Context, out io.Writer, o benchOptions) (bench
 	run.cpuBefore = sampleCPU(o.procs)
 	began := time.Now()
 	cfg := o.cfg
-	fmt.Fprintf(out, "hotspot bench: %s records, %.0f background events/s over %d keys (s=%.2f), app %s, %v\n",
-		cfg.Form, cfg.Rate, cfg.Keys, cfg.Skew, cfg.App, cfg.Duration)
+	fmt.Fprintf(out, "hotspot bench: %s records, %.0f background events/s over %d keys (s=%.2f), app %s, %v, topic %s (%d partitions)\n",
+		cfg.Form, cfg.Rate, cfg.Keys, cfg.Skew, cfg.App, cfg.Duration, cfg.Topic, o.partitions)
 	var prev loadgen.Stats
 	cfg.Progress = func(s loadgen.Stats) { printProgress(out, prev, s); prev = s }
 	if run.stats, err = loadgen.Run(ctx, cfg); err != nil {

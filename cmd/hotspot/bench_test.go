@@ -131,7 +131,7 @@ func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
 			warns bool
 		}{{other, true}, {h.topic, false}} {
 			var out, errOut bytes.Buffer
-			if err := hotkeys(t.Context(), []string{"--addr", h.addr, "--topic", tc.topic}, noEnv, &out, &errOut); err != nil {
+			if err := hotkeys(t.Context(), []string{"--hotspotd", h.addr, "--topic", tc.topic}, noEnv, &out, &errOut); err != nil {
 				t.Fatalf("hotkeys --topic %s: %v", tc.topic, err)
 			}
 			if got := strings.Contains(errOut.String(), "warning: these hot keys are not those of your topic: hotspotd at "); got != tc.warns {
@@ -145,11 +145,16 @@ func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
 	t.Run("bench with missed keys", func(t *testing.T) {
 		// Scored against a threshold of 100/s, a key at 2x (200/s) had to
 		// be reported; hotspotd's threshold is 1000/s, so it never is.
-		args := benchArgs(h.topic, "--threshold", "100", "--planted", "2")
+		// --partitions 3 cannot apply: hotspotd created the topic with its
+		// 8 at start, and bench says so.
+		args := benchArgs(h.topic, "--threshold", "100", "--planted", "2", "--partitions", "3")
 		var out bytes.Buffer
 		err := bench(t.Context(), args, noEnv, &out)
 		if err == nil || !strings.Contains(err.Error(), "missed 1 of 1 keys that had to be reported") {
 			t.Errorf("bench with a missed key: %v, want the missed-keys error\n%s", err, out.String())
+		}
+		if want := "warning: topic " + h.topic + " has 8 partitions, not the 3 of --partitions"; !strings.Contains(out.String(), want) {
+			t.Errorf("bench --partitions 3 on a topic of 8: no %q in\n%s", want, out.String())
 		}
 		if !strings.Contains(out.String(), "missed ") || strings.Contains(out.String(), "detectors     0 records") {
 			t.Errorf("bench report lacks the missed key, or counted nothing:\n%s", out.String())

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/hotspot-dev/hotspot/internal/envflag"
 )
 
 const completionHelp = `Prints a completion script for bash or zsh: the subcommands and each one's flags.
@@ -83,6 +85,9 @@ func commandSpecs(ctx context.Context) ([]cmdSpec, error) {
 		}
 		s.words = verbs[c.name]
 		fs.VisitAll(func(f *flag.Flag) {
+			if envflag.IsDeprecated(f) {
+				return // still accepted, no longer offered
+			}
 			arg, usage := flag.UnquoteUsage(f)
 			usage, _, _ = strings.Cut(usage, "\n")
 			s.flags = append(s.flags, flagSpec{name: f.Name, usage: usage, value: arg != ""})

@@ -67,9 +67,10 @@ func TestCompletionBash(t *testing.T) {
 	}{
 		{[]string{"hotspot", ""}, "bench block completion demo history hotkeys load pin rules unblock unpin warm watch help"},
 		{[]string{"hotspot", "lo"}, "load"},
-		{[]string{"hotspot", "hotkeys", "--a"}, "--addr --app"},
+		{[]string{"hotspot", "hotkeys", "--a"}, "--app"}, // --addr is deprecated: not offered
+		{[]string{"hotspot", "load", "--hots"}, "--hotspotd"},
 		{[]string{"hotspot", "load", "--qu"}, "--quiet"},
-		{[]string{"hotspot", "hotkeys", "--addr", ""}, ""}, // a value: the shell's default
+		{[]string{"hotspot", "hotkeys", "--hotspotd", ""}, ""}, // a value: the shell's default
 		{[]string{"hotspot", "completion", ""}, "bash zsh"},
 		{[]string{"hotspot", "completion", "z"}, "zsh"},
 		{[]string{"hotspot", "nosuch", "--"}, ""},

@@ -36,7 +36,7 @@ func runHistory(ctx context.Context, args []string) error {
 
 func historyCmd(ctx context.Context, args []string, getenv func(string) string, out io.Writer, now time.Time) error {
 	fs := newFlags("history", historyHelp)
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd")
 	app := fs.String("app", "", "the app (required)")
 	key := fs.String("key", "", "only this key")
 	since := fs.String("since", "1h", "oldest event: RFC 3339 time or duration back from now; empty for no bound")

@@ -33,7 +33,7 @@ func runHotkeys(ctx context.Context, args []string) error {
 // hotkeys prints the table (or JSON) to out and warnings to errOut.
 func hotkeys(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
 	fs := newFlags("hotkeys", hotkeysHelp)
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd")
 	app := fs.String("app", "", "only this app (default: every app)")
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
 	topic := fs.String("topic", hotset.DefaultTopic, "access topic the keys are expected from (a warning when hotspotd consumes another)")
@@ -120,7 +120,7 @@ func httpGet(ctx context.Context, u string) ([]byte, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
+		return nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --hotspotd", req.URL.Host, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

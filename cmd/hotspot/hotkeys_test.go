@@ -43,7 +43,7 @@ func TestHotkeysTable(t *testing.T) {
 		{nil, []string{"shop  item:1  2500", "web   p       1000", "pinned    -        count", "4 hot keys"}},
 	} {
 		var out bytes.Buffer
-		if err := hotkeys(t.Context(), append([]string{"--addr", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {
+		if err := hotkeys(t.Context(), append([]string{"--hotspotd", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {
 			t.Fatalf("hotkeys %q: %v", tc.args, err)
 		}
 		for _, w := range tc.want {

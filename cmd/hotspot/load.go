@@ -209,11 +209,17 @@ func (w *workload) config() (loadgen.Config, error) {
 }
 
 // ensureTopic creates the workload's topic if it is missing and returns its
-// partition count, with an error that says what to do when no broker answers.
-func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
+// partition count, with an error that says what to do when no broker
+// answers. A topic that exists keeps its partitions: when they are not
+// --partitions, it warns on out.
+func (w *workload) ensureTopic(ctx context.Context, out io.Writer, cfg loadgen.Config) (int, error) {
 	n, err := kafkaio.EnsureTopicSpec(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, kafkaio.TopicSpec{Partitions: *w.partitions, Replicas: *w.replicas})
 	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
+	}
+	if err == nil && n != *w.partitions {
+		fmt.Fprintf(out, "warning: topic %s has %d partitions, not the %d of --partitions: it existed already (hotspotd creates it at start with its own --partitions), and the workload uses its %d\n",
+			cfg.Topic, n, *w.partitions, n)
 	}
 	return n, err
 }
@@ -224,7 +230,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	w.getenv = getenv
 	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
 	quiet := fs.Bool("quiet", false, "no progress line every second")
-	hotspotds := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")
+	hotspotds := hotspotdFlag(fs, "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -243,7 +249,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 			prev = s
 		}
 	}
-	n, err := w.ensureTopic(ctx, cfg)
+	n, err := w.ensureTopic(ctx, out, cfg)
 	if err != nil {
 		return err
 	}

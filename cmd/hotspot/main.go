@@ -117,6 +117,15 @@ func newFlags(name, header string) *flag.FlagSet {
 	return fs
 }
 
+// hotspotdFlag defines --hotspotd, hotspotd's address (addresses, where
+// usage says so), with --addr, its name in the commands that once used it,
+// as a deprecated alias.
+func hotspotdFlag(fs *flag.FlagSet, usage string) *string {
+	p := fs.String("hotspotd", "127.0.0.1:7070", usage)
+	envflag.Deprecated(fs, "addr", "hotspotd", os.Stderr)
+	return p
+}
+
 // parseFlags parses args and the HOTSPOT_* variables into fs (envflag.Parse);
 // errors other than flag.ErrHelp come back as usageError, for dispatch to
 // print.

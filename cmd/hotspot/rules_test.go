@@ -72,7 +72,7 @@ rules:
 	}
 	for _, s := range steps {
 		var out bytes.Buffer
-		err := rulesCmd(t.Context(), append(s.args, "--addr", h.addr), s.getenv, strings.NewReader(""), &out)
+		err := rulesCmd(t.Context(), append(s.args, "--hotspotd", h.addr), s.getenv, strings.NewReader(""), &out)
 		got := out.String()
 		if err != nil {
 			got = err.Error()
@@ -92,7 +92,7 @@ rules:
 
 	// Rules read from stdin reach hotspotd's own watcher.
 	var out bytes.Buffer
-	if err := rulesCmd(t.Context(), []string{"set", "--app", "shop", "-f", "-", "--addr", h.addr}, withToken,
+	if err := rulesCmd(t.Context(), []string{"set", "--app", "shop", "-f", "-", "--hotspotd", h.addr}, withToken,
 		strings.NewReader(`{"rules":[{"match":"prefix","pattern":"x:"}]}`), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ rules:
 	} {
 		var out bytes.Buffer
 		method := map[bool]string{true: http.MethodPut, false: http.MethodDelete}[s.cmd == "pin" || s.cmd == "block"]
-		err := pinCmd(t.Context(), s.cmd, s.kind, method, append([]string{"--addr", h.addr}, s.args...), s.getenv, &out)
+		err := pinCmd(t.Context(), s.cmd, s.kind, method, append([]string{"--hotspotd", h.addr}, s.args...), s.getenv, &out)
 		switch {
 		case s.wantErr:
 			if err == nil || !strings.Contains(err.Error(), s.want) {

@@ -38,7 +38,7 @@ the value, a 404 means the key does not exist, anything else is a failure.
 Examples:
   hotspot warm --app shop --keys keys.txt --rate 500 \
       --source 'http://db-api:8080/items/{key}' --redis 127.0.0.1:16379
-  hotspot warm --app shop --top 1000 --addr 127.0.0.1:7070 --rate 2000 \
+  hotspot warm --app shop --top 1000 --hotspotd 127.0.0.1:7070 --rate 2000 \
       --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
   hotspot warm --app shop --hot-since 24h --rate 2000 \
       --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
@@ -54,7 +54,7 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	keysFile := fs.String("keys", "", "file of keys to warm, one per line")
 	top := fs.Int("top", 0, "warm the app's N busiest keys from hotspotd (1 to 1000)")
 	hotSince := fs.Duration("hot-since", 0, "warm every key the app had hot in this long back, from hotspotd's history (e.g. 24h)")
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd, for --top and --hot-since")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd, for --top and --hot-since")
 	rate := fs.Float64("rate", 500, "source reads per second at most")
 	source := fs.String("source", "", "URL template of the source of truth, with {key} or {id} (required)")
 	redisAddrs := fs.String("redis", "127.0.0.1:16379", "the app's Redis servers, comma-separated (several: sharded by Hotspot's ring, as the app does)")
