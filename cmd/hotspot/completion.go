@@ -18,12 +18,6 @@ const completionHelp = `Prints a completion script for bash or zsh: the subcomma
   bash: source <(hotspot completion bash)        (or save it in /etc/bash_completion.d/hotspot)
   zsh:  source <(hotspot completion zsh)         (after compinit; or save it as _hotspot in a directory of $fpath)`
 
-func init() {
-	// Appended here rather than listed in main.go's table: runCompletion
-	// reads the table, which would make it refer to itself.
-	commands = append(commands, command{"completion", "print a shell completion script: hotspot completion bash|zsh", runCompletion})
-}
-
 // flagsHook, when set, sees every flag set newFlags builds. Completion sets
 // it to learn each subcommand's flags from the subcommand itself.
 var flagsHook func(*flag.FlagSet)
@@ -69,7 +63,7 @@ type flagSpec struct {
 // before doing anything.
 func commandSpecs(ctx context.Context) ([]cmdSpec, error) {
 	var specs []cmdSpec
-	for _, c := range commands {
+	for _, c := range commandTable() {
 		s := cmdSpec{name: c.name, summary: c.summary}
 		if c.name == "completion" {
 			s.words = []string{"bash", "zsh"}

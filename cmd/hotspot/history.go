@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"io"
-	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -20,15 +19,6 @@ then a timeline: each key's hot spells, oldest first.
 
 --since and --until take an RFC 3339 time (2026-11-30T15:04:05Z) or a
 duration back from now (1h, 90m).`
-
-// historyEvent is one entry of /v1/history.
-type historyEvent struct {
-	At   time.Time `json:"at"`
-	Key  string    `json:"key"`
-	Kind string    `json:"kind"`
-	Rate float64   `json:"rate"`
-	Rule int       `json:"rule"`
-}
 
 func runHistory(ctx context.Context, args []string) error {
 	return historyCmd(ctx, args, os.Getenv, os.Stdout, time.Now())
@@ -52,11 +42,11 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if *limit < 1 || *limit > 10_000 {
 		return usagef("--limit %d must be from 1 to 10000", *limit)
 	}
-	q := url.Values{"app": {*app}, "limit": {strconv.Itoa(*limit)}}
-	if *key != "" {
-		q.Set("key", *key)
-	}
-	for _, b := range []struct{ flag, param, v string }{{"--since", "since", *since}, {"--until", "until", *until}} {
+	q := hotspotapi.HistoryQuery{App: *app, Key: *key, Limit: *limit}
+	for _, b := range []struct {
+		flag, v string
+		t       *time.Time
+	}{{"--since", *since, &q.Since}, {"--until", *until, &q.Until}} {
 		if b.v == "" {
 			continue
 		}
@@ -64,23 +54,18 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 		if err != nil {
 			return usagef("%s: %v", b.flag, err)
 		}
-		q.Set(b.param, t.UTC().Format(time.RFC3339Nano))
+		*b.t = t
 	}
-	body, err := httpGet(ctx, "http://"+*addr+"/v1/history?"+q.Encode())
+	c, err := apiClient(*addr, "")
 	if err != nil {
 		return err
 	}
+	res, err := c.History(ctx, q)
+	if err != nil {
+		return apiError(err)
+	}
 	if *asJSON {
-		_, err := out.Write(body)
-		return err
-	}
-	var res struct {
-		App       string         `json:"app"`
-		Events    []historyEvent `json:"events"`
-		Truncated bool           `json:"truncated"`
-	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("%s answered something that is not the history JSON: %w", *addr, err)
+		return printJSON(out, res)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tKIND\tKEY\tRATE/S\tRULE")
@@ -151,7 +136,7 @@ func (s span) end(now time.Time) time.Time {
 
 // hotSpans pairs promotions and demotions (events newest first) into
 // spells, ordered by start.
-func hotSpans(events []historyEvent, now time.Time) []span {
+func hotSpans(events []hotspotapi.HistoryEvent, now time.Time) []span {
 	var spans []span
 	open := map[string]int{} // key -> index in spans of its unended spell
 	for i := len(events) - 1; i >= 0; i-- {

@@ -245,7 +245,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if !*quiet {
 		var prev loadgen.Stats
 		cfg.Progress = func(s loadgen.Stats) {
-			printProgress(out, prev, s)
+			fmt.Fprint(out, s.Progress(prev))
 			prev = s
 		}
 	}
@@ -313,17 +313,6 @@ func writeInputFile(out io.Writer, cfg loadgen.Config, path string) error {
 	}
 	fmt.Fprintf(out, "input file for %s records on topic %s written to %s: start hotspotd with --input %s\n", cfg.Form, cfg.Topic, path, path)
 	return nil
-}
-
-func printProgress(out io.Writer, prev, s loadgen.Stats) {
-	d := (s.Elapsed - prev.Elapsed).Seconds()
-	if d <= 0 {
-		return
-	}
-	per := func(a, b int64) float64 { return float64(a-b) / d }
-	fmt.Fprintf(out, "%7s  events %9.0f/s  records %8.0f/s  entries %9.0f/s  %7.2f MB/s  failed %d  lag %v\n",
-		s.Elapsed.Round(time.Second), per(s.Events, prev.Events), per(s.Records, prev.Records),
-		per(s.Entries, prev.Entries), per(s.Bytes, prev.Bytes)/1e6, s.FailedRecords, s.MaxLag.Round(time.Millisecond))
 }
 
 func printSummary(out io.Writer, s loadgen.Stats) {

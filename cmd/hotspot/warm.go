@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 )
 
@@ -192,22 +192,16 @@ func countSet(set ...bool) int {
 	return n
 }
 
-// historyScan is the most history events hotSinceKeys reads: the API's bound.
-const historyScan = 10_000
-
 // hotSinceKeys asks hotspotd at addr for the keys app promoted since since,
 // from its history, busiest (highest promotion rate) first.
 func hotSinceKeys(ctx context.Context, addr, app string, since time.Time) ([]string, error) {
-	q := url.Values{"app": {app}, "limit": {fmt.Sprint(historyScan)}, "since": {since.UTC().Format(time.RFC3339Nano)}}
-	body, err := httpGet(ctx, "http://"+addr+"/v1/history?"+q.Encode())
+	c, err := apiClient(addr, "")
 	if err != nil {
 		return nil, err
 	}
-	var res struct {
-		Events []historyEvent `json:"events"`
-	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return nil, fmt.Errorf("%s answered something that is not the history JSON: %w", addr, err)
+	res, err := c.History(ctx, hotspotapi.HistoryQuery{App: app, Since: since, Limit: hotspotapi.MaxHistoryLimit})
+	if err != nil {
+		return nil, apiError(err)
 	}
 	rate := map[string]float64{}
 	for _, e := range res.Events {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hotspot-dev/hotspot/aggregator/api"
 	"github.com/hotspot-dev/hotspot/hotset"
-	"github.com/hotspot-dev/hotspot/hotset/decision"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
@@ -43,12 +43,12 @@ func (*wireAggregators) Instances(ctx context.Context, app string) ([]api.Instan
 // demotion.
 type wireHistory struct{}
 
-func (wireHistory) Query(_ context.Context, q history.Query) (history.Result, error) {
+func (wireHistory) Query(_ context.Context, q history.Query) (hotspotapi.History, error) {
 	at := time.UnixMilli(1_764_514_800_123).UTC()
-	return history.Result{App: q.App, Truncated: true, Events: []history.Event{
+	return hotspotapi.History{App: q.App, Truncated: true, Events: []hotspotapi.HistoryEvent{
 		{At: at.Add(time.Second), Key: "item:1", Kind: "demoted", Rate: 10, Rule: 0},
 		{At: at, Key: "item:1", Kind: "promoted", Rate: 1500.5, Rule: -1,
-			Sources: []decision.SourceShare{{Source: "web-1", Share: 0.75}}},
+			Sources: []hotspotapi.SourceShare{{Source: "web-1", Share: 0.75}}},
 	}}, nil
 }
 
