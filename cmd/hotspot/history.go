@@ -98,7 +98,7 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		dur := ""
 		if !s.from.IsZero() {
-			dur = s.end(now).Sub(s.from).Round(time.Millisecond).String()
+			dur = spanEnd(s, now).Sub(s.from).Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.key, from, to, dur)
 	}
@@ -127,7 +127,8 @@ type span struct {
 	from, to time.Time
 }
 
-func (s span) end(now time.Time) time.Time {
+// spanEnd is when s ended, or now when it has not.
+func spanEnd(s span, now time.Time) time.Time {
 	if s.to.IsZero() {
 		return now
 	}

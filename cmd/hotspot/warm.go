@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +16,7 @@ import (
 	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/httpsource"
 )
 
 const warmHelp = `
@@ -111,7 +109,7 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	c, err := hotcache.New(ctx, append(opts, hotcache.WithApp(*app), hotcache.WithRedis(addrs...),
 		hotcache.WithRedisKeyPrefix(*redisPrefix), hotcache.WithRedisTTL(*ttl), hotcache.WithLogger(log),
 		hotcache.WithTimeout(2*time.Second), // a source behind HTTP is slower than Redis
-		hotcache.WithLoader(&httpSource{template: *source}),
+		hotcache.WithLoader(&httpsource.Loader{Template: *source}),
 		hotcache.WithLoaderLimit(hotcache.Rate(*rate)), hotcache.WithWarmLimit(hotcache.NoLimit))...)
 	if err != nil {
 		return err
@@ -152,33 +150,6 @@ func readKeys(path string) ([]string, error) {
 		return nil, fmt.Errorf("--keys %s: %w", path, err)
 	}
 	return keys, nil
-}
-
-// httpSource is a hotcache.Loader that reads a source of truth over HTTP.
-type httpSource struct{ template string }
-
-func (s *httpSource) Load(ctx context.Context, key string) ([]byte, error) {
-	_, id, _ := strings.Cut(key, ":")
-	u := strings.NewReplacer("{key}", url.PathEscape(key), "{id}", url.PathEscape(id)).Replace(s.template)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	switch {
-	case err != nil:
-		return nil, err
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%s: %w", u, hotcache.ErrNotFound)
-	case resp.StatusCode != http.StatusOK:
-		return nil, errors.New(u + ": " + resp.Status)
-	}
-	return body, nil
 }
 
 // countSet is how many of the flags given are true.
