@@ -267,7 +267,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if m := topicMismatch(ctx, envflag.SplitList(*hotspotds), cfg.Topic); m != "" {
 		fmt.Fprintf(out, "warning: no detector will count this workload: %s\n", m)
 	}
-	if needsInputFile(cfg.Form) {
+	if cfg.Form.NeedsInputFile() {
 		with := ""
 		if cfg.Sources > 0 {
 			with = " (with --sources, to map the source)"
@@ -289,12 +289,6 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 			st.Truth.Start().UTC().Format(time.RFC3339Nano), *truthPath)
 	}
 	return runErr
-}
-
-// needsInputFile reports whether hotspotd reads form only through an input
-// file.
-func needsInputFile(f loadgen.Form) bool {
-	return f == loadgen.FormCombined || f == loadgen.FormMappedJSON
 }
 
 // writeInputFile writes the input file of cfg's form and topic (and
