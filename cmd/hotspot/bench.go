@@ -88,7 +88,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	if m := topicMismatch(ctx, o.hotspotds, o.cfg.Workload.Topic); m != "" {
 		return fmt.Errorf("the workload would never reach a detector: %s", m)
 	}
-	if o.cfg.Partitions, err = o.w.ensureTopic(ctx, out, o.cfg.Workload); err != nil {
+	if o.cfg.Partitions, err = ensureTopic(ctx, out, o.w, o.cfg.Workload); err != nil {
 		return err
 	}
 	_, err = bench.Run(ctx, o.cfg, out)

@@ -212,7 +212,7 @@ func (w *workload) config() (loadgen.Config, error) {
 // partition count, with an error that says what to do when no broker
 // answers. A topic that exists keeps its partitions: when they are not
 // --partitions, it warns on out.
-func (w *workload) ensureTopic(ctx context.Context, out io.Writer, cfg loadgen.Config) (int, error) {
+func ensureTopic(ctx context.Context, out io.Writer, w *workload, cfg loadgen.Config) (int, error) {
 	n, err := kafkaio.EnsureTopicSpec(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, kafkaio.TopicSpec{Partitions: *w.partitions, Replicas: *w.replicas})
 	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
@@ -249,7 +249,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 			prev = s
 		}
 	}
-	n, err := w.ensureTopic(ctx, out, cfg)
+	n, err := ensureTopic(ctx, out, w, cfg)
 	if err != nil {
 		return err
 	}
