@@ -2,19 +2,17 @@ package hotcache
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
+
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 )
 
 // Warm-up.
@@ -269,39 +267,16 @@ func newWarmLimiter(o options) *rate.Limiter {
 // keys, hot or not (GET /v1/top; n from 1 to 1000), busiest first: a key
 // list for Warm.
 func TopKeys(ctx context.Context, addr, app string, n int) ([]string, error) {
-	if n < 1 || n > 1000 {
-		return nil, fmt.Errorf("hotcache: TopKeys: n = %d, want 1 to 1000", n)
+	if n < 1 || n > hotspotapi.MaxTopN {
+		return nil, fmt.Errorf("hotcache: TopKeys: n = %d, want 1 to %d", n, hotspotapi.MaxTopN)
 	}
-	base := addr
-	if u, err := url.Parse(addr); err != nil || u.Scheme == "" || u.Host == "" {
-		base = "http://" + addr
-	}
-	u := fmt.Sprintf("%s/v1/top?app=%s&n=%d", base, url.QueryEscape(app), n)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	c, err := hotspotapi.NewClient(addr, hotspotapi.ClientConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: TopKeys: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	top, err := c.Top(ctx, app, n)
 	if err != nil {
 		return nil, fmt.Errorf("hotcache: TopKeys: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("hotcache: TopKeys: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("hotcache: TopKeys: %s: %s", resp.Status, body)
-	}
-	var top struct {
-		Keys []struct {
-			Key string `json:"key"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, fmt.Errorf("hotcache: TopKeys: %s answered something that is not /v1/top's JSON: %w", addr, err)
 	}
 	keys := make([]string, 0, len(top.Keys))
 	for _, k := range top.Keys {

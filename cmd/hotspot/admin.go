@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"time"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 )
 
@@ -27,16 +23,11 @@ unblock lifts that. Flags come before the keys; "--" ends them, for a key
 that starts with "-". Every call needs hotspotd's admin token: --admin-token,
 --admin-token-file or their HOTSPOT_ADMIN_TOKEN[_FILE] variables.`
 
-func init() {
-	for _, c := range []struct{ name, summary, kind, method string }{
-		{"pin", "hold keys of an app hot whatever their rate", "pins", http.MethodPut},
-		{"unpin", "release pinned keys", "pins", http.MethodDelete},
-		{"block", "keep keys of an app from ever being hot", "blocks", http.MethodPut},
-		{"unblock", "lift blocks", "blocks", http.MethodDelete},
-	} {
-		commands = append(commands, command{c.name, c.summary, func(ctx context.Context, args []string) error {
-			return pinCmd(ctx, c.name, c.kind, c.method, args, os.Getenv, os.Stdout)
-		}})
+// pinCommand is the command that adds keys to (add) or removes them from
+// the operator list l: pin, unpin, block or unblock.
+func pinCommand(name string, l hotspotapi.List, add bool) func(context.Context, []string) error {
+	return func(ctx context.Context, args []string) error {
+		return pinCmd(ctx, name, l, add, args, os.Getenv, os.Stdout)
 	}
 }
 
@@ -47,7 +38,7 @@ type adminFlags struct {
 
 func addAdminFlags(fs *flag.FlagSet) adminFlags {
 	return adminFlags{
-		addr:      fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd"),
+		addr:      hotspotdFlag(fs, "host:port of any hotspotd"),
 		app:       fs.String("app", "", "the app (required)"),
 		token:     fs.String("admin-token", "", "hotspotd's admin token"),
 		tokenFile: fs.String("admin-token-file", "", "file holding hotspotd's admin token (instead of --admin-token, so it never shows in ps)"),
@@ -67,6 +58,16 @@ func (f adminFlags) adminToken() (string, error) {
 		return "", fmt.Errorf("--admin-token-file: %w", err)
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// client returns the client of the hotspotd the flags name, with the admin
+// token they give.
+func (f adminFlags) client() (*hotspotapi.Client, error) {
+	token, err := f.adminToken()
+	if err != nil {
+		return nil, err
+	}
+	return apiClient(*f.addr, token)
 }
 
 // parseArgs is parseFlags for commands that take positional arguments
@@ -89,7 +90,7 @@ func parseArgs(fs *flag.FlagSet, args []string, getenv func(string) string) ([]s
 	return fs.Args(), nil
 }
 
-func pinCmd(ctx context.Context, name, kind, method string, args []string, getenv func(string) string, out io.Writer) error {
+func pinCmd(ctx context.Context, name string, l hotspotapi.List, add bool, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags(name, pinHelp)
 	af := addAdminFlags(fs)
 	keys, err := parseArgs(fs, args, getenv)
@@ -102,65 +103,19 @@ func pinCmd(ctx context.Context, name, kind, method string, args []string, geten
 	if len(keys) == 0 {
 		return usagef("no key given")
 	}
-	token, err := af.adminToken()
+	c, err := af.client()
 	if err != nil {
 		return err
 	}
+	change, done := c.RemoveKey, map[string]string{"unpin": "unpinned", "unblock": "unblocked"}[name]
+	if add {
+		change, done = c.AddKey, map[string]string{"pin": "pinned", "block": "blocked"}[name]
+	}
 	for _, key := range keys {
-		u := "http://" + *af.addr + "/v1/" + kind + "/" + url.PathEscape(key) + "?" + url.Values{"app": {*af.app}}.Encode()
-		status, body, err := adminCall(ctx, method, u, token, nil)
-		if err != nil {
-			return err
+		if err := change(ctx, l, *af.app, key); err != nil {
+			return fmt.Errorf("%s %s of app %s: %w", name, key, *af.app, apiError(err))
 		}
-		if status != http.StatusNoContent {
-			return fmt.Errorf("%s %s of app %s: %s", name, key, *af.app, answerError(status, body))
-		}
-		fmt.Fprintf(out, "%s %s: %s\n", *af.app, key, map[string]string{"pin": "pinned", "unpin": "unpinned", "block": "blocked", "unblock": "unblocked"}[name])
+		fmt.Fprintf(out, "%s %s: %s\n", *af.app, key, done)
 	}
 	return nil
-}
-
-// adminCall sends one request to hotspotd's API with the admin token and
-// returns the answer's status and body.
-func adminCall(ctx context.Context, method, u, token string, body []byte) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, usagef("bad address: %v", err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	client, err := hotspotdClient()
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	return resp.StatusCode, b, err
-}
-
-// answerError says what a failed answer means, with its {"error"} text.
-func answerError(status int, body []byte) string {
-	msg := strings.TrimSpace(string(body))
-	if e := (struct {
-		Error string `json:"error"`
-	}{}); json.Unmarshal(body, &e) == nil && e.Error != "" {
-		msg = e.Error
-	}
-	switch status {
-	case http.StatusUnauthorized:
-		return "hotspotd refused the admin token (give it with --admin-token, --admin-token-file or HOTSPOT_ADMIN_TOKEN): " + msg
-	case http.StatusForbidden:
-		return "hotspotd refuses admin calls: " + msg
-	}
-	return fmt.Sprintf("%d %s: %s", status, http.StatusText(status), msg)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,7 +106,7 @@ func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
 
 	t.Run("bench to another topic", func(t *testing.T) {
 		var out bytes.Buffer
-		err := bench(t.Context(), benchArgs(other), noEnv, &out)
+		err := benchCmd(t.Context(), benchArgs(other), noEnv, &out)
 		if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "would never reach a detector: "+want) {
 			t.Errorf("bench --topic %s: %v, want an error (exit 1) with %q\n%s", other, err, want, out.String())
 		}
@@ -131,7 +133,7 @@ func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
 			warns bool
 		}{{other, true}, {h.topic, false}} {
 			var out, errOut bytes.Buffer
-			if err := hotkeys(t.Context(), []string{"--addr", h.addr, "--topic", tc.topic}, noEnv, &out, &errOut); err != nil {
+			if err := hotkeys(t.Context(), []string{"--hotspotd", h.addr, "--topic", tc.topic}, noEnv, &out, &errOut); err != nil {
 				t.Fatalf("hotkeys --topic %s: %v", tc.topic, err)
 			}
 			if got := strings.Contains(errOut.String(), "warning: these hot keys are not those of your topic: hotspotd at "); got != tc.warns {
@@ -145,17 +147,22 @@ func TestToolsSayWhenTheyMeasureNothing(t *testing.T) {
 	t.Run("bench with missed keys", func(t *testing.T) {
 		// Scored against a threshold of 100/s, a key at 2x (200/s) had to
 		// be reported; hotspotd's threshold is 1000/s, so it never is.
-		args := benchArgs(h.topic, "--threshold", "100", "--planted", "2")
+		// --partitions 3 cannot apply: hotspotd created the topic with its
+		// 8 at start, and bench says so.
+		args := benchArgs(h.topic, "--threshold", "100", "--planted", "2", "--partitions", "3")
 		var out bytes.Buffer
-		err := bench(t.Context(), args, noEnv, &out)
+		err := benchCmd(t.Context(), args, noEnv, &out)
 		if err == nil || !strings.Contains(err.Error(), "missed 1 of 1 keys that had to be reported") {
 			t.Errorf("bench with a missed key: %v, want the missed-keys error\n%s", err, out.String())
+		}
+		if want := "warning: topic " + h.topic + " has 8 partitions, not the 3 of --partitions"; !strings.Contains(out.String(), want) {
+			t.Errorf("bench --partitions 3 on a topic of 8: no %q in\n%s", want, out.String())
 		}
 		if !strings.Contains(out.String(), "missed ") || strings.Contains(out.String(), "detectors     0 records") {
 			t.Errorf("bench report lacks the missed key, or counted nothing:\n%s", out.String())
 		}
 		out.Reset()
-		if err := bench(t.Context(), append(args, "--allow-missed"), noEnv, &out); err != nil {
+		if err := benchCmd(t.Context(), append(args, "--allow-missed"), noEnv, &out); err != nil {
 			t.Errorf("bench --allow-missed: %v, want success\n%s", err, out.String())
 		}
 	})
@@ -168,7 +175,7 @@ func TestBenchMeasuredNothing(t *testing.T) {
 	var out bytes.Buffer
 	args := []string{"--brokers", stacktest.Kafka(t), "--zk", stacktest.ZK(t), "--zk-root", h.root, "--hotspotd", h.addr,
 		"--topic", h.topic, "--rate", "500", "--keys", "100", "--duration", "2s", "--settle", "500ms"}
-	err := bench(t.Context(), args, noEnv, &out)
+	err := benchCmd(t.Context(), args, noEnv, &out)
 	if err == nil || !strings.Contains(err.Error(), "measured nothing: the workload sent ") ||
 		!strings.Contains(err.Error(), "the detectors counted 0 records and 0 entries meanwhile") {
 		t.Errorf("bench without a detector: %v, want the measured-nothing error\n%s", err, out.String())
@@ -192,7 +199,7 @@ func TestBenchMappedForms(t *testing.T) {
 			name := stacktest.Name(t)
 			path := filepath.Join(t.TempDir(), "input.yaml")
 			var out bytes.Buffer
-			if err := bench(t.Context(), []string{"--form", form, "--topic", name, "--input-out", path}, noEnv, &out); err != nil {
+			if err := benchCmd(t.Context(), []string{"--form", form, "--topic", name, "--input-out", path}, noEnv, &out); err != nil {
 				t.Fatalf("bench --input-out: %v\n%s", err, out.String())
 			}
 			h := startHotspotdOn(t, name, "--input", path)
@@ -204,7 +211,7 @@ func TestBenchMappedForms(t *testing.T) {
 				// two cores with other packages' tests, fell 1.3 s behind on
 				// mapped-json at 12,000 events/s in CI.
 				"--flash", "planted:0.8x@3s=0.8x", "--flash", "planted:1.2x@3s=1.2x", "--flash", "planted:2x@3s=2x"}
-			if err := bench(t.Context(), args, noEnv, &out); err != nil {
+			if err := benchCmd(t.Context(), args, noEnv, &out); err != nil {
 				t.Fatalf("bench --form %s: %v\n%s", form, err, out.String())
 			}
 			t.Logf("bench --form %s:\n%s", form, out.String())
@@ -215,4 +222,27 @@ func TestBenchMappedForms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitHTTP waits until url answers 200, at most limit.
+func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = errors.New(resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return last
 }

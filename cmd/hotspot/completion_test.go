@@ -67,9 +67,10 @@ func TestCompletionBash(t *testing.T) {
 	}{
 		{[]string{"hotspot", ""}, "bench block completion demo history hotkeys load pin rules unblock unpin warm watch help"},
 		{[]string{"hotspot", "lo"}, "load"},
-		{[]string{"hotspot", "hotkeys", "--a"}, "--addr --app"},
+		{[]string{"hotspot", "hotkeys", "--a"}, "--app"}, // --addr is deprecated: not offered
+		{[]string{"hotspot", "load", "--hots"}, "--hotspotd"},
 		{[]string{"hotspot", "load", "--qu"}, "--quiet"},
-		{[]string{"hotspot", "hotkeys", "--addr", ""}, ""}, // a value: the shell's default
+		{[]string{"hotspot", "hotkeys", "--hotspotd", ""}, ""}, // a value: the shell's default
 		{[]string{"hotspot", "completion", ""}, "bash zsh"},
 		{[]string{"hotspot", "completion", "z"}, "zsh"},
 		{[]string{"hotspot", "nosuch", "--"}, ""},
@@ -91,23 +92,23 @@ func TestCompletionBash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range specs {
-		if s.name == "completion" {
+		if s.Name == "completion" {
 			continue
 		}
 		var want []string
-		for _, f := range s.flags {
-			want = append(want, "--"+f.name)
+		for _, f := range s.Flags {
+			want = append(want, "--"+f.Name)
 		}
 		want = append(want, "--help")
 		if len(want) < 2 {
-			t.Errorf("%s: no flags found", s.name)
+			t.Errorf("%s: no flags found", s.Name)
 		}
-		words := []string{"hotspot", s.name}
-		if len(s.words) > 0 {
-			words = append(words, s.words[0]) // the flags follow the verb
+		words := []string{"hotspot", s.Name}
+		if len(s.Words) > 0 {
+			words = append(words, s.Words[0]) // the flags follow the verb
 		}
 		if got := completeBash(t, script, append(words, "--")...); got != strings.Join(want, " ") {
-			t.Errorf("complete hotspot %s --: got %q, want %q", s.name, got, strings.Join(want, " "))
+			t.Errorf("complete hotspot %s --: got %q, want %q", s.Name, got, strings.Join(want, " "))
 		}
 	}
 }
@@ -159,19 +160,19 @@ _hotspot`
 		t.Fatal(err)
 	}
 	for _, s := range specs {
-		if s.name == "completion" {
+		if s.Name == "completion" {
 			continue
 		}
 		var want []string
-		if len(s.words) > 0 { // the verb first, as _arguments' first argument
-			want = append(want, "1:"+s.name+":("+strings.Join(s.words, " ")+")")
+		if len(s.Words) > 0 { // the verb first, as _arguments' first argument
+			want = append(want, "1:"+s.Name+":("+strings.Join(s.Words, " ")+")")
 		}
-		for _, f := range s.flags {
-			want = append(want, "--"+f.name)
+		for _, f := range s.Flags {
+			want = append(want, "--"+f.Name)
 		}
 		want = append(want, "--help")
-		if got := complete("hotspot", s.name, "--"); got != strings.Join(want, " ") {
-			t.Errorf("hotspot %s flags: got %q, want %q", s.name, got, strings.Join(want, " "))
+		if got := complete("hotspot", s.Name, "--"); got != strings.Join(want, " ") {
+			t.Errorf("hotspot %s flags: got %q, want %q", s.Name, got, strings.Join(want, " "))
 		}
 	}
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"io"
-	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -21,22 +20,13 @@ then a timeline: each key's hot spells, oldest first.
 --since and --until take an RFC 3339 time (2026-11-30T15:04:05Z) or a
 duration back from now (1h, 90m).`
 
-// historyEvent is one entry of /v1/history.
-type historyEvent struct {
-	At   time.Time `json:"at"`
-	Key  string    `json:"key"`
-	Kind string    `json:"kind"`
-	Rate float64   `json:"rate"`
-	Rule int       `json:"rule"`
-}
-
 func runHistory(ctx context.Context, args []string) error {
 	return historyCmd(ctx, args, os.Getenv, os.Stdout, time.Now())
 }
 
 func historyCmd(ctx context.Context, args []string, getenv func(string) string, out io.Writer, now time.Time) error {
 	fs := newFlags("history", historyHelp)
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd")
 	app := fs.String("app", "", "the app (required)")
 	key := fs.String("key", "", "only this key")
 	since := fs.String("since", "1h", "oldest event: RFC 3339 time or duration back from now; empty for no bound")
@@ -52,11 +42,11 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if *limit < 1 || *limit > 10_000 {
 		return usagef("--limit %d must be from 1 to 10000", *limit)
 	}
-	q := url.Values{"app": {*app}, "limit": {strconv.Itoa(*limit)}}
-	if *key != "" {
-		q.Set("key", *key)
-	}
-	for _, b := range []struct{ flag, param, v string }{{"--since", "since", *since}, {"--until", "until", *until}} {
+	q := hotspotapi.HistoryQuery{App: *app, Key: *key, Limit: *limit}
+	for _, b := range []struct {
+		flag, v string
+		t       *time.Time
+	}{{"--since", *since, &q.Since}, {"--until", *until, &q.Until}} {
 		if b.v == "" {
 			continue
 		}
@@ -64,23 +54,18 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 		if err != nil {
 			return usagef("%s: %v", b.flag, err)
 		}
-		q.Set(b.param, t.UTC().Format(time.RFC3339Nano))
+		*b.t = t
 	}
-	body, err := httpGet(ctx, "http://"+*addr+"/v1/history?"+q.Encode())
+	c, err := apiClient(*addr, "")
 	if err != nil {
 		return err
 	}
+	res, err := c.History(ctx, q)
+	if err != nil {
+		return apiError(err)
+	}
 	if *asJSON {
-		_, err := out.Write(body)
-		return err
-	}
-	var res struct {
-		App       string         `json:"app"`
-		Events    []historyEvent `json:"events"`
-		Truncated bool           `json:"truncated"`
-	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("%s answered something that is not the history JSON: %w", *addr, err)
+		return printJSON(out, res)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tKIND\tKEY\tRATE/S\tRULE")
@@ -113,7 +98,7 @@ func historyCmd(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		dur := ""
 		if !s.from.IsZero() {
-			dur = s.end(now).Sub(s.from).Round(time.Millisecond).String()
+			dur = spanEnd(s, now).Sub(s.from).Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.key, from, to, dur)
 	}
@@ -142,7 +127,8 @@ type span struct {
 	from, to time.Time
 }
 
-func (s span) end(now time.Time) time.Time {
+// spanEnd is when s ended, or now when it has not.
+func spanEnd(s span, now time.Time) time.Time {
 	if s.to.IsZero() {
 		return now
 	}
@@ -151,7 +137,7 @@ func (s span) end(now time.Time) time.Time {
 
 // hotSpans pairs promotions and demotions (events newest first) into
 // spells, ordered by start.
-func hotSpans(events []historyEvent, now time.Time) []span {
+func hotSpans(events []hotspotapi.HistoryEvent, now time.Time) []span {
 	var spans []span
 	open := map[string]int{} // key -> index in spans of its unended spell
 	for i := len(events) - 1; i >= 0; i-- {

@@ -30,7 +30,7 @@ func TestHistoryCommand(t *testing.T) {
 	env := func(string) string { return "" }
 
 	var out bytes.Buffer
-	if err := historyCmd(context.Background(), []string{"--addr", addr, "--app", "shop", "--since", "1h", "--limit", "10"}, env, &out, now); err != nil {
+	if err := historyCmd(context.Background(), []string{"--hotspotd", addr, "--app", "shop", "--since", "1h", "--limit", "10"}, env, &out, now); err != nil {
 		t.Fatal(err)
 	}
 	if want := "app=shop&limit=10&since=2026-11-30T15%3A00%3A00Z"; gotQuery != want {
@@ -53,9 +53,9 @@ func TestHistoryCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--addr", addr}, "--app is required"},
-		{[]string{"--addr", addr, "--app", "shop", "--since", "yesterday"}, "neither an RFC 3339 time nor a duration"},
-		{[]string{"--addr", addr, "--app", "shop", "--limit", "0"}, "--limit 0"},
+		{[]string{"--hotspotd", addr}, "--app is required"},
+		{[]string{"--hotspotd", addr, "--app", "shop", "--since", "yesterday"}, "neither an RFC 3339 time nor a duration"},
+		{[]string{"--hotspotd", addr, "--app", "shop", "--limit", "0"}, "--limit 0"},
 	} {
 		err := historyCmd(context.Background(), tc.args, env, &out, now)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

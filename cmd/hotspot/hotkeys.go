@@ -3,19 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
-	"github.com/hotspot-dev/hotspot/internal/httpapi"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 )
 
 const hotkeysHelp = `
@@ -33,7 +29,7 @@ func runHotkeys(ctx context.Context, args []string) error {
 // hotkeys prints the table (or JSON) to out and warnings to errOut.
 func hotkeys(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
 	fs := newFlags("hotkeys", hotkeysHelp)
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd")
 	app := fs.String("app", "", "only this app (default: every app)")
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
 	topic := fs.String("topic", hotset.DefaultTopic, "access topic the keys are expected from (a warning when hotspotd consumes another)")
@@ -43,30 +39,27 @@ func hotkeys(ctx context.Context, args []string, getenv func(string) string, out
 	if m := topicMismatch(ctx, []string{*addr}, *topic); m != "" {
 		fmt.Fprintf(errOut, "warning: these hot keys are not those of your topic: %s\n", m)
 	}
-	u := "http://" + *addr + "/v1/hotkeys"
-	if *app != "" {
-		u += "?app=" + url.QueryEscape(*app)
-	}
-	body, err := httpGet(ctx, u)
+	c, err := apiClient(*addr, "")
 	if err != nil {
 		return err
+	}
+	var apps []hotspotapi.AppHotKeys
+	var answer any
+	if *app != "" {
+		one, err := c.HotKeys(ctx, *app)
+		if err != nil {
+			return apiError(err)
+		}
+		apps, answer = []hotspotapi.AppHotKeys{one}, one
+	} else {
+		all, err := c.AllHotKeys(ctx)
+		if err != nil {
+			return apiError(err)
+		}
+		apps, answer = all.Apps, all
 	}
 	if *asJSON {
-		_, err := out.Write(body)
-		return err
-	}
-	var apps []httpapi.AppHotKeys
-	if *app != "" {
-		var one httpapi.AppHotKeys
-		err = json.Unmarshal(body, &one)
-		apps = []httpapi.AppHotKeys{one}
-	} else {
-		var all httpapi.AllHotKeys
-		err = json.Unmarshal(body, &all)
-		apps = all.Apps
-	}
-	if err != nil {
-		return fmt.Errorf("%s answered something that is not the hot-keys JSON: %w", *addr, err)
+		return printJSON(out, answer)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tKEY\tRATE/S\tSINCE\tSOURCE\tRULE\tKIND")
@@ -99,36 +92,4 @@ func ruleName(rule *int) string {
 		return "default"
 	}
 	return strconv.Itoa(*rule)
-}
-
-// httpGet fetches u and returns its body, with an error that says what to
-// do when nothing answers.
-func httpGet(ctx context.Context, u string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, usagef("bad address: %v", err)
-	}
-	// Uncompressed: hotspotd would otherwise gzip its whole metrics page
-	// for every scrape, and hotspot bench scrapes every second, charging
-	// its own observation to the CPU it measures.
-	req.Header.Set("Accept-Encoding", "identity")
-	client, err := hotspotdClient()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("no hotspotd answers at %s (%v): start one, or pass --addr", req.URL.Host, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotspot-dev/hotspot/internal/httpapi"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 )
 
@@ -16,7 +16,7 @@ import (
 // from a stand-in hotspotd and prints them as a table.
 func TestHotkeysTable(t *testing.T) {
 	rule := func(i int) *int { return &i }
-	shop := httpapi.AppHotKeys{App: "shop", HotKeys: []httpapi.HotKey{
+	shop := hotspotapi.AppHotKeys{App: "shop", HotKeys: []hotspotapi.HotKey{
 		{Key: "item:1", Rate: 2500, Since: "bad time", Source: "detected", Rule: rule(-1), Kind: "count"},
 		{Key: "blob:9", Rate: 1 << 20, Since: "bad time", Source: "detected", Rule: rule(4), Kind: "bytes"},
 		{Key: "ctr:1", Rate: 300, Since: "bad time", Source: "detected", Rule: rule(0), Kind: "write"},
@@ -26,7 +26,7 @@ func TestHotkeysTable(t *testing.T) {
 			httpjson.Indent(w, http.StatusOK, shop)
 			return
 		}
-		httpjson.Indent(w, http.StatusOK, httpapi.AllHotKeys{Apps: []httpapi.AppHotKeys{shop, {App: "web", HotKeys: []httpapi.HotKey{{Key: "p", Rate: 1000, Source: "pinned"}}}}})
+		httpjson.Indent(w, http.StatusOK, hotspotapi.AllHotKeys{Apps: []hotspotapi.AppHotKeys{shop, {App: "web", HotKeys: []hotspotapi.HotKey{{Key: "p", Rate: 1000, Source: "pinned"}}}}})
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
@@ -43,7 +43,7 @@ func TestHotkeysTable(t *testing.T) {
 		{nil, []string{"shop  item:1  2500", "web   p       1000", "pinned    -        count", "4 hot keys"}},
 	} {
 		var out bytes.Buffer
-		if err := hotkeys(t.Context(), append([]string{"--addr", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {
+		if err := hotkeys(t.Context(), append([]string{"--hotspotd", addr}, tc.args...), func(string) string { return "" }, &out, io.Discard); err != nil {
 			t.Fatalf("hotkeys %q: %v", tc.args, err)
 		}
 		for _, w := range tc.want {

@@ -209,11 +209,17 @@ func (w *workload) config() (loadgen.Config, error) {
 }
 
 // ensureTopic creates the workload's topic if it is missing and returns its
-// partition count, with an error that says what to do when no broker answers.
-func (w *workload) ensureTopic(ctx context.Context, cfg loadgen.Config) (int, error) {
+// partition count, with an error that says what to do when no broker
+// answers. A topic that exists keeps its partitions: when they are not
+// --partitions, it warns on out.
+func ensureTopic(ctx context.Context, out io.Writer, w *workload, cfg loadgen.Config) (int, error) {
 	n, err := kafkaio.EnsureTopicSpec(ctx, cfg.Kafka, cfg.Brokers, cfg.Topic, kafkaio.TopicSpec{Partitions: *w.partitions, Replicas: *w.replicas})
 	if errors.Is(err, kafkaio.ErrNoBroker) {
 		return 0, fmt.Errorf("no broker answers at %s: start the stack with `make up` (%w)", *w.brokers, err)
+	}
+	if err == nil && n != *w.partitions {
+		fmt.Fprintf(out, "warning: topic %s has %d partitions, not the %d of --partitions: it existed already (hotspotd creates it at start with its own --partitions), and the workload uses its %d\n",
+			cfg.Topic, n, *w.partitions, n)
 	}
 	return n, err
 }
@@ -224,7 +230,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	w.getenv = getenv
 	truthPath := fs.String("truth", "", "write the ground truth to this JSON `FILE` at the end")
 	quiet := fs.Bool("quiet", false, "no progress line every second")
-	hotspotds := fs.String("hotspotd", "127.0.0.1:7070", "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")
+	hotspotds := hotspotdFlag(fs, "HTTP addresses of hotspotd, comma-separated, asked which topic they consume\n(a warning when none consumes --topic); empty skips the check")
 	fs.SetOutput(out)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -239,11 +245,11 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if !*quiet {
 		var prev loadgen.Stats
 		cfg.Progress = func(s loadgen.Stats) {
-			printProgress(out, prev, s)
+			fmt.Fprint(out, s.Progress(prev))
 			prev = s
 		}
 	}
-	n, err := w.ensureTopic(ctx, cfg)
+	n, err := ensureTopic(ctx, out, w, cfg)
 	if err != nil {
 		return err
 	}
@@ -261,7 +267,7 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	if m := topicMismatch(ctx, envflag.SplitList(*hotspotds), cfg.Topic); m != "" {
 		fmt.Fprintf(out, "warning: no detector will count this workload: %s\n", m)
 	}
-	if needsInputFile(cfg.Form) {
+	if cfg.Form.NeedsInputFile() {
 		with := ""
 		if cfg.Sources > 0 {
 			with = " (with --sources, to map the source)"
@@ -285,12 +291,6 @@ func load(ctx context.Context, args []string, getenv func(string) string, out io
 	return runErr
 }
 
-// needsInputFile reports whether hotspotd reads form only through an input
-// file.
-func needsInputFile(f loadgen.Form) bool {
-	return f == loadgen.FormCombined || f == loadgen.FormMappedJSON
-}
-
 // writeInputFile writes the input file of cfg's form and topic (and
 // sources) to path ("-" is out), for --input-out.
 func writeInputFile(out io.Writer, cfg loadgen.Config, path string) error {
@@ -307,17 +307,6 @@ func writeInputFile(out io.Writer, cfg loadgen.Config, path string) error {
 	}
 	fmt.Fprintf(out, "input file for %s records on topic %s written to %s: start hotspotd with --input %s\n", cfg.Form, cfg.Topic, path, path)
 	return nil
-}
-
-func printProgress(out io.Writer, prev, s loadgen.Stats) {
-	d := (s.Elapsed - prev.Elapsed).Seconds()
-	if d <= 0 {
-		return
-	}
-	per := func(a, b int64) float64 { return float64(a-b) / d }
-	fmt.Fprintf(out, "%7s  events %9.0f/s  records %8.0f/s  entries %9.0f/s  %7.2f MB/s  failed %d  lag %v\n",
-		s.Elapsed.Round(time.Second), per(s.Events, prev.Events), per(s.Records, prev.Records),
-		per(s.Entries, prev.Entries), per(s.Bytes, prev.Bytes)/1e6, s.FailedRecords, s.MaxLag.Round(time.Millisecond))
 }
 
 func printSummary(out io.Writer, s loadgen.Stats) {

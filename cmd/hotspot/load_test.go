@@ -77,7 +77,7 @@ func TestLoadInputOut(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "in.yaml")
 		out.Reset()
-		if err := bench(t.Context(), []string{"--form", form.String(), "--topic", "access.x", "--input-out", path}, env, &out); err != nil {
+		if err := benchCmd(t.Context(), []string{"--form", form.String(), "--topic", "access.x", "--input-out", path}, env, &out); err != nil {
 			t.Fatalf("bench --input-out: %v\n%s", err, out.String())
 		}
 		if b, err := os.ReadFile(path); err != nil || string(b) != string(want) || !strings.Contains(out.String(), "start hotspotd with --input "+path) {

@@ -1,6 +1,8 @@
 // Command hotspot is Hotspot's workbench: it generates workloads, measures
-// detection and drives the demo. Each subcommand lives in its own file
-// (load.go, ...) and has one line in the commands table below.
+// detection and drives the demo. Each subcommand's flags live in its own
+// file (load.go, ...), its logic in internal/ (loadgen, bench, demo) or
+// behind hotspotapi's client, and it has one line in the commands table
+// below.
 //
 // Every flag has an environment variable, HOTSPOT_ and the flag name in upper
 // case with - as _ (--brokers is HOTSPOT_BROKERS); a flag given on the command
@@ -18,6 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
 	"github.com/hotspot-dev/hotspot/internal/liblog"
 )
@@ -32,15 +35,26 @@ type command struct {
 	run     func(ctx context.Context, args []string) error
 }
 
-// commands is the dispatch table, in the order --help lists them.
-var commands = []command{
-	{"load", "produce a synthetic access workload to Kafka and record its ground truth", runLoad},
-	{"hotkeys", "print the current hot keys from any hotspotd", runHotkeys},
-	{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
-	{"history", "print an app's stored promotions and demotions and its hot-key timeline", runHistory},
-	{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
-	{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
-	{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},
+// commandTable is the dispatch table, in the order --help lists them: every
+// subcommand has its line here. (A func rather than a var: completion reads
+// the table, and a var whose entries refer back to it would be an
+// initialization cycle.)
+func commandTable() []command {
+	return []command{
+		{"load", "produce a synthetic access workload to Kafka and record its ground truth", runLoad},
+		{"hotkeys", "print the current hot keys from any hotspotd", runHotkeys},
+		{"watch", "follow the hot set in ZooKeeper and print each change", runWatch},
+		{"history", "print an app's stored promotions and demotions and its hot-key timeline", runHistory},
+		{"demo", "the main job: a local cluster, two apps, Zipf traffic and a flash crowd, live", runDemo},
+		{"bench", "run a workload against a running cluster and report throughput, delay and accuracy", runBench},
+		{"warm", "fill an app's Redis from its source of truth before traffic is opened", runWarm},
+		{"pin", "hold keys of an app hot whatever their rate", pinCommand("pin", hotspotapi.Pins, true)},
+		{"unpin", "release pinned keys", pinCommand("unpin", hotspotapi.Pins, false)},
+		{"block", "keep keys of an app from ever being hot", pinCommand("block", hotspotapi.Blocks, true)},
+		{"unblock", "lift blocks", pinCommand("unblock", hotspotapi.Blocks, false)},
+		{"completion", "print a shell completion script: hotspot completion bash|zsh", runCompletion},
+		{"rules", "get, set or delete an app's rules: hotspot rules get|set|delete --app APP", runRules},
+	}
 }
 
 func main() {
@@ -61,6 +75,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var cmd *command
+	commands := commandTable()
 	for i := range commands {
 		if commands[i].name == name {
 			cmd = &commands[i]
@@ -94,7 +109,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: hotspot <command> [flags]\n\nCommands:\n")
-	for _, c := range commands {
+	for _, c := range commandTable() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun hotspot <command> --help for its flags. Every flag can also be set with\n"+
@@ -115,6 +130,15 @@ func newFlags(name, header string) *flag.FlagSet {
 		flagsHook(fs) // completion.go
 	}
 	return fs
+}
+
+// hotspotdFlag defines --hotspotd, hotspotd's address (addresses, where
+// usage says so), with --addr, its name in the commands that once used it,
+// as a deprecated alias.
+func hotspotdFlag(fs *flag.FlagSet, usage string) *string {
+	p := fs.String("hotspotd", "127.0.0.1:7070", usage)
+	envflag.Deprecated(fs, "addr", "hotspotd", os.Stderr)
+	return p
 }
 
 // parseFlags parses args and the HOTSPOT_* variables into fs (envflag.Parse);

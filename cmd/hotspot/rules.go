@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/rules"
 )
 
@@ -38,10 +38,6 @@ docs/rules.md):
 set and delete need hotspotd's admin token: --admin-token,
 --admin-token-file or their HOTSPOT_ADMIN_TOKEN[_FILE] variables. A refused
 list is reported with the index of its first bad rule (0 is the first).`
-
-func init() {
-	commands = append(commands, command{"rules", "get, set or delete an app's rules: hotspot rules get|set|delete --app APP", runRules})
-}
 
 func runRules(ctx context.Context, args []string) error {
 	return rulesCmd(ctx, args, os.Getenv, os.Stdin, os.Stdout)
@@ -81,58 +77,60 @@ func rulesCmd(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		v = n
 	}
-	rc := rulesClient{addr: *af.addr, app: *af.app}
-	switch verb {
-	case "get":
-		l, raw, err := rc.get(ctx)
+	if verb == "get" {
+		c, err := apiClient(*af.addr, "")
 		if err != nil {
 			return err
+		}
+		l, err := c.Rules(ctx, *af.app)
+		if err != nil {
+			return fmt.Errorf("rules of app %s: %w", *af.app, apiError(err))
 		}
 		if *asJSON {
-			_, err := out.Write(raw)
-			return err
-		}
-		return printRules(out, l)
-	case "set":
-		if *file == "" {
-			return usagef("-f FILE is required")
-		}
-		l, err := readRulesFile(*file, stdin)
-		if err != nil {
-			return err
-		}
-		if l.App != "" && l.App != *af.app {
-			return fmt.Errorf("%s is the list of app %q, not of --app %q", *file, l.App, *af.app)
-		}
-		l.App = *af.app
-		if rc.token, err = af.adminToken(); err != nil {
-			return err
-		}
-		if v < 0 { // read-modify-write
-			cur, _, err := rc.get(ctx)
+			b, err := rules.Encode(l)
 			if err != nil {
 				return err
 			}
-			v = cur.Version
+			return printJSON(out, json.RawMessage(b))
 		}
-		l.Version = v
-		stored, err := rc.put(ctx, l)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "app %s: %s, version %d\n", stored.App, nRules(len(stored.Rules)), stored.Version)
-		return nil
-	default:
-		var err error
-		if rc.token, err = af.adminToken(); err != nil {
-			return err
-		}
-		if err := rc.delete(ctx, max(v, 0)); err != nil {
+		return printRules(out, l)
+	}
+	if verb == "set" && *file == "" {
+		return usagef("-f FILE is required")
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	if verb == "delete" {
+		if err := deleteRules(ctx, c, *af.app, max(v, 0)); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "app %s: rules deleted; its keys follow the default rule\n", *af.app)
 		return nil
 	}
+	l, err := readRulesFile(*file, stdin)
+	if err != nil {
+		return err
+	}
+	if l.App != "" && l.App != *af.app {
+		return fmt.Errorf("%s is the list of app %q, not of --app %q", *file, l.App, *af.app)
+	}
+	l.App = *af.app
+	if v < 0 { // read-modify-write
+		cur, err := c.Rules(ctx, *af.app)
+		if err != nil {
+			return fmt.Errorf("rules of app %s: %w", *af.app, apiError(err))
+		}
+		v = cur.Version
+	}
+	l.Version = v
+	stored, err := putRules(ctx, c, l)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "app %s: %s, version %d\n", stored.App, nRules(len(stored.Rules)), stored.Version)
+	return nil
 }
 
 // readRulesFile reads a rule list from a YAML or JSON file (JSON is taken
@@ -173,60 +171,22 @@ func listError(err error) error {
 	return fmt.Errorf("rule %d: %s", re.Index, re.Reason)
 }
 
-// rulesClient calls /v1/rules of one app.
-type rulesClient struct {
-	addr, app, token string
-}
-
-func (c rulesClient) url(q url.Values) string {
-	q.Set("app", c.app)
-	return "http://" + c.addr + "/v1/rules?" + q.Encode()
-}
-
-func (c rulesClient) get(ctx context.Context) (*rules.List, []byte, error) {
-	status, body, err := adminCall(ctx, http.MethodGet, c.url(url.Values{}), "", nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if status != http.StatusOK {
-		return nil, nil, fmt.Errorf("rules of app %s: %s", c.app, answerError(status, body))
-	}
-	l, err := rules.Decode(body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s answered a list that does not decode: %w", c.addr, err)
-	}
-	return l, body, nil
-}
-
-func (c rulesClient) put(ctx context.Context, l *rules.List) (*rules.List, error) {
-	b, err := rules.Encode(l)
-	if err != nil {
-		return nil, err
-	}
-	status, body, err := adminCall(ctx, http.MethodPut, c.url(url.Values{}), c.token, b)
-	if err != nil {
-		return nil, err
-	}
-	switch status {
-	case http.StatusOK:
-		stored, err := rules.Decode(body)
-		if err != nil {
-			return nil, fmt.Errorf("%s answered a list that does not decode: %w", c.addr, err)
-		}
+// putRules stores l, saying what a refusal means.
+func putRules(ctx context.Context, c *hotspotapi.Client, l *rules.List) (*rules.List, error) {
+	stored, err := c.PutRules(ctx, l)
+	if err == nil {
 		return stored, nil
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		var e struct {
-			Error string `json:"error"`
-			Rule  *int   `json:"rule"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Rule != nil {
-			return nil, fmt.Errorf("hotspotd refused the list: %w",
-				listError(&rules.Error{Index: *e.Rule, Reason: reason(e.Error, *e.Rule)}))
-		}
-	case http.StatusConflict:
-		return nil, fmt.Errorf("the rules of app %s changed since version %d (another writer): nothing changed; get them again and retry", c.app, l.Version)
 	}
-	return nil, fmt.Errorf("rules of app %s: %s", c.app, answerError(status, body))
+	if e, ok := errors.AsType[*hotspotapi.Error](err); ok {
+		switch {
+		case e.Rule != nil:
+			return nil, fmt.Errorf("hotspotd refused the list: %w",
+				listError(&rules.Error{Index: *e.Rule, Reason: reason(e.Message, *e.Rule)}))
+		case e.Status == http.StatusConflict:
+			return nil, fmt.Errorf("the rules of app %s changed since version %d (another writer): nothing changed; get them again and retry", l.App, l.Version)
+		}
+	}
+	return nil, fmt.Errorf("rules of app %s: %w", l.App, apiError(err))
 }
 
 // reason strips what listError adds back from a server's error text.
@@ -238,19 +198,15 @@ func reason(msg string, index int) string {
 	return msg
 }
 
-func (c rulesClient) delete(ctx context.Context, version int64) error {
-	q := url.Values{}
-	if version > 0 {
-		q.Set("version", strconv.FormatInt(version, 10))
+// deleteRules drops app's list (at version, when > 0), saying what a
+// refusal means.
+func deleteRules(ctx context.Context, c *hotspotapi.Client, app string, version int64) error {
+	err := c.DeleteRules(ctx, app, version)
+	if e, ok := errors.AsType[*hotspotapi.Error](err); ok && e.Status == http.StatusConflict {
+		return fmt.Errorf("the rules of app %s are not at version %d: nothing deleted", app, version)
 	}
-	status, body, err := adminCall(ctx, http.MethodDelete, c.url(q), c.token, nil)
-	switch {
-	case err != nil:
-		return err
-	case status == http.StatusConflict:
-		return fmt.Errorf("the rules of app %s are not at version %d: nothing deleted", c.app, version)
-	case status != http.StatusNoContent:
-		return fmt.Errorf("rules of app %s: %s", c.app, answerError(status, body))
+	if err != nil {
+		return fmt.Errorf("rules of app %s: %w", app, apiError(err))
 	}
 	return nil
 }

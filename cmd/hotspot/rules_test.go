@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"io"
 	"net/http"
 	"os"
@@ -72,7 +73,7 @@ rules:
 	}
 	for _, s := range steps {
 		var out bytes.Buffer
-		err := rulesCmd(t.Context(), append(s.args, "--addr", h.addr), s.getenv, strings.NewReader(""), &out)
+		err := rulesCmd(t.Context(), append(s.args, "--hotspotd", h.addr), s.getenv, strings.NewReader(""), &out)
 		got := out.String()
 		if err != nil {
 			got = err.Error()
@@ -84,15 +85,18 @@ rules:
 
 	// A list the CLI would refuse too, sent as it is: hotspotd's 400
 	// names the rule.
-	rc := rulesClient{addr: h.addr, app: "shop", token: "s3cret"}
-	_, err := rc.put(t.Context(), &rules.List{App: "shop", Rules: []rules.Rule{{Match: rules.Exact, Pattern: "a"}, {Match: rules.Exact}}})
+	rc, err := apiClient(h.addr, "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = putRules(t.Context(), rc, &rules.List{App: "shop", Rules: []rules.Rule{{Match: rules.Exact, Pattern: "a"}, {Match: rules.Exact}}})
 	if err == nil || !strings.Contains(err.Error(), "hotspotd refused the list: rule 1: empty pattern") {
 		t.Errorf("put of an empty pattern: %v, want hotspotd refusing rule 1", err)
 	}
 
 	// Rules read from stdin reach hotspotd's own watcher.
 	var out bytes.Buffer
-	if err := rulesCmd(t.Context(), []string{"set", "--app", "shop", "-f", "-", "--addr", h.addr}, withToken,
+	if err := rulesCmd(t.Context(), []string{"set", "--app", "shop", "-f", "-", "--hotspotd", h.addr}, withToken,
 		strings.NewReader(`{"rules":[{"match":"prefix","pattern":"x:"}]}`), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +118,7 @@ rules:
 		{"pin", "pins", []string{"item:1"}, withToken, "--app is required", true},
 	} {
 		var out bytes.Buffer
-		method := map[bool]string{true: http.MethodPut, false: http.MethodDelete}[s.cmd == "pin" || s.cmd == "block"]
-		err := pinCmd(t.Context(), s.cmd, s.kind, method, append([]string{"--addr", h.addr}, s.args...), s.getenv, &out)
+		err := pinCmd(t.Context(), s.cmd, hotspotapi.List(s.kind), s.cmd == "pin" || s.cmd == "block", append([]string{"--hotspotd", h.addr}, s.args...), s.getenv, &out)
 		switch {
 		case s.wantErr:
 			if err == nil || !strings.Contains(err.Error(), s.want) {
@@ -126,12 +129,12 @@ rules:
 			t.Errorf("hotspot %s %q: %v", s.cmd, s.args, err)
 			continue
 		}
-		var got struct{ Keys []string }
-		b, err := httpGet(t.Context(), "http://"+h.addr+"/v1/"+s.kind+"?app=shop")
+		c, err := apiClient(h.addr, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal(b, &got); err != nil {
+		got, err := c.Keys(t.Context(), hotspotapi.List(s.kind), "shop")
+		if err != nil {
 			t.Fatal(err)
 		}
 		if keys, _ := json.Marshal(append([]string{}, got.Keys...)); string(keys) != s.want {

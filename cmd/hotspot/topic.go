@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,17 +12,12 @@ import (
 // comma-separated. It returns "" when the process runs no detector or is
 // too old to say.
 func consumedTopic(ctx context.Context, addr string) (string, error) {
-	body, err := httpGet(ctx, "http://"+addr+"/v1/config")
+	c, err := apiClient(addr, "")
 	if err != nil {
 		return "", err
 	}
-	var c struct {
-		Topic string `json:"topic"`
-	}
-	if err := json.Unmarshal(body, &c); err != nil {
-		return "", fmt.Errorf("%s answered something that is not hotspotd's /v1/config: %w", addr, err)
-	}
-	return c.Topic, nil
+	cfg, err := c.Config(ctx)
+	return cfg.Topic, err
 }
 
 // topicMismatch returns why none of the hotspotd processes at addrs

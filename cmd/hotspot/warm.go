@@ -4,21 +4,19 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
+	"github.com/hotspot-dev/hotspot/internal/httpsource"
 )
 
 const warmHelp = `
@@ -38,7 +36,7 @@ the value, a 404 means the key does not exist, anything else is a failure.
 Examples:
   hotspot warm --app shop --keys keys.txt --rate 500 \
       --source 'http://db-api:8080/items/{key}' --redis 127.0.0.1:16379
-  hotspot warm --app shop --top 1000 --addr 127.0.0.1:7070 --rate 2000 \
+  hotspot warm --app shop --top 1000 --hotspotd 127.0.0.1:7070 --rate 2000 \
       --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
   hotspot warm --app shop --hot-since 24h --rate 2000 \
       --source 'http://127.0.0.1:8080/item/{id}' --redis-prefix shop:
@@ -54,7 +52,7 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	keysFile := fs.String("keys", "", "file of keys to warm, one per line")
 	top := fs.Int("top", 0, "warm the app's N busiest keys from hotspotd (1 to 1000)")
 	hotSince := fs.Duration("hot-since", 0, "warm every key the app had hot in this long back, from hotspotd's history (e.g. 24h)")
-	addr := fs.String("addr", "127.0.0.1:7070", "host:port of any hotspotd, for --top and --hot-since")
+	addr := hotspotdFlag(fs, "host:port of any hotspotd, for --top and --hot-since")
 	rate := fs.Float64("rate", 500, "source reads per second at most")
 	source := fs.String("source", "", "URL template of the source of truth, with {key} or {id} (required)")
 	redisAddrs := fs.String("redis", "127.0.0.1:16379", "the app's Redis servers, comma-separated (several: sharded by Hotspot's ring, as the app does)")
@@ -111,7 +109,7 @@ func warm(ctx context.Context, args []string, getenv func(string) string, out io
 	c, err := hotcache.New(ctx, append(opts, hotcache.WithApp(*app), hotcache.WithRedis(addrs...),
 		hotcache.WithRedisKeyPrefix(*redisPrefix), hotcache.WithRedisTTL(*ttl), hotcache.WithLogger(log),
 		hotcache.WithTimeout(2*time.Second), // a source behind HTTP is slower than Redis
-		hotcache.WithLoader(&httpSource{template: *source}),
+		hotcache.WithLoader(&httpsource.Loader{Template: *source}),
 		hotcache.WithLoaderLimit(hotcache.Rate(*rate)), hotcache.WithWarmLimit(hotcache.NoLimit))...)
 	if err != nil {
 		return err
@@ -154,33 +152,6 @@ func readKeys(path string) ([]string, error) {
 	return keys, nil
 }
 
-// httpSource is a hotcache.Loader that reads a source of truth over HTTP.
-type httpSource struct{ template string }
-
-func (s *httpSource) Load(ctx context.Context, key string) ([]byte, error) {
-	_, id, _ := strings.Cut(key, ":")
-	u := strings.NewReplacer("{key}", url.PathEscape(key), "{id}", url.PathEscape(id)).Replace(s.template)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	switch {
-	case err != nil:
-		return nil, err
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%s: %w", u, hotcache.ErrNotFound)
-	case resp.StatusCode != http.StatusOK:
-		return nil, errors.New(u + ": " + resp.Status)
-	}
-	return body, nil
-}
-
 // countSet is how many of the flags given are true.
 func countSet(set ...bool) int {
 	n := 0
@@ -192,22 +163,16 @@ func countSet(set ...bool) int {
 	return n
 }
 
-// historyScan is the most history events hotSinceKeys reads: the API's bound.
-const historyScan = 10_000
-
 // hotSinceKeys asks hotspotd at addr for the keys app promoted since since,
 // from its history, busiest (highest promotion rate) first.
 func hotSinceKeys(ctx context.Context, addr, app string, since time.Time) ([]string, error) {
-	q := url.Values{"app": {app}, "limit": {fmt.Sprint(historyScan)}, "since": {since.UTC().Format(time.RFC3339Nano)}}
-	body, err := httpGet(ctx, "http://"+addr+"/v1/history?"+q.Encode())
+	c, err := apiClient(addr, "")
 	if err != nil {
 		return nil, err
 	}
-	var res struct {
-		Events []historyEvent `json:"events"`
-	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return nil, fmt.Errorf("%s answered something that is not the history JSON: %w", addr, err)
+	res, err := c.History(ctx, hotspotapi.HistoryQuery{App: app, Since: since, Limit: hotspotapi.MaxHistoryLimit})
+	if err != nil {
+		return nil, apiError(err)
 	}
 	rate := map[string]float64{}
 	for _, e := range res.Events {

@@ -90,7 +90,7 @@ func TestWarm(t *testing.T) {
 
 	out.Reset()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	if err := warm(t.Context(), append(common, "--top", "2", "--addr", addr), func(string) string { return "" }, &out); err != nil {
+	if err := warm(t.Context(), append(common, "--top", "2", "--hotspotd", addr), func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("warm --top: %v", err)
 	}
 	if v, _ := rdb.Get(context.Background(), prefix+"item:t2").Result(); v != "value of t2" {
@@ -99,7 +99,7 @@ func TestWarm(t *testing.T) {
 
 	// --hot-since: the keys promoted in that span, from the history.
 	out.Reset()
-	if err := warm(t.Context(), append(common, "--hot-since", "24h", "--addr", addr), func(string) string { return "" }, &out); err != nil {
+	if err := warm(t.Context(), append(common, "--hot-since", "24h", "--hotspotd", addr), func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("warm --hot-since: %v", err)
 	}
 	if !strings.Contains(historyQuery, "since=") || !strings.Contains(out.String(), "warming 2 keys") {

@@ -24,8 +24,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
-	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
@@ -592,7 +592,7 @@ func TestLivePage(t *testing.T) {
 	})
 	// The key's sources and effect, as the page reads them.
 	keyURL := "http://" + p.addr + "/v1/hotkeys/" + url.PathEscape("item:<on-page>") + "?app=shop"
-	var st httpapi.KeyStatus
+	var st hotspotapi.KeyStatus
 	defer func() {
 		if t.Failed() {
 			t.Logf("the key's sources when last read: %+v, %d distinct", st.Sources, st.DistinctSources)
@@ -607,7 +607,7 @@ func TestLivePage(t *testing.T) {
 		return len(st.Sources) == 3 && st.Sources[0].Source == "web-1" && math.Abs(st.Sources[0].Share-0.7) <= 0.05 &&
 			st.DistinctSources == 3 && st.Effect != nil && st.Effect.L1Hits > 0
 	})
-	var hk httpapi.AppHotKeys
+	var hk hotspotapi.AppHotKeys
 	waitFor(t, 5*time.Second, "served_l1 in the list", func() bool {
 		getJSON(t, "http://"+p.addr+"/v1/hotkeys?app=shop", &hk)
 		return len(hk.HotKeys) > 0 && hk.HotKeys[0].ServedL1 != nil

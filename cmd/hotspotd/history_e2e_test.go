@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/internal/history"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
 
@@ -39,7 +39,7 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	wg.Go(func() { prod.run(ctx, t, map[string]float64{"hist:a": 3000}, 200) })
 	start := time.Now()
 	q := "/v1/history?app=shop&key=" + url.QueryEscape("hist:a")
-	var res history.Result
+	var res hotspotapi.History
 	waitFor(t, 30*time.Second, "hist:a promoted in the history", func() bool {
 		getJSON(t, "http://"+p2.addr+q, &res)
 		return len(res.Events) == 1
@@ -60,7 +60,7 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	p1.stop(t)
 	p2.stop(t)
 	p3 := c.start("h3")
-	var after history.Result
+	var after hotspotapi.History
 	getJSON(t, "http://"+p3.addr+q, &after)
 	if len(after.Events) != 2 || !reflect.DeepEqual(after.Events, before.Events) {
 		t.Errorf("history after restarting every hotspotd = %+v, want %+v", after, before)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/hotspot-dev/hotspot/detector"
 	"github.com/hotspot-dev/hotspot/internal/ingest"
@@ -33,9 +32,7 @@ func detectorInputs(ic *ingest.Config, maxKeyLen int, reg prometheus.Registerer)
 	if ic == nil {
 		return nil
 	}
-	dropped := promauto.With(reg).NewCounterVec(prometheus.CounterOpts{Namespace: "hotspot", Name: "input_dropped_total",
-		Help: "Lines of an --input topic that yielded no access (no match, filtered out, bad time, bad key...), by topic and reason."},
-		[]string{"topic", "reason"})
+	dropped := ingest.NewDropped(reg)
 	out := make([]detector.Input, len(ic.Inputs))
 	for i := range ic.Inputs {
 		in := &ic.Inputs[i]
@@ -43,18 +40,7 @@ func detectorInputs(ic *ingest.Config, maxKeyLen int, reg prometheus.Registerer)
 		if in.Format == "hotspot" {
 			continue // the detector's own decoder and hotspot_events_invalid_total
 		}
-		byReason := make([]prometheus.Counter, 0, len(ingest.Reasons())+1)
-		for _, r := range ingest.Reasons() {
-			for len(byReason) <= int(r) {
-				byReason = append(byReason, nil)
-			}
-			byReason[r] = dropped.WithLabelValues(in.Topic, r.String())
-		}
-		count := func(r ingest.Reason) {
-			if int(r) < len(byReason) && byReason[r] != nil {
-				byReason[r].Inc()
-			}
-		}
+		count := dropped.Counter(in.Topic)
 		out[i].Decoder = func() detector.Decoder { return in.NewDecoder(maxKeyLen, count) }
 	}
 	return out

@@ -22,8 +22,8 @@ import (
 
 	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/clusterauth"
-	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/wire"
@@ -210,7 +210,7 @@ func TestSecureStack(t *testing.T) {
 			return false
 		}
 		defer resp.Body.Close()
-		var res history.Result
+		var res hotspotapi.History
 		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&res) == nil && len(res.Events) > 0
 	})
 	t.Cleanup(func() {

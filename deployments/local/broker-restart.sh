@@ -12,10 +12,9 @@
 # and the script prints how long after `up` returned each hotspotd's
 # /v1/hotkeys listed it (sampled every 100 ms).
 #
-# RUNS (1) repeats each outage. SECURE=1 runs the secured stack's settings
-# (TLS, SASL, ZooKeeper auth) instead of the plain ones. Needs the shared
-# stack's jars: `make up` once. Everything runs on 127.0.0.1 and is stopped
-# at the end.
+# RUNS (1) repeats each outage. Needs the shared stack's jars: `make up`
+# once. Everything runs on 127.0.0.1 and is stopped at the end. The secured
+# stack's case is TestSecureBrokerRestart (cmd/hotspotd).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,9 +35,7 @@ libs=$(ls -d "$top"/.stack/kafka-*/libs 2>/dev/null | head -1)
 export HOTSPOT_STACK_DIR=$work/stack HOTSPOT_KAFKA_LIBS=$libs HOTSPOT_KAFKA_HEAP=256m
 export HOTSPOT_KAFKA_PORT=$(free_port) HOTSPOT_KAFKA_CONTROLLER_PORT=$(free_port)
 export HOTSPOT_ZK_PORT=$(free_port) HOTSPOT_REDIS_PORT=$(free_port)
-mode=()
-[[ ${SECURE:-} == 1 ]] && mode=(--secure)
-stack() { "$here/stack.sh" "$1" "${mode[@]}" "${@:2}"; }
+stack() { "$here/stack.sh" "$@"; }
 
 pids=()
 cleanup() {

@@ -77,15 +77,31 @@ func Name(prefix, name string) string {
 // Call it after fs.Parse. The error names the variable and its value.
 func Apply(fs *flag.FlagSet, prefix string, lookup func(string) (string, bool)) error {
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = true
+		if a, ok := f.Value.(*alias); ok {
+			given[a.name] = true // the alias gave the flag its value
+		}
+	})
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if given[f.Name] || err != nil {
 			return
 		}
 		name := Name(prefix, f.Name)
+		a, isAlias := f.Value.(*alias)
+		if isAlias {
+			if _, ok := lookup(Name(prefix, a.name)); ok || given[a.name] {
+				return // the flag's own variable or command line wins
+			}
+		}
 		if v, ok := lookup(name); ok {
-			if e := f.Value.Set(v); e != nil {
+			target := f.Value
+			if isAlias {
+				target = a.target.Value
+				fmt.Fprintf(a.warn, "warning: %s is deprecated: use %s\n", name, Name(prefix, a.name))
+			}
+			if e := target.Set(v); e != nil {
 				err = fmt.Errorf("%s=%q: %v", name, v, e)
 				if typ, _ := flag.UnquoteUsage(f); typ != "" { // "duration", "int", ...
 					err = fmt.Errorf("%s=%q is not a valid %s: %v", name, v, typ, e)
@@ -115,4 +131,44 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// Deprecated registers old as a deprecated alias of fs's flag name, which
+// must be defined already: --old (or old's variable) sets name's value and
+// writes a warning that says to use name instead to warn. name given on
+// the command line, or its variable, wins over old's variable. --help
+// lists old as deprecated; IsDeprecated tells it apart (shell completion
+// leaves it out).
+func Deprecated(fs *flag.FlagSet, old, name string, warn io.Writer) {
+	target := fs.Lookup(name)
+	if target == nil {
+		panic("envflag: Deprecated: no flag " + name)
+	}
+	fs.Var(&alias{target: target, old: old, name: name, warn: warn}, old, "deprecated: use --"+name)
+}
+
+// IsDeprecated reports whether f is an alias that Deprecated registered.
+func IsDeprecated(f *flag.Flag) bool {
+	_, ok := f.Value.(*alias)
+	return ok
+}
+
+// alias is the flag.Value of a deprecated flag name: it sets its target.
+type alias struct {
+	target    *flag.Flag
+	old, name string
+	warn      io.Writer
+}
+
+func (a *alias) String() string { return "" } // no default of its own: --help shows none
+
+func (a *alias) Set(v string) error {
+	fmt.Fprintf(a.warn, "warning: --%s is deprecated: use --%s\n", a.old, a.name)
+	return a.target.Value.Set(v)
+}
+
+// IsBoolFlag lets an alias of a bool flag be given without a value.
+func (a *alias) IsBoolFlag() bool {
+	b, ok := a.target.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -103,3 +103,42 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// TestDeprecated: an old name still sets the flag, from the command line or
+// its variable, and says it is deprecated; the new name wins over it.
+func TestDeprecated(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		want     string
+		wantWarn string // "" : no warning
+	}{
+		{"new name", []string{"--new", "a"}, nil, "a", ""},
+		{"old name", []string{"--old", "b"}, nil, "b", "warning: --old is deprecated: use --new\n"},
+		{"old variable", nil, map[string]string{"X_OLD": "c"}, "c", "warning: X_OLD is deprecated: use X_NEW\n"},
+		{"new variable wins", nil, map[string]string{"X_OLD": "c", "X_NEW": "d"}, "d", ""},
+		{"new flag wins over old variable", []string{"--new", "e"}, map[string]string{"X_OLD": "c"}, "e", ""},
+		{"old flag wins over new variable", []string{"--old", "f"}, map[string]string{"X_NEW": "d"}, "f", "warning: --old is deprecated: use --new\n"},
+		{"default", nil, nil, "def", ""},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		v := fs.String("new", "def", "")
+		var warn strings.Builder
+		Deprecated(fs, "old", "new", &warn)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if err := Apply(fs, "X", func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if *v != tt.want || warn.String() != tt.wantWarn {
+			t.Errorf("%s: got %q, warning %q; want %q, %q", tt.name, *v, warn.String(), tt.want, tt.wantWarn)
+		}
+		if !IsDeprecated(fs.Lookup("old")) || IsDeprecated(fs.Lookup("new")) {
+			t.Errorf("%s: IsDeprecated wrong", tt.name)
+		}
+	}
+}

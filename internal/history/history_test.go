@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/hotset/decision"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 )
@@ -60,7 +61,7 @@ func TestWriteAndQuery(t *testing.T) {
 	if err := s.Write(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
-	keys := func(evs []history.Event) []string {
+	keys := func(evs []hotspotapi.HistoryEvent) []string {
 		var out []string
 		for _, e := range evs {
 			out = append(out, e.Kind[:1]+e.Key)
@@ -95,7 +96,7 @@ func TestWriteAndQuery(t *testing.T) {
 		}
 	}
 	res, _ := s.Query(ctx, history.Query{App: "shop", Limit: 1})
-	want := history.Event{At: ms(base, 9000).UTC(), Key: "k4", Kind: "demoted", Rate: 1009, Rule: -1}
+	want := hotspotapi.HistoryEvent{At: ms(base, 9000).UTC(), Key: "k4", Kind: "demoted", Rate: 1009, Rule: -1}
 	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) {
 		t.Errorf("newest event = %+v, want %+v", res.Events, want)
 	}
@@ -125,9 +126,9 @@ func TestSourcesKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []history.Event{
+	want := []hotspotapi.HistoryEvent{
 		{At: at.Add(time.Millisecond).UTC(), Key: "k", Kind: "demoted", Rate: 10, Rule: -1},
-		{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 3000, Rule: -1, Sources: src},
+		{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 3000, Rule: -1, Sources: []hotspotapi.SourceShare{{Source: "web-1", Share: 0.7}, {Source: "10.0.0.7:41234", Share: 0.2}}},
 		{At: at.Add(-time.Second).UTC(), Key: "old", Kind: "promoted", Rate: 1500, Rule: -1},
 	}
 	if !reflect.DeepEqual(res.Events, want) {
@@ -318,7 +319,7 @@ func TestRunWritesRecordedEvents(t *testing.T) {
 	for {
 		res, err := s.Query(context.Background(), history.Query{App: "a"})
 		if err == nil && len(res.Events) == 1 {
-			if want := (history.Event{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 1200, Rule: -1}); !reflect.DeepEqual(res.Events[0], want) {
+			if want := (hotspotapi.HistoryEvent{At: at.UTC(), Key: "k", Kind: "promoted", Rate: 1200, Rule: -1}); !reflect.DeepEqual(res.Events[0], want) {
 				t.Errorf("event = %+v, want %+v", res.Events[0], want)
 			}
 			break

@@ -10,14 +10,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hotspot-dev/hotspot/hotset/decision"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 )
 
-// MaxLimit is the largest Limit of a Query.
-const MaxLimit = 10_000
+// MaxLimit is the largest Limit of a Query: the API's.
+const MaxLimit = hotspotapi.MaxHistoryLimit
 
-// DefaultLimit is the Limit of a Query that sets none.
-const DefaultLimit = 100
+// DefaultLimit is the Limit of a Query that sets none: the API's.
+const DefaultLimit = hotspotapi.DefaultHistoryLimit
 
 // Query selects events of one app.
 type Query struct {
@@ -26,29 +26,6 @@ type Query struct {
 	Since time.Time // zero means no lower bound; inclusive
 	Until time.Time // zero means no upper bound; inclusive
 	Limit int       // 0 means DefaultLimit; at most MaxLimit
-}
-
-// Event is one stored promotion or demotion.
-type Event struct {
-	At   time.Time `json:"at"` // when the shard decided it
-	Key  string    `json:"key"`
-	Kind string    `json:"kind"` // "promoted" or "demoted"
-	Rate float64   `json:"rate"` // accesses per second over the window at the decision
-	Rule int       `json:"rule"` // -1: the default rule
-	// Sources are a promotion's busiest sources at the decision, busiest
-	// first; absent for demotions and for events stored without them.
-	Sources []decision.SourceShare `json:"sources,omitempty"`
-}
-
-// Result is the answer to a Query: events newest first.
-type Result struct {
-	App    string  `json:"app"`
-	Events []Event `json:"events"`
-	// Truncated is set when the query stopped after MaxScan entries
-	// without finding Limit matches: older matches may exist; narrow the
-	// time range to find them. (Only events stored long after their
-	// decision time can cause that.)
-	Truncated bool `json:"truncated,omitempty"`
 }
 
 // ErrBadQuery wraps the errors of a Query that can never succeed.
@@ -69,15 +46,18 @@ func (q Query) Check() error {
 }
 
 // Query returns app's events that match q, newest first (in the order they
-// were stored), at most q.Limit of them.
-func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
+// were stored), at most q.Limit of them: the answer of /v1/history, whose
+// Truncated is set when the query stopped after MaxScan entries without
+// finding Limit matches. (Only events stored long after their decision time
+// can cause that.)
+func (s *Store) Query(ctx context.Context, q Query) (hotspotapi.History, error) {
 	if err := q.Check(); err != nil {
-		return Result{}, err
+		return hotspotapi.History{}, err
 	}
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
 	}
-	res := Result{App: q.App, Events: []Event{}}
+	res := hotspotapi.History{App: q.App, Events: []hotspotapi.HistoryEvent{}}
 	// An entry's ID is Redis's clock when it was stored: within MaxDelay
 	// (plus clock skew, allowed for with slack) after the decision, and
 	// never before it by more than the skew.
@@ -106,7 +86,7 @@ func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
 		}
 		msgs, err := s.rdb.XRevRangeN(ctx, stream, hi, lo, n).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return Result{}, fmt.Errorf("history: read %s: %w", stream, err)
+			return hotspotapi.History{}, fmt.Errorf("history: read %s: %w", stream, err)
 		}
 		scanned += len(msgs)
 		for _, m := range msgs {
@@ -134,35 +114,35 @@ func (s *Store) Query(ctx context.Context, q Query) (Result, error) {
 
 // decode reads one stream entry (encoding version 1, docs/history.md; its
 // sources field is optional).
-func decode(m redis.XMessage) (Event, error) {
+func decode(m redis.XMessage) (hotspotapi.HistoryEvent, error) {
 	str := func(f string) string { s, _ := m.Values[f].(string); return s }
 	if v := str("v"); v != "1" {
-		return Event{}, fmt.Errorf("unknown encoding version %q", v)
+		return hotspotapi.HistoryEvent{}, fmt.Errorf("unknown encoding version %q", v)
 	}
 	at, err := strconv.ParseInt(str("at"), 10, 64)
 	if err != nil {
-		return Event{}, fmt.Errorf("at: %w", err)
+		return hotspotapi.HistoryEvent{}, fmt.Errorf("at: %w", err)
 	}
 	rate, err := strconv.ParseFloat(str("rate"), 64)
 	if err != nil {
-		return Event{}, fmt.Errorf("rate: %w", err)
+		return hotspotapi.HistoryEvent{}, fmt.Errorf("rate: %w", err)
 	}
 	rule, err := strconv.Atoi(str("rule"))
 	if err != nil {
-		return Event{}, fmt.Errorf("rule: %w", err)
+		return hotspotapi.HistoryEvent{}, fmt.Errorf("rule: %w", err)
 	}
 	kind := str("kind")
 	if kind != "promoted" && kind != "demoted" {
-		return Event{}, fmt.Errorf("unknown kind %q", kind)
+		return hotspotapi.HistoryEvent{}, fmt.Errorf("unknown kind %q", kind)
 	}
 	key, ok := m.Values["key"].(string)
 	if !ok || key == "" {
-		return Event{}, errors.New("no key")
+		return hotspotapi.HistoryEvent{}, errors.New("no key")
 	}
-	ev := Event{At: time.UnixMilli(at).UTC(), Key: key, Kind: kind, Rate: rate, Rule: rule}
+	ev := hotspotapi.HistoryEvent{At: time.UnixMilli(at).UTC(), Key: key, Kind: kind, Rate: rate, Rule: rule}
 	if s := str("sources"); s != "" {
 		if err := json.Unmarshal([]byte(s), &ev.Sources); err != nil {
-			return Event{}, fmt.Errorf("sources: %w", err)
+			return hotspotapi.HistoryEvent{}, fmt.Errorf("sources: %w", err)
 		}
 	}
 	return ev, nil

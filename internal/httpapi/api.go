@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
@@ -27,9 +28,6 @@ import (
 	"github.com/hotspot-dev/hotspot/rules"
 	"github.com/hotspot-dev/hotspot/shardapi"
 )
-
-// MaxTopN is the largest n accepted by /v1/top.
-const MaxTopN = 1000
 
 // Config wires the API to the process's views of the cluster.
 type Config struct {
@@ -81,7 +79,7 @@ type server struct {
 	eff effectCache
 }
 
-// New returns the API's handler. Routes (docs/api.md):
+// New returns the API's handler. Routes (docs/shardapi.md):
 //
 //	GET /v1/hotkeys[?app=]      the published hot keys, by rate descending, with the share of their reads served from L1
 //	GET /v1/hotkeys/{key}?app=  one key: hot or not, its current rate, its busiest sources and its effect
@@ -103,36 +101,33 @@ func New(cfg Config) (http.Handler, error) {
 	a := &server{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	g := cmp.Or[prometheus.Gatherer](cfg.Gatherer, prometheus.DefaultGatherer)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/hotkeys", a.hotkeys)
-	mux.HandleFunc("GET /v1/hotkeys/{key}", a.key)
-	mux.HandleFunc("GET /v1/top", a.top)
-	mux.HandleFunc("GET /v1/instances", a.instances)
-	mux.HandleFunc("GET /v1/events", a.events)
-	mux.HandleFunc("GET /v1/history", a.history)
-	mux.HandleFunc("GET /v1/webhooks", a.listWebhooks)
-	mux.HandleFunc("PUT /v1/webhooks/{name}", a.putWebhook)
-	mux.HandleFunc("DELETE /v1/webhooks/{name}", a.deleteWebhook)
-	for _, kind := range []string{"pins", "blocks"} {
+	mux.HandleFunc("GET "+hotspotapi.PathHotKeys, a.hotkeys)
+	mux.HandleFunc("GET "+hotspotapi.PathHotKeys+"/{key}", a.key)
+	mux.HandleFunc("GET "+hotspotapi.PathTop, a.top)
+	mux.HandleFunc("GET "+hotspotapi.PathInstances, a.instances)
+	mux.HandleFunc("GET "+hotspotapi.PathEvents, a.events)
+	mux.HandleFunc("GET "+hotspotapi.PathHistory, a.history)
+	mux.HandleFunc("GET "+hotspotapi.PathWebhooks, a.listWebhooks)
+	mux.HandleFunc("PUT "+hotspotapi.PathWebhooks+"/{name}", a.putWebhook)
+	mux.HandleFunc("DELETE "+hotspotapi.PathWebhooks+"/{name}", a.deleteWebhook)
+	for _, l := range []hotspotapi.List{hotspotapi.Pins, hotspotapi.Blocks} {
+		kind := string(l)
 		mux.HandleFunc("GET /v1/"+kind, a.listKeys(kind))
 		mux.HandleFunc("PUT /v1/"+kind+"/{key}", a.admin(kind, true))
 		mux.HandleFunc("DELETE /v1/"+kind+"/{key}", a.admin(kind, false))
 	}
-	mux.HandleFunc("GET /v1/rules", a.getRules)
-	mux.HandleFunc("PUT /v1/rules", a.putRules)
-	mux.HandleFunc("DELETE /v1/rules", a.deleteRules)
-	mux.HandleFunc("GET /v1/config", func(w http.ResponseWriter, _ *http.Request) {
-		c := map[string]any{"threshold": cfg.Threshold}
-		if cfg.Topic != "" {
-			c["topic"] = cfg.Topic
-		}
-		httpjson.Indent(w, http.StatusOK, c)
+	mux.HandleFunc("GET "+hotspotapi.PathRules, a.getRules)
+	mux.HandleFunc("PUT "+hotspotapi.PathRules, a.putRules)
+	mux.HandleFunc("DELETE "+hotspotapi.PathRules, a.deleteRules)
+	mux.HandleFunc("GET "+hotspotapi.PathConfig, func(w http.ResponseWriter, _ *http.Request) {
+		httpjson.Indent(w, http.StatusOK, hotspotapi.Config{Threshold: cfg.Threshold, Topic: cfg.Topic})
 	})
 	ui, _ := fs.Sub(pageFS, "page") // the folder is embedded below
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(ui)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, ui, "index.html")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+hotspotapi.PathMetrics, promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.Indent(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -143,75 +138,16 @@ func New(cfg Config) (http.Handler, error) {
 //go:embed page
 var pageFS embed.FS
 
-// HotKey is one entry of /v1/hotkeys.
-type HotKey struct {
-	Key    string  `json:"key"`
-	Rate   float64 `json:"rate"`  // its rule's measure per second: accesses, or bytes for kind "bytes"
-	Since  string  `json:"since"` // RFC 3339
-	Source string  `json:"source"`
-	Rule   *int    `json:"rule,omitempty"` // index of the app's rule that made it hot, -1 the default rule; absent for a key only pinned
-	Kind   string  `json:"kind"`           // "count", "bytes" or "write" (apps never cache a write key)
-	// ServedL1 is the fraction of the key's reads the apps answered from
-	// their L1 over the effect window, cluster-wide: l1_hits / (l1_hits +
-	// l2_reads + limited); absent when nothing was reported.
-	ServedL1 *float64 `json:"served_l1,omitempty"`
-}
-
-// AppHotKeys is the answer of /v1/hotkeys?app=APP.
-type AppHotKeys struct {
-	App     string   `json:"app"`
-	HotKeys []HotKey `json:"hotkeys"`
-}
-
-// AllHotKeys is the answer of /v1/hotkeys without app: every app that has
-// hot keys, by name.
-type AllHotKeys struct {
-	Apps []AppHotKeys `json:"apps"`
-}
-
-// KeyStatus is the answer of /v1/hotkeys/{key}.
-type KeyStatus struct {
-	App    string  `json:"app"`
-	Key    string  `json:"key"`
-	Hot    bool    `json:"hot"`
-	Rate   float64 `json:"rate"`             // current rate at the owning aggregator; 0 when untracked
-	Since  string  `json:"since,omitempty"`  // RFC 3339, when hot
-	Source string  `json:"source,omitempty"` // "detected" or "pinned", when hot
-	Rule   *int    `json:"rule,omitempty"`   // as in HotKey, when hot
-	Kind   string  `json:"kind,omitempty"`   // as in HotKey, when hot
-	// Sources, DistinctSources and Effect are the owning aggregator's, for
-	// a key near its threshold or hot (absent otherwise): its busiest
-	// sources with their shares of its rate, busiest first; an estimate of
-	// how many distinct sources send it; what the apps' caches did with its
-	// reads, per second cluster-wide.
-	Sources         []shardapi.SourceShare `json:"sources,omitempty"`
-	DistinctSources uint64                 `json:"distinct_sources,omitempty"`
-	Effect          *shardapi.EffectRates  `json:"effect,omitempty"`
-}
-
-// TopKey is one entry of /v1/top.
-type TopKey struct {
-	Key  string  `json:"key"`
-	Rate float64 `json:"rate"`
-	Hot  bool    `json:"hot"`
-}
-
-// Top is the answer of /v1/top.
-type Top struct {
-	App  string   `json:"app"`
-	Keys []TopKey `json:"keys"`
-}
-
 func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 	snap := a.cfg.HotSet()
 	q := r.URL.Query()
 	if !q.Has("app") {
-		apps := []AppHotKeys{}
+		apps := []hotspotapi.AppHotKeys{}
 		for _, app := range snap.Apps() {
 			apps = append(apps, appHotKeys(snap, app))
 		}
 		a.servedL1(r.Context(), "", apps)
-		httpjson.Indent(w, http.StatusOK, AllHotKeys{Apps: apps})
+		httpjson.Indent(w, http.StatusOK, hotspotapi.AllHotKeys{Apps: apps})
 		return
 	}
 	app, err := appParam(q)
@@ -219,16 +155,16 @@ func (a *server) hotkeys(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	out := []AppHotKeys{appHotKeys(snap, app)}
+	out := []hotspotapi.AppHotKeys{appHotKeys(snap, app)}
 	a.servedL1(r.Context(), app, out)
 	httpjson.Indent(w, http.StatusOK, out[0])
 }
 
-func appHotKeys(snap *hotwatch.Snapshot, app string) AppHotKeys {
+func appHotKeys(snap *hotwatch.Snapshot, app string) hotspotapi.AppHotKeys {
 	keys := snap.App(app)
-	out := AppHotKeys{App: app, HotKeys: make([]HotKey, 0, len(keys))}
+	out := hotspotapi.AppHotKeys{App: app, HotKeys: make([]hotspotapi.HotKey, 0, len(keys))}
 	for _, k := range keys {
-		out.HotKeys = append(out.HotKeys, HotKey{Key: k.Key, Rate: k.Rate, Since: rfc3339(k.Since), Source: source(k),
+		out.HotKeys = append(out.HotKeys, hotspotapi.HotKey{Key: k.Key, Rate: k.Rate, Since: rfc3339(k.Since), Source: source(k),
 			Rule: k.Rule, Kind: kind(k)})
 	}
 	return out
@@ -240,7 +176,7 @@ func (a *server) key(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	st := KeyStatus{App: app, Key: key}
+	st := hotspotapi.KeyStatus{App: app, Key: key}
 	if k, ok := a.cfg.HotSet().Key(app, key); ok {
 		st.Hot, st.Rate, st.Since, st.Source = true, k.Rate, rfc3339(k.Since), source(k)
 		st.Rule, st.Kind = k.Rule, kind(k)
@@ -250,7 +186,7 @@ func (a *server) key(w http.ResponseWriter, r *http.Request) {
 	ks, found, err := a.cfg.Aggregators.Key(r.Context(), app, key)
 	if found {
 		st.Rate = ks.Rate
-		st.Sources, st.DistinctSources, st.Effect = ks.Sources, ks.DistinctSources, ks.Effect
+		st.Sources, st.DistinctSources, st.Effect = sourceShares(ks.Sources), ks.DistinctSources, effectRates(ks.Effect)
 	} else if err != nil {
 		a.log.Warn("no current rate", "app", app, "key", key, "err", err)
 	}
@@ -264,11 +200,11 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	n := 10
+	n := hotspotapi.DefaultTopN
 	if s := q.Get("n"); s != "" {
 		n, err = strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxTopN {
-			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", MaxTopN, s))
+		if err != nil || n < 1 || n > hotspotapi.MaxTopN {
+			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", hotspotapi.MaxTopN, s))
 			return
 		}
 	}
@@ -280,28 +216,28 @@ func (a *server) top(w http.ResponseWriter, r *http.Request) {
 		}
 		a.log.Warn("busiest keys of some aggregators missing", "app", app, "err", err)
 	}
-	out := Top{App: app, Keys: make([]TopKey, 0, len(keys))}
+	out := hotspotapi.Top{App: app, Keys: make([]hotspotapi.TopKey, 0, len(keys))}
 	for _, k := range keys {
-		out.Keys = append(out.Keys, TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
+		out.Keys = append(out.Keys, hotspotapi.TopKey{Key: k.Key, Rate: k.Rate, Hot: k.Hot})
 	}
 	httpjson.Indent(w, http.StatusOK, out)
 }
 
 func (a *server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	n := 50
+	n := hotspotapi.DefaultEventsN
 	if s := q.Get("n"); s != "" {
 		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > MaxTopN {
-			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", MaxTopN, s))
+		if n, err = strconv.Atoi(s); err != nil || n < 1 || n > hotspotapi.MaxTopN {
+			badRequest(w, fmt.Errorf("n must be an integer from 1 to %d, got %q", hotspotapi.MaxTopN, s))
 			return
 		}
 	}
-	events := []Event{}
+	out := hotspotapi.Events{Events: []hotspotapi.Event{}}
 	if a.cfg.Events != nil {
-		events = a.cfg.Events.Recent(q.Get("app"), n)
+		out.Events = a.cfg.Events.Recent(q.Get("app"), n)
 	}
-	httpjson.Indent(w, http.StatusOK, map[string]any{"events": events})
+	httpjson.Indent(w, http.StatusOK, out)
 }
 
 // Lists keeps the operators' pins and blocks (internal/pinstore); kind is
@@ -329,7 +265,7 @@ func (a *server) listKeys(kind string) http.HandlerFunc {
 			httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		httpjson.Indent(w, http.StatusOK, map[string]any{"app": app, "keys": append([]string{}, keys...)})
+		httpjson.Indent(w, http.StatusOK, hotspotapi.Keys{App: app, Keys: append([]string{}, keys...)})
 	}
 }
 
@@ -424,6 +360,27 @@ func rfc3339(ms int64) string {
 		return ""
 	}
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// sourceShares is the API's copy of an aggregator's sources.
+func sourceShares(in []shardapi.SourceShare) []hotspotapi.SourceShare {
+	if in == nil {
+		return nil
+	}
+	out := make([]hotspotapi.SourceShare, len(in))
+	for i, s := range in {
+		out[i] = hotspotapi.SourceShare(s)
+	}
+	return out
+}
+
+// effectRates is the API's copy of an aggregator's effect.
+func effectRates(e *shardapi.EffectRates) *hotspotapi.EffectRates {
+	if e == nil {
+		return nil
+	}
+	r := hotspotapi.EffectRates(*e)
+	return &r
 }
 
 func badRequest(w http.ResponseWriter, err error) {

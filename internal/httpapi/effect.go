@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/shardapi"
 )
 
@@ -72,7 +73,7 @@ func (a *server) effects(ctx context.Context, app string) map[appKey]shardapi.Ef
 
 // servedL1 sets the served_l1 of the hot keys of apps, asked as app
 // ("" for every app).
-func (a *server) servedL1(ctx context.Context, app string, apps []AppHotKeys) {
+func (a *server) servedL1(ctx context.Context, app string, apps []hotspotapi.AppHotKeys) {
 	n := 0
 	for _, ah := range apps {
 		n += len(ah.HotKeys)

@@ -5,29 +5,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 )
-
-// Event is one promotion or demotion of the published hot set, as this
-// process saw it (GET /v1/events).
-type Event struct {
-	At   string  `json:"at"` // RFC 3339, when the ZooKeeper change arrived here
-	App  string  `json:"app"`
-	Key  string  `json:"key"`
-	Kind string  `json:"kind"`           // "promoted" or "demoted"
-	Rate float64 `json:"rate,omitempty"` // at promotion
-}
 
 // Events keeps the most recent promotions and demotions, newest last. Feed
 // it from hotwatch.Config.OnChange. It is safe for concurrent use.
 type Events struct {
 	mu   sync.Mutex // guards ring and next
-	ring []Event
+	ring []hotspotapi.Event
 	next int // total events recorded; ring[next%len] is the oldest when full
 }
 
 // NewEvents returns an Events that keeps the last n.
-func NewEvents(n int) *Events { return &Events{ring: make([]Event, 0, max(n, 1))} }
+func NewEvents(n int) *Events { return &Events{ring: make([]hotspotapi.Event, 0, max(n, 1))} }
 
 // Record adds one hot-set change.
 func (e *Events) Record(c hotwatch.Change) {
@@ -35,14 +26,14 @@ func (e *Events) Record(c hotwatch.Change) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, k := range c.Added {
-		e.add(Event{At: at, App: c.App, Key: k.Key, Kind: "promoted", Rate: k.Rate})
+		e.add(hotspotapi.Event{At: at, App: c.App, Key: k.Key, Kind: "promoted", Rate: k.Rate})
 	}
 	for _, k := range c.Removed {
-		e.add(Event{At: at, App: c.App, Key: k, Kind: "demoted"})
+		e.add(hotspotapi.Event{At: at, App: c.App, Key: k, Kind: "demoted"})
 	}
 }
 
-func (e *Events) add(ev Event) {
+func (e *Events) add(ev hotspotapi.Event) {
 	if len(e.ring) < cap(e.ring) {
 		e.ring = append(e.ring, ev)
 	} else {
@@ -52,10 +43,10 @@ func (e *Events) add(ev Event) {
 }
 
 // Recent returns up to n events of app ("" for every app), newest first.
-func (e *Events) Recent(app string, n int) []Event {
+func (e *Events) Recent(app string, n int) []hotspotapi.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := []Event{}
+	out := []hotspotapi.Event{}
 	for i := e.next - 1; i >= max(0, e.next-len(e.ring)) && len(out) < n; i-- {
 		if ev := e.ring[i%cap(e.ring)]; app == "" || ev.App == app {
 			out = append(out, ev)

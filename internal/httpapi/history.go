@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/wire"
@@ -16,7 +17,7 @@ import (
 
 // History reads the stored promotions and demotions (internal/history).
 type History interface {
-	Query(ctx context.Context, q history.Query) (history.Result, error)
+	Query(ctx context.Context, q history.Query) (hotspotapi.History, error)
 }
 
 // history serves GET /v1/history?app=&key=&since=&until=&limit=.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/history"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 )
@@ -15,9 +16,9 @@ import (
 // fakeHistory answers every query with one event and keeps the query.
 type fakeHistory struct{ got history.Query }
 
-func (f *fakeHistory) Query(_ context.Context, q history.Query) (history.Result, error) {
+func (f *fakeHistory) Query(_ context.Context, q history.Query) (hotspotapi.History, error) {
 	f.got = q
-	return history.Result{App: q.App, Events: []history.Event{{At: time.UnixMilli(0).UTC(), Key: "k", Kind: "promoted", Rate: 1, Rule: -1}}}, nil
+	return hotspotapi.History{App: q.App, Events: []hotspotapi.HistoryEvent{{At: time.UnixMilli(0).UTC(), Key: "k", Kind: "promoted", Rate: 1, Rule: -1}}}, nil
 }
 
 func TestHistoryParameters(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -223,12 +224,12 @@ func TestHotKeysRuleAndKind(t *testing.T) {
 		t.Errorf("/v1/hotkeys/old, without state at the shards, = %s; want no sources or effect", one)
 	}
 
-	var st KeyStatus
+	var st hotspotapi.KeyStatus
 	getJSON("/v1/hotkeys/counter:1?app=shop", &st)
 	if !st.Hot || st.Rule == nil || *st.Rule != 3 || st.Kind != "write" {
 		t.Errorf("/v1/hotkeys/counter:1 = %+v, want hot, rule 3, kind write", st)
 	}
-	var all AllHotKeys
+	var all hotspotapi.AllHotKeys
 	getJSON("/v1/hotkeys", &all)
 	if len(all.Apps) != 1 || len(all.Apps[0].HotKeys) != 5 || all.Apps[0].HotKeys[0].Kind != "count" || *all.Apps[0].HotKeys[0].Rule != 0 ||
 		all.Apps[0].HotKeys[0].ServedL1 == nil || math.Abs(*all.Apps[0].HotKeys[0].ServedL1-0.9) > 1e-9 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/shardapi"
 )
@@ -67,7 +68,7 @@ func TestInstancesRoute(t *testing.T) {
 		return rec.Code, rec.Body.String()
 	}
 	code, body := get(instanceAggregators{}, "/v1/instances")
-	var got Instances
+	var got hotspotapi.Instances
 	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 {
 		t.Fatalf("GET /v1/instances: %d %s", code, body)
 	}

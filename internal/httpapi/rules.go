@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
 	"github.com/hotspot-dev/hotspot/rules"
@@ -20,13 +21,6 @@ type Rules interface {
 	Get(ctx context.Context, app string) (*rules.List, error)
 	Put(ctx context.Context, l *rules.List) (*rules.List, error)
 	Delete(ctx context.Context, app string, version int64) error
-}
-
-// RulesError is the body of a refused rule list (400): Rule is the index
-// of the first bad rule, -1 when the list as a whole is wrong.
-type RulesError struct {
-	Error string `json:"error"`
-	Rule  int    `json:"rule"`
 }
 
 // rulesArgs reads app, checks the admin token for writes and that rules
@@ -73,8 +67,8 @@ func (a *server) putRules(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		httpjson.Indent(w, http.StatusRequestEntityTooLarge, RulesError{
-			Error: fmt.Sprintf("rules: a rule list is at most %d bytes", rules.MaxBytes), Rule: -1})
+		httpjson.Indent(w, http.StatusRequestEntityTooLarge, &hotspotapi.Error{
+			Message: fmt.Sprintf("rules: a rule list is at most %d bytes", rules.MaxBytes), Rule: ruleIndex(-1)})
 		return
 	case err != nil:
 		badRequest(w, fmt.Errorf("reading the body: %w", err))
@@ -138,12 +132,14 @@ func (a *server) writeList(w http.ResponseWriter, l *rules.List) {
 
 // refuseRules answers 400 for a list that failed its checks.
 func refuseRules(w http.ResponseWriter, err error) {
-	out := RulesError{Error: err.Error(), Rule: -1}
+	out := &hotspotapi.Error{Message: err.Error(), Rule: ruleIndex(-1)}
 	if re, ok := errors.AsType[*rules.Error](err); ok {
-		out.Rule = re.Index
+		out.Rule = ruleIndex(re.Index)
 	}
 	httpjson.Indent(w, http.StatusBadRequest, out)
 }
+
+func ruleIndex(i int) *int { return &i }
 
 // rulesFailed answers a failed store call: 409 for a stale version, 400
 // for a list the store refused, 500 for a stored list that cannot be read,

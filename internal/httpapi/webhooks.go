@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
 )
@@ -17,14 +18,6 @@ type Webhooks interface {
 	List(ctx context.Context, app string) ([]webhook.Subscription, error)
 	Put(ctx context.Context, app string, s webhook.Subscription) error
 	Delete(ctx context.Context, app, name string) error
-}
-
-// WebhookView is a subscription as GET /v1/webhooks lists it: the secret
-// never leaves the cluster.
-type WebhookView struct {
-	Name   string `json:"name"`
-	URL    string `json:"url"`
-	Signed bool   `json:"signed"` // a secret is set
 }
 
 // webhookArgs checks the admin token and reads app (and {name}); it answers
@@ -63,11 +56,11 @@ func (a *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 		httpjson.Indent(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	out := make([]WebhookView, 0, len(subs))
+	out := hotspotapi.Webhooks{App: app, Webhooks: make([]hotspotapi.Webhook, 0, len(subs))}
 	for _, s := range subs {
-		out = append(out, WebhookView{Name: s.Name, URL: s.URL, Signed: s.Secret != ""})
+		out.Webhooks = append(out.Webhooks, hotspotapi.Webhook{Name: s.Name, URL: s.URL, Signed: s.Secret != ""})
 	}
-	httpjson.Indent(w, http.StatusOK, map[string]any{"app": app, "webhooks": out})
+	httpjson.Indent(w, http.StatusOK, out)
 }
 
 func (a *server) putWebhook(w http.ResponseWriter, r *http.Request) {
@@ -75,10 +68,7 @@ func (a *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body struct {
-		URL    string `json:"url"`
-		Secret string `json:"secret"`
-	}
+	var body hotspotapi.WebhookBody
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {

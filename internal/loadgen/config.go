@@ -67,6 +67,10 @@ func ParseForm(s string) (Form, error) {
 
 // lines reports whether f's records hold Config.Lines lines, one access
 // each.
+// NeedsInputFile reports whether hotspotd reads records of form f only
+// through an input file (InputFile; hotspotd --input): the access logs.
+func (f Form) NeedsInputFile() bool { return f == FormCombined || f == FormMappedJSON }
+
 func (f Form) lines() bool { return f == FormNDJSON || f == FormCombined || f == FormMappedJSON }
 
 // NoBackground as Config.Rate turns the Zipf background off, leaving only the

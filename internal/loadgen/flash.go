@@ -174,6 +174,19 @@ func Planted(app string, threshold float64, multiples ...float64) []Flash {
 	return fs
 }
 
+// RateAt is f's rate, events/s, at offset d from the run's start: 0
+// before Start and from End on, ramping up linearly over Ramp, then Rate.
+func (f Flash) RateAt(d time.Duration) float64 {
+	switch {
+	case d < f.Start, f.End > 0 && d >= f.End:
+		return 0
+	case d >= f.Start+f.Ramp:
+		return f.Rate
+	default:
+		return f.Rate * float64(d-f.Start) / float64(f.Ramp)
+	}
+}
+
 // cumulative returns the number of events the flash has produced by offset d
 // from the run's start, as a real number: the integral of its rate. The
 // generator sends floor(cumulative(end of tick)) - floor(cumulative(start of

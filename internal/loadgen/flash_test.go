@@ -154,3 +154,20 @@ func testConfig(t testing.TB, c Config) Config {
 	}
 	return r
 }
+
+// TestRateAt: the rate ramps up from Start over Ramp, holds, and stops at
+// End; the count it implies is cumulative's.
+func TestRateAt(t *testing.T) {
+	f := Flash{Key: "k", Start: 10 * time.Second, Ramp: 2 * time.Second, End: 20 * time.Second, Rate: 3000}
+	for _, tc := range []struct {
+		d    time.Duration
+		want float64
+	}{{0, 0}, {10 * time.Second, 0}, {11 * time.Second, 1500}, {12 * time.Second, 3000}, {19 * time.Second, 3000}, {20 * time.Second, 0}} {
+		if got := f.RateAt(tc.d); got != tc.want {
+			t.Errorf("RateAt(%v) = %v, want %v", tc.d, got, tc.want)
+		}
+	}
+	if got := (Flash{Rate: 5}).RateAt(0); got != 5 {
+		t.Errorf("a step at 0: RateAt(0) = %v, want 5", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/ingest"
+	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
 // The forms that hotspotd reads only through an input file (package
@@ -235,9 +236,11 @@ func appendMappedJSON(dst []byte, app, key string, ts int64, src string) []byte 
 	dst = append(dst, `{"ts_ms":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, `,"service":`...)
-	dst = appendJSONString(dst, app)
+	dst = append(dst, '"')
+	dst = wire.AppendJSONText(dst, app)
+	dst = append(dst, '"')
 	dst = append(dst, `,"request":{"method":"GET","uri":"/item/`...)
-	dst = appendJSONText(dst, key)
+	dst = wire.AppendJSONText(dst, key)
 	dst = append(dst, `","proto":"HTTP/1.1"},"response":{"status":200,"size":`...)
 	dst = strconv.AppendInt(dst, logBytes, 10)
 	dst = append(dst, `},"duration_ms":3,"client":{"ip":"`...)
@@ -246,39 +249,4 @@ func appendMappedJSON(dst []byte, app, key string, ts int64, src string) []byte 
 	}
 	dst = append(dst, src...)
 	return append(dst, `"}}`...)
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	dst = appendJSONText(dst, s)
-	return append(dst, '"')
-}
-
-// appendJSONText appends the text of s as inside a JSON string: '"', '\'
-// and control characters escaped; s is valid UTF-8 (checkCarried).
-func appendJSONText(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	start := 0
-	for i := range len(s) {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	return append(dst, s[start:]...)
 }

@@ -75,31 +75,57 @@ type plant struct {
 // starting at startMs.
 func newGenerator(c Config, startMs int64) (*generator, error) {
 	g := &generator{
-		c:       c,
-		apps:    c.appNames(),
-		rng:     rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15)),
-		tickMs:  c.Tick.Milliseconds(),
-		perSlot: int64(SlotDuration / c.Tick),
-		perFlsh: int64(c.Flush / c.Tick),
-		startMs: startMs,
-		srcs:    c.sourceNames(),
-		nsrc:    max(c.Sources, 1),
+		c:        c,
+		apps:     c.appNames(),
+		rng:      rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15)),
+		tickMs:   c.Tick.Milliseconds(),
+		perSlot:  int64(SlotDuration / c.Tick),
+		perFlsh:  int64(c.Flush / c.Tick),
+		startMs:  startMs,
+		aggStart: startMs,
+		srcs:     c.sourceNames(),
+		nsrc:     max(c.Sources, 1),
+		keys:     make([]string, min(c.Keys+1, keyCacheSize)),
 	}
-	if c.Sources > 0 {
-		g.srng = rand.New(rand.NewPCG(c.Seed^0x5bd1e9955bd1e995, c.Seed+0x2545f4914f6cdd1d))
-		if c.SourceSkew > 0 {
-			z, err := newZipf(uint64(c.Sources), c.SourceSkew)
-			if err != nil {
-				return nil, err
-			}
-			g.szipf = z
+	if err := g.drawSources(); err != nil {
+		return nil, err
+	}
+	g.truth = g.newTruth()
+	index := make(map[AppKey]int) // truth.Keys by name
+	if c.Rate > 0 {
+		if err := g.background(index); err != nil {
+			return nil, err
 		}
 	}
-	g.aggStart = startMs
-	g.keys = make([]string, min(c.Keys+1, keyCacheSize))
-	g.truth = &Truth{
+	for _, f := range c.Flashes {
+		g.plant(f, index)
+	}
+	return g, nil
+}
+
+// drawSources sets up the draw of each access's instance, with sources.
+func (g *generator) drawSources() error {
+	c := g.c
+	if c.Sources == 0 {
+		return nil
+	}
+	g.srng = rand.New(rand.NewPCG(c.Seed^0x5bd1e9955bd1e995, c.Seed+0x2545f4914f6cdd1d))
+	if c.SourceSkew > 0 {
+		z, err := newZipf(uint64(c.Sources), c.SourceSkew)
+		if err != nil {
+			return err
+		}
+		g.szipf = z
+	}
+	return nil
+}
+
+// newTruth returns the run's Truth, with its workload and no key yet.
+func (g *generator) newTruth() *Truth {
+	c := g.c
+	return &Truth{
 		Version:   TruthVersion,
-		StartMs:   startMs,
+		StartMs:   g.startMs,
 		SlotMs:    SlotDuration.Milliseconds(),
 		Threshold: c.Threshold,
 		Workload: Workload{
@@ -109,73 +135,81 @@ func newGenerator(c Config, startMs int64) (*generator, error) {
 			Sources: c.Sources, SourceSkew: c.SourceSkew,
 		},
 	}
-	index := make(map[AppKey]int)
-	if c.Rate > 0 {
-		z, err := newZipf(c.Keys, c.Skew)
-		if err != nil {
-			return nil, err
+}
+
+// background sets up the Zipf background: its draw, the truth of the ranks
+// expected at TrackFraction of the threshold or more (added to index), and
+// FormBinary's per app and instance counts.
+func (g *generator) background(index map[AppKey]int) error {
+	c := g.c
+	z, err := newZipf(c.Keys, c.Skew)
+	if err != nil {
+		return err
+	}
+	g.zipf = z
+	for r := uint64(1); r <= c.Keys && r <= maxTracked; r++ {
+		exp := c.Rate * z.prob(r)
+		if exp < TrackFraction*c.Threshold {
+			break // prob decreases with the rank
 		}
-		g.zipf = z
-		for r := uint64(1); r <= c.Keys && r <= maxTracked; r++ {
-			exp := c.Rate * z.prob(r)
-			if exp < TrackFraction*c.Threshold {
-				break // prob decreases with the rank
+		ak := AppKey{g.appOf(r), g.key(r)}
+		index[ak] = len(g.truth.Keys)
+		g.truth.Keys = append(g.truth.Keys, TruthKey{App: ak.App, Key: ak.Key, Rank: r, Expected: exp})
+		g.tracked = r
+	}
+	if c.Form == FormBinary {
+		g.agg = make([]map[uint32]uint64, len(g.apps)*g.nsrc)
+		for i := range g.agg {
+			if g.srcs == nil { // with sources, made when first used
+				g.agg[i] = make(map[uint32]uint64)
 			}
-			ak := AppKey{g.appOf(r), g.key(r)}
-			index[ak] = len(g.truth.Keys)
-			g.truth.Keys = append(g.truth.Keys, TruthKey{App: ak.App, Key: ak.Key, Rank: r, Expected: exp})
-			g.tracked = r
+		}
+	}
+	return nil
+}
+
+// plant adds the planted key of f: its truth (shared with a background key
+// of its name; index finds it) and its line in the truth's workload.
+func (g *generator) plant(f Flash, index map[AppKey]int) {
+	c := g.c
+	p := plant{f: f, app: g.appIndex(f.App), top: -1}
+	ak := AppKey{g.apps[p.app], f.Key}
+	i, ok := index[ak]
+	if !ok {
+		i = len(g.truth.Keys)
+		index[ak] = i
+		g.truth.Keys = append(g.truth.Keys, TruthKey{App: ak.App, Key: ak.Key})
+		// A planted key named like an untracked background key: count
+		// the background's events for it too, or its truth would be short.
+		if r := g.rankOf(ak); r > g.tracked {
+			if g.extra == nil {
+				g.extra = make(map[uint64]int)
+			}
+			g.extra[r] = i
+			g.truth.Keys[i].Rank = r
+			g.truth.Keys[i].Expected = c.Rate * g.zipf.prob(r)
+		}
+	}
+	g.truth.Keys[i].Planted = true
+	g.truth.Keys[i].Expected += f.Rate
+	p.truth = i
+	if g.srcs != nil {
+		if g.truth.Keys[i].Sources == nil {
+			g.truth.Keys[i].Sources = make([]uint64, g.nsrc)
+		}
+		if f.TopSource != "" {
+			p.top = sourceIndex(c.Form, c.Sources, f.TopSource)
 		}
 		if c.Form == FormBinary {
-			g.agg = make([]map[uint32]uint64, len(g.apps)*g.nsrc)
-			for i := range g.agg {
-				if g.srcs == nil { // with sources, made when first used
-					g.agg[i] = make(map[uint32]uint64)
-				}
-			}
+			p.bySrc = make([]uint64, g.nsrc)
 		}
 	}
-	for _, f := range c.Flashes {
-		p := plant{f: f, app: g.appIndex(f.App), top: -1}
-		ak := AppKey{g.apps[p.app], f.Key}
-		i, ok := index[ak]
-		if !ok {
-			i = len(g.truth.Keys)
-			index[ak] = i
-			g.truth.Keys = append(g.truth.Keys, TruthKey{App: ak.App, Key: ak.Key})
-			// A planted key named like an untracked background key: count
-			// the background's events for it too, or its truth would be short.
-			if r := g.rankOf(ak); r > g.tracked {
-				if g.extra == nil {
-					g.extra = make(map[uint64]int)
-				}
-				g.extra[r] = i
-				g.truth.Keys[i].Rank = r
-				g.truth.Keys[i].Expected = c.Rate * g.zipf.prob(r)
-			}
-		}
-		g.truth.Keys[i].Planted = true
-		g.truth.Keys[i].Expected += f.Rate
-		p.truth = i
-		if g.srcs != nil {
-			if g.truth.Keys[i].Sources == nil {
-				g.truth.Keys[i].Sources = make([]uint64, g.nsrc)
-			}
-			if f.TopSource != "" {
-				p.top = sourceIndex(c.Form, c.Sources, f.TopSource)
-			}
-			if c.Form == FormBinary {
-				p.bySrc = make([]uint64, g.nsrc)
-			}
-		}
-		g.plants = append(g.plants, p)
-		wf := Flash{App: ak.App, Key: f.Key, Start: f.Start, Ramp: f.Ramp, End: f.End, Rate: f.Rate}
-		if p.top >= 0 {
-			wf.TopSource, wf.TopShare = g.srcs[p.top], f.TopShare
-		}
-		g.truth.Workload.Flashes = append(g.truth.Workload.Flashes, wf.String())
+	g.plants = append(g.plants, p)
+	wf := Flash{App: ak.App, Key: f.Key, Start: f.Start, Ramp: f.Ramp, End: f.End, Rate: f.Rate}
+	if p.top >= 0 {
+		wf.TopSource, wf.TopShare = g.srcs[p.top], f.TopShare
 	}
-	return g, nil
+	g.truth.Workload.Flashes = append(g.truth.Workload.Flashes, wf.String())
 }
 
 // appIndex returns the index of app in g.apps, adding it if it is new; ""

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -64,4 +65,18 @@ func (s Stats) PerSecond(n int64) float64 {
 		return 0
 	}
 	return float64(n) / s.Elapsed.Seconds()
+}
+
+// Progress is the line a progress report prints for the interval from prev
+// to s (Config.Progress hands over one a second): the rates over it, the
+// failures and the lag; "" when no time passed.
+func (s Stats) Progress(prev Stats) string {
+	d := (s.Elapsed - prev.Elapsed).Seconds()
+	if d <= 0 {
+		return ""
+	}
+	per := func(a, b int64) float64 { return float64(a-b) / d }
+	return fmt.Sprintf("%7s  events %9.0f/s  records %8.0f/s  entries %9.0f/s  %7.2f MB/s  failed %d  lag %v\n",
+		s.Elapsed.Round(time.Second), per(s.Events, prev.Events), per(s.Records, prev.Records),
+		per(s.Entries, prev.Entries), per(s.Bytes, prev.Bytes)/1e6, s.FailedRecords, s.MaxLag.Round(time.Millisecond))
 }

@@ -43,6 +43,14 @@ const hexDigits = "0123456789abcdef"
 
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = AppendJSONText(dst, s)
+	return append(dst, '"')
+}
+
+// AppendJSONText appends s escaped as the inside of a JSON string, without
+// the quotes, as AppendJSON escapes its strings: '"', '\' and control
+// characters escaped, no HTML escaping, invalid UTF-8 as U+FFFD.
+func AppendJSONText(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -78,6 +86,5 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

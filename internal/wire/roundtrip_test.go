@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -366,5 +368,26 @@ func TestDecodeAllocs(t *testing.T) {
 	// One allocation: the returned source string.
 	if a := testing.AllocsPerRun(50, func() { _, _ = wire.DecodePartials(partials, pfn) }); a > 1 {
 		t.Errorf("DecodePartials: %v allocs per run, want <= 1", a)
+	}
+}
+
+// TestAppendJSONText: the escaped text is what encoding/json writes inside
+// the quotes (without HTML escaping), and invalid UTF-8 becomes U+FFFD.
+func TestAppendJSONText(t *testing.T) {
+	for _, s := range []string{"", "item:42", `a"b\c`, "tab\there\nnl\rcr", "\x00\x01\x1f\x7f", "ünï €", "<&>"} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSuffix(b.String(), "\n")
+		want = want[1 : len(want)-1]
+		if got := string(wire.AppendJSONText(nil, s)); got != want {
+			t.Errorf("AppendJSONText(%q) = %s, want %s", s, got, want)
+		}
+	}
+	if got := string(wire.AppendJSONText([]byte("x"), "a\xffb")); got != `xa\ufffdb` {
+		t.Errorf("AppendJSONText of invalid UTF-8 = %s, want xa\\ufffdb", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
 
-// benchObserver watches a bench run from the outside, the way users see the
+// observer watches a bench run from the outside, the way users see the
 // cluster: when each key first appears in the published hot set, when its
 // value first sits in the L1 of an app, and the hotspotd processes' resident
 // memory. Its goroutines run until stop or close.
-type benchObserver struct {
+type observer struct {
 	sess   *zkgroup.Session
 	app    *hotcache.Client
 	cancel context.CancelFunc
@@ -26,7 +27,7 @@ type benchObserver struct {
 	seen observed
 }
 
-// observed is what a benchObserver recorded.
+// observed is what a observer recorded.
 type observed struct {
 	published map[loadgen.AppKey]time.Time // first time in the hot set in ZooKeeper
 	inL1      map[loadgen.AppKey]time.Time // first time loaded in the app's L1
@@ -34,16 +35,16 @@ type observed struct {
 	lag       []float64                    // every second: records the detectors have not read yet, all hotspotd
 }
 
-// startBenchObserver returns once the hot set under root has been read, so
+// startObserver returns once the hot set under root has been read, so
 // that every later change is timed.
-func startBenchObserver(ctx context.Context, servers []string, zkAuth zkgroup.Digest, root, app string, hotspotds []string) (*benchObserver, error) {
+func startObserver(ctx context.Context, servers []string, zkAuth zkgroup.Digest, root, app string, hotspotds []*hotspotapi.Client) (*observer, error) {
 	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{Auth: zkAuth})
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("no ZooKeeper session with %v: %w", servers, err)
 	}
-	o := &benchObserver{sess: sess, seen: observed{
+	o := &observer{sess: sess, seen: observed{
 		published: make(map[loadgen.AppKey]time.Time),
 		inL1:      make(map[loadgen.AppKey]time.Time),
 	}}
@@ -77,7 +78,7 @@ func startBenchObserver(ctx context.Context, servers []string, zkAuth zkgroup.Di
 	return o, nil
 }
 
-func (o *benchObserver) recordPublished(c hotwatch.Change) {
+func (o *observer) recordPublished(c hotwatch.Change) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, k := range c.Added {
@@ -89,7 +90,7 @@ func (o *benchObserver) recordPublished(c hotwatch.Change) {
 }
 
 // pollL1 records, every 2 ms, the keys whose value the app has loaded.
-func (o *benchObserver) pollL1(ctx context.Context, app string) {
+func (o *observer) pollL1(ctx context.Context, app string) {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -111,11 +112,11 @@ func (o *benchObserver) pollL1(ctx context.Context, app string) {
 
 // sampleRSS keeps the largest resident memory of any hotspotd and the
 // detectors' consumer lag, every second.
-func (o *benchObserver) sampleRSS(ctx context.Context, hotspotds []string) {
+func (o *observer) sampleRSS(ctx context.Context, hotspotds []*hotspotapi.Client) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		ms, _ := scrapeAll(ctx, hotspotds)
+		ms, _ := Scrape(ctx, hotspotds)
 		o.mu.Lock()
 		var lag float64
 		for _, m := range ms {
@@ -135,7 +136,7 @@ func (o *benchObserver) sampleRSS(ctx context.Context, hotspotds []string) {
 }
 
 // stop ends the observation and returns what it saw.
-func (o *benchObserver) stop() observed {
+func (o *observer) stop() observed {
 	o.cancel()
 	o.wg.Wait()
 	o.mu.Lock()
@@ -145,7 +146,7 @@ func (o *benchObserver) stop() observed {
 
 // close stops the observer and releases its app and ZooKeeper session; it
 // may follow stop.
-func (o *benchObserver) close() {
+func (o *observer) close() {
 	o.cancel()
 	o.wg.Wait()
 	if o.app != nil {

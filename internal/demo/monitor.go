@@ -1,12 +1,11 @@
-package main
+package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"net/url"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/promtext"
 )
 
 // sample is one second of the apps' and Redis's counters.
@@ -40,9 +41,9 @@ type monitor struct {
 	apps      []string
 	rdb       *redis.Client
 	out       io.Writer
-	hotspotd  string   // host:port of a hotspotd, for served_l1
-	app       string   // the demo's app
-	flashKeys []string // keys of the flash crowd
+	hotspotd  *hotspotapi.Client // a hotspotd, for served_l1; nil: none
+	app       string             // the demo's app
+	flashKeys []string           // keys of the flash crowd
 }
 
 type counters struct{ hits, misses, source, redis float64 }
@@ -50,7 +51,7 @@ type counters struct{ hits, misses, source, redis float64 }
 func (m *monitor) read(ctx context.Context) counters {
 	var c counters
 	for _, a := range m.apps {
-		if ms, err := metricsOf(ctx, a); err == nil {
+		if ms, err := metricsOf(ctx, a); err == nil { // an itemapp's
 			c.hits += ms["hotspot_hotcache_l1_hits_total"]
 			c.misses += ms["hotspot_hotcache_l1_misses_total"]
 			c.source += ms["itemapp_source_reads_total"]
@@ -102,35 +103,22 @@ func (m *monitor) loop(ctx context.Context, start time.Time, nEvents func() int,
 // flashServed asks hotspotd which flash keys are hot now, with their
 // served_l1; nil when it does not answer within half a second.
 func (m *monitor) flashServed(ctx context.Context) []servedL1 {
-	if m.hotspotd == "" || len(m.flashKeys) == 0 {
+	if m.hotspotd == nil || len(m.flashKeys) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	body, err := httpGet(ctx, "http://"+m.hotspotd+"/v1/hotkeys?app="+url.QueryEscape(m.app))
+	hot, err := m.hotspotd.HotKeys(ctx, m.app)
 	if err != nil {
 		return nil
 	}
-	all, err := parseServedL1(body)
-	if err != nil {
-		return nil
-	}
+	all := servedOf(hot)
 	return slices.DeleteFunc(all, func(s servedL1) bool { return !slices.Contains(m.flashKeys, s.key) })
 }
 
-// parseServedL1 reads the hot keys of /v1/hotkeys?app= with their rate and
-// served_l1 (reported false where the field is absent).
-func parseServedL1(body []byte) ([]servedL1, error) {
-	var a struct {
-		HotKeys []struct {
-			Key      string   `json:"key"`
-			Rate     float64  `json:"rate"`
-			ServedL1 *float64 `json:"served_l1"`
-		} `json:"hotkeys"`
-	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, err
-	}
+// servedOf is the hot keys of an app with their rate and served_l1
+// (reported false where the answer has none).
+func servedOf(a hotspotapi.AppHotKeys) []servedL1 {
 	out := make([]servedL1, 0, len(a.HotKeys))
 	for _, k := range a.HotKeys {
 		s := servedL1{key: k.Key, rate: k.Rate}
@@ -139,7 +127,31 @@ func parseServedL1(body []byte) ([]servedL1, error) {
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return out
+}
+
+// metricsOf scrapes the /metrics of the app at addr, each metric summed
+// over its label sets.
+func metricsOf(ctx context.Context, addr string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics of %s: %s", addr, resp.Status)
+	}
+	return promtext.Sum(page)
 }
 
 // The live table has fixed column widths, so that every line keeps the

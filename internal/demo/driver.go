@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
 	"github.com/hotspot-dev/hotspot/internal/score"
 )
 
 // driver reads items through the apps: Zipf background plus the flash crowd.
 type driver struct {
 	apps       []string
-	flashes    []demoFlash
+	flashes    []loadgen.Flash
 	background float64
 	client     *http.Client
 	reqs       chan string
@@ -30,7 +31,7 @@ type driver struct {
 	flashSent  map[string][]time.Time // flash key -> send time of each read
 }
 
-func newDriver(apps []string, flashes []demoFlash, background float64) *driver {
+func newDriver(apps []string, flashes []loadgen.Flash, background float64) *driver {
 	return &driver{
 		apps: apps, flashes: flashes, background: background,
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -93,12 +94,12 @@ func (d *driver) pace(ctx context.Context, start time.Time) {
 			d.send(strconv.FormatUint(zipf.Uint64()+1000, 10)) // items 1000..10999
 		}
 		for i, f := range d.flashes {
-			owed[i+1] += f.rateAt(now.Sub(start)) * dt
-			id := strings.TrimPrefix(f.key, "item:")
+			owed[i+1] += f.RateAt(now.Sub(start)) * dt
+			id := strings.TrimPrefix(f.Key, "item:")
 			for ; owed[i+1] >= 1; owed[i+1]-- {
 				if d.send(id) {
 					d.mu.Lock()
-					d.flashSent[f.key] = append(d.flashSent[f.key], time.Now())
+					d.flashSent[f.Key] = append(d.flashSent[f.Key], time.Now())
 					d.mu.Unlock()
 				}
 			}

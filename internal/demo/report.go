@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -6,20 +6,21 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
+	"github.com/hotspot-dev/hotspot/internal/loadgen"
 )
 
 // printDemoSummary prints the run's summary: the driver's counts, every
 // hot-set change, the detection delay of each flash key, the share of the
 // flash keys' reads the apps served from memory as the cluster reported it,
 // and the apps' and Redis's load before the flash crowd and at the end.
-func printDemoSummary(out io.Writer, start time.Time, flashes []demoFlash, d *driver, events []hotwatch.Change, samples []sample) {
+func printDemoSummary(out io.Writer, start time.Time, flashes []loadgen.Flash, d *driver, events []hotwatch.Change, samples []sample) {
 	fmt.Fprintf(out, "\n== demo summary ==\n")
 	fmt.Fprintf(out, "reads sent through the apps: %d; refused by the apps' rate limits (503): %d; failed: %d; not sent (apps saturated): %d\n",
 		d.sent.Load(), d.throttled.Load(), d.failed.Load(), d.dropped.Load())
 	printHotSetChanges(out, start, events)
 	printDetectionDelays(out, flashes, d, events)
-	printFlashServed(out, flashes[0].start, samples)
-	printBeforeAfter(out, flashes[0].start, samples)
+	printFlashServed(out, flashes[0].Start, samples)
+	printBeforeAfter(out, flashes[0].Start, samples)
 }
 
 func printHotSetChanges(out io.Writer, start time.Time, events []hotwatch.Change) {
@@ -36,18 +37,18 @@ func printHotSetChanges(out io.Writer, start time.Time, events []hotwatch.Change
 
 // printDetectionDelays prints, per flash key, the time from its reads
 // crossing 1000/s to its first publication in ZooKeeper.
-func printDetectionDelays(out io.Writer, flashes []demoFlash, d *driver, events []hotwatch.Change) {
+func printDetectionDelays(out io.Writer, flashes []loadgen.Flash, d *driver, events []hotwatch.Change) {
 	fmt.Fprintln(out, "detection delay of the flash keys (their reads crossing 1000/s -> published in ZooKeeper):")
 	for _, f := range flashes {
-		crossed, ok := d.crossing(f.key, 1000)
+		crossed, ok := d.crossing(f.Key, 1000)
 		if !ok {
-			fmt.Fprintf(out, "  %-12s never reached 1000 reads/s (the run ended first?)\n", f.key)
+			fmt.Fprintf(out, "  %-12s never reached 1000 reads/s (the run ended first?)\n", f.Key)
 			continue
 		}
-		if at, ok := firstPublished(events, f.key); ok {
-			fmt.Fprintf(out, "  %-12s %v\n", f.key, at.Sub(crossed).Round(time.Millisecond))
+		if at, ok := firstPublished(events, f.Key); ok {
+			fmt.Fprintf(out, "  %-12s %v\n", f.Key, at.Sub(crossed).Round(time.Millisecond))
 		} else {
-			fmt.Fprintf(out, "  %-12s not published\n", f.key)
+			fmt.Fprintf(out, "  %-12s not published\n", f.Key)
 		}
 	}
 }

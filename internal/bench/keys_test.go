@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func TestKeyDelays(t *testing.T) {
 		inL1: map[loadgen.AppKey]time.Time{{App: "a", Key: "late"}: at(470)},
 	}
 	got := keyDelays(tr, 10, seen)
-	want := []keyDelay{
+	want := []KeyDelay{
 		{Key: "a/lost", CrossedMs: 1_000_100, ZKMs: -1, L1Ms: -1},
 		{Key: "a/early", CrossedMs: 1_000_200, ZKMs: 30, L1Ms: -1},
 		{Key: "a/late", CrossedMs: 1_000_400, ZKMs: 50, L1Ms: 70},

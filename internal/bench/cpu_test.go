@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -59,7 +59,7 @@ func TestFindPipelineProcs(t *testing.T) {
 
 	// Only kafka.pid: ZooKeeper is left unmeasured, not an error.
 	write("kafka.pid", strconv.Itoa(me)+"\n")
-	procs, err := findPipelineProcs(dir, 0, 0)
+	procs, err := FindProcs(dir, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,20 +67,20 @@ func TestFindPipelineProcs(t *testing.T) {
 		t.Fatalf("got %+v, want kafka at pid %d and zookeeper unmeasured", procs, me)
 	}
 	// A flag wins over the pid file.
-	if procs, err = findPipelineProcs(dir, 0, me); err != nil || procs[1].pid != me || procs[1].from != "flag" {
+	if procs, err = FindProcs(dir, 0, me); err != nil || procs[1].pid != me || procs[1].from != "flag" {
 		t.Fatalf("got %+v, %v; want zookeeper at pid %d from the flag", procs, err, me)
 	}
 	// A pid file that holds no pid, or names no process, is an error.
 	write("zookeeper.pid", "not a pid")
-	if _, err := findPipelineProcs(dir, 0, 0); err == nil {
+	if _, err := FindProcs(dir, 0, 0); err == nil {
 		t.Error("a pid file without a pid was accepted")
 	}
 	write("zookeeper.pid", "999999999")
-	if _, err := findPipelineProcs(dir, 0, 0); err == nil {
+	if _, err := FindProcs(dir, 0, 0); err == nil {
 		t.Error("a pid of no process was accepted")
 	}
 	// No stack dir and no flags: nothing measured.
-	if procs, err = findPipelineProcs("", 0, 0); err != nil || procs[0].pid != 0 || procs[1].pid != 0 {
+	if procs, err = FindProcs("", 0, 0); err != nil || procs[0].pid != 0 || procs[1].pid != 0 {
 		t.Fatalf("got %+v, %v; want nothing measured", procs, err)
 	}
 }

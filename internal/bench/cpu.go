@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -18,30 +18,30 @@ import (
 // USER_HZ, which is 100 on every architecture Go supports.
 const clockTicks = 100
 
-// pipelineProc is one process of the pipeline that bench measures.
-type pipelineProc struct {
+// Proc is one process of the pipeline that bench measures.
+type Proc struct {
 	name string // "kafka" or "zookeeper"
 	pid  int    // 0: not found; its CPU is not measured
 	from string // where the pid came from: a flag or a pid file
 }
 
-// findPipelineProcs resolves the broker's and ZooKeeper's pids: a pid given
+// FindProcs resolves the broker's and ZooKeeper's pids: a pid given
 // by flag wins, else the pid file the local stack (deployments/local/
 // stack.sh) keeps in stackDir. A pid that names no live process is an
 // error; a missing pid file leaves that process unmeasured.
-func findPipelineProcs(stackDir string, brokerPid, zkPid int) ([]pipelineProc, error) {
-	var out []pipelineProc
+func FindProcs(stackDir string, brokerPid, zkPid int) ([]Proc, error) {
+	var out []Proc
 	for _, p := range []struct {
 		name, file string
 		pid        int
 	}{{"kafka", "kafka.pid", brokerPid}, {"zookeeper", "zookeeper.pid", zkPid}} {
-		proc := pipelineProc{name: p.name, pid: p.pid, from: "flag"}
+		proc := Proc{name: p.name, pid: p.pid, from: "flag"}
 		if proc.pid == 0 && stackDir != "" {
 			path := filepath.Join(stackDir, p.file)
 			b, err := os.ReadFile(path)
 			switch {
 			case errors.Is(err, os.ErrNotExist):
-				out = append(out, pipelineProc{name: p.name})
+				out = append(out, Proc{name: p.name})
 				continue
 			case err != nil:
 				return nil, fmt.Errorf("pid of %s: %w", p.name, err)
@@ -95,7 +95,7 @@ func parseProcStat(s string) (float64, error) {
 
 // sampleCPU returns each process's CPU seconds, indexed like procs; an
 // unmeasured or vanished process gives -1.
-func sampleCPU(procs []pipelineProc) []float64 {
+func sampleCPU(procs []Proc) []float64 {
 	out := make([]float64, len(procs))
 	for i, p := range procs {
 		out[i] = -1

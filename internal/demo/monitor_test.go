@@ -1,6 +1,7 @@
-package main
+package demo
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hotspot-dev/hotspot/hotspotapi"
 )
 
 func TestThousands(t *testing.T) {
@@ -51,13 +54,13 @@ func TestTableColumns(t *testing.T) {
 	}
 }
 
-func TestParseServedL1(t *testing.T) {
+func TestServedOf(t *testing.T) {
 	body := `{"app":"shop","hotkeys":[
 		{"key":"item:42","rate":3000,"since":"2026-12-01T10:00:00Z","source":"detected","kind":"count","served_l1":0.97},
 		{"key":"item:7","rate":1500,"since":"2026-12-01T10:00:05Z","source":"detected","kind":"count"},
 		{"key":"item:9","rate":900,"kind":"count","served_l1":0}]}`
-	got, err := parseServedL1([]byte(body))
-	if err != nil {
+	var a hotspotapi.AppHotKeys
+	if err := json.Unmarshal([]byte(body), &a); err != nil {
 		t.Fatal(err)
 	}
 	want := []servedL1{
@@ -65,11 +68,8 @@ func TestParseServedL1(t *testing.T) {
 		{key: "item:7", rate: 1500},
 		{key: "item:9", rate: 900, reported: true},
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("parseServedL1 = %+v, want %+v", got, want)
-	}
-	if _, err := parseServedL1([]byte("<html>")); err == nil {
-		t.Error("parseServedL1 of HTML: nil error, want one")
+	if got := servedOf(a); !slices.Equal(got, want) {
+		t.Errorf("servedOf = %+v, want %+v", got, want)
 	}
 }
 
@@ -82,12 +82,18 @@ func TestMonitorFlashServed(t *testing.T) {
 		_, _ = io.WriteString(w, `{"app":"shop","hotkeys":[{"key":"item:42","rate":3000,"served_l1":0.5},{"key":"other","rate":9000,"served_l1":0.1}]}`)
 	}))
 	defer srv.Close()
-	m := &monitor{hotspotd: strings.TrimPrefix(srv.URL, "http://"), app: "shop", flashKeys: []string{"item:42", "item:7"}}
+	c, err := hotspotapi.NewClient(srv.URL, hotspotapi.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{hotspotd: c, app: "shop", flashKeys: []string{"item:42", "item:7"}}
 	got := m.flashServed(t.Context())
 	if want := []servedL1{{key: "item:42", rate: 3000, fraction: 0.5, reported: true}}; !slices.Equal(got, want) {
 		t.Errorf("flashServed = %+v, want %+v (flash keys only)", got, want)
 	}
-	m.hotspotd = "127.0.0.1:1" // nothing answers
+	if m.hotspotd, err = hotspotapi.NewClient("127.0.0.1:1", hotspotapi.ClientConfig{}); err != nil { // nothing answers
+		t.Fatal(err)
+	}
 	if got := m.flashServed(t.Context()); got != nil {
 		t.Errorf("flashServed without hotspotd = %+v, want nil", got)
 	}
