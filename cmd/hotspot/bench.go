@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/bench"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
@@ -91,8 +92,35 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	if o.cfg.Partitions, err = ensureTopic(ctx, out, o.w, o.cfg.Workload); err != nil {
 		return err
 	}
+	app, err := embeddedApp(ctx, o.cfg)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	o.cfg.L1Keys = func() []string {
+		var keys []string
+		for _, k := range app.Hot() {
+			if k.Loaded {
+				keys = append(keys, k.Key)
+			}
+		}
+		return keys
+	}
 	_, err = bench.Run(ctx, o.cfg, out)
 	return err
+}
+
+// embeddedApp is an app of the workload's app, as an SDK user would embed
+// it: it watches the hot set and loads each promoted key into its L1, from
+// a constant loader (the load itself is not what bench measures).
+func embeddedApp(ctx context.Context, cfg bench.Config) (*hotcache.Client, error) {
+	app, err := hotcache.New(ctx, hotcache.WithApp(cfg.Workload.App), hotcache.WithZooKeeper(cfg.ZooKeeper, cfg.Root),
+		hotcache.WithZooKeeperAuth(cfg.ZKAuth.User, cfg.ZKAuth.Password),
+		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
+	if err != nil {
+		return nil, fmt.Errorf("hotcache client: %w", err)
+	}
+	return app, nil
 }
 
 // parseBenchFlags reads the flags and fills in the defaults that depend on

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
+	"github.com/hotspot-dev/hotspot/hotcache/httpsource"
 	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/envflag"
-	"github.com/hotspot-dev/hotspot/internal/httpsource"
 )
 
 const warmHelp = `

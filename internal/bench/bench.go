@@ -27,6 +27,12 @@ type Config struct {
 	Rules       *rules.List          // installed for the run's app (and RuleApps-1 more) before the workload; nil: none
 	RuleApps    int                  // with Rules: apps in all, at least 1
 	Procs       []Proc               // the broker and ZooKeeper, for the pipeline's CPU
+
+	// L1Keys returns the hot keys of the workload's app whose values sit
+	// in the L1 of an app embedded as an SDK user would (cmd/hotspot: a
+	// hotcache.Client's loaded hot keys), polled every 2 ms for the time
+	// each key reached an app's memory; nil leaves that time out.
+	L1Keys func() []string
 }
 
 // Run runs the workload against the cluster, watching it from outside,
@@ -35,7 +41,7 @@ type Config struct {
 // (the generator fell behind) or missed keys that had to be reported
 // (unless cfg.AllowMissed).
 func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
-	obs, err := startObserver(ctx, cfg.ZooKeeper, cfg.ZKAuth, cfg.Root, cfg.Workload.App, cfg.Hotspotds)
+	obs, err := startObserver(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/hotspotapi"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -19,7 +18,6 @@ import (
 // memory. Its goroutines run until stop or close.
 type observer struct {
 	sess   *zkgroup.Session
-	app    *hotcache.Client
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -37,7 +35,8 @@ type observed struct {
 
 // startObserver returns once the hot set under root has been read, so
 // that every later change is timed.
-func startObserver(ctx context.Context, servers []string, zkAuth zkgroup.Digest, root, app string, hotspotds []*hotspotapi.Client) (*observer, error) {
+func startObserver(ctx context.Context, cfg Config) (*observer, error) {
+	servers, zkAuth, root, app := cfg.ZooKeeper, cfg.ZKAuth, cfg.Root, cfg.Workload.App
 	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	sess, err := zkgroup.Connect(connectCtx, servers, zkgroup.Config{Auth: zkAuth})
 	cancel()
@@ -63,18 +62,10 @@ func startObserver(ctx context.Context, servers []string, zkAuth zkgroup.Digest,
 		return nil, ctx.Err()
 	}
 
-	// An app of the workload's app, as an SDK user would embed it: it
-	// watches the hot set and loads each promoted key into its L1 (from a
-	// constant loader: the load itself is not what is measured).
-	o.app, err = hotcache.New(ctx, hotcache.WithApp(app), hotcache.WithZooKeeper(servers, root),
-		hotcache.WithZooKeeperAuth(zkAuth.User, zkAuth.Password),
-		hotcache.WithLoader(hotcache.LoaderFunc(func(context.Context, string) ([]byte, error) { return []byte("v"), nil })))
-	if err != nil {
-		o.close()
-		return nil, fmt.Errorf("hotcache client: %w", err)
+	if cfg.L1Keys != nil {
+		o.wg.Go(func() { o.pollL1(runCtx, app, cfg.L1Keys) })
 	}
-	o.wg.Go(func() { o.pollL1(runCtx, app) })
-	o.wg.Go(func() { o.sampleRSS(runCtx, hotspotds) })
+	o.wg.Go(func() { o.sampleRSS(runCtx, cfg.Hotspotds) })
 	return o, nil
 }
 
@@ -90,7 +81,7 @@ func (o *observer) recordPublished(c hotwatch.Change) {
 }
 
 // pollL1 records, every 2 ms, the keys whose value the app has loaded.
-func (o *observer) pollL1(ctx context.Context, app string) {
+func (o *observer) pollL1(ctx context.Context, app string, loaded func() []string) {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -99,9 +90,9 @@ func (o *observer) pollL1(ctx context.Context, app string) {
 			return
 		case now := <-t.C:
 			o.mu.Lock()
-			for _, k := range o.app.Hot() {
-				ak := loadgen.AppKey{App: app, Key: k.Key}
-				if _, ok := o.seen.inL1[ak]; !ok && k.Loaded {
+			for _, k := range loaded() {
+				ak := loadgen.AppKey{App: app, Key: k}
+				if _, ok := o.seen.inL1[ak]; !ok {
 					o.seen.inL1[ak] = now
 				}
 			}
@@ -144,13 +135,10 @@ func (o *observer) stop() observed {
 	return o.seen
 }
 
-// close stops the observer and releases its app and ZooKeeper session; it
+// close stops the observer and releases its ZooKeeper session; it
 // may follow stop.
 func (o *observer) close() {
 	o.cancel()
 	o.wg.Wait()
-	if o.app != nil {
-		o.app.Close()
-	}
 	o.sess.Close()
 }
