@@ -119,17 +119,47 @@ func Check(cfg GroupConfig) error {
 }
 
 func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, kafka.ConsumerGroupConfig{}, err
+	}
+	log := cfg.Logger
+	debug := kafka.LoggerFunc(func(msg string, args ...any) { log.Debug(fmt.Sprintf(msg, args...), "component", "kafka-go") })
+	// A client ID of its own for each Group (kafka-go's default is the
+	// same for every process of a binary on a host).
+	clientID := fmt.Sprintf("hotspot-%s-%016x", cfg.Group, rand.Uint64())
+	start := kafka.LastOffset
+	if cfg.FromOldest {
+		start = kafka.FirstOffset
+	}
+	gc := groupConfig(cfg, clientID, start, debug)
+	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
+	// validates again, so this only catches errors early.
+	check := gc
+	if err := check.Validate(); err != nil {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: consumer group config: %w", err)
+	}
+	rc := readerConfig(cfg, debug)
+	// NewReader panics on a bad config: validate once, here.
+	if err := rc.Validate(); err != nil {
+		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
+	}
+	return &Group{cfg: cfg, reader: rc, start: start, clientID: clientID, retryFor: retryFor}, gc, nil
+}
+
+// withDefaults checks cfg and fills in the defaults of its zero fields.
+func withDefaults(cfg GroupConfig) (GroupConfig, error) {
 	switch {
 	case len(cfg.Brokers) == 0:
-		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no brokers")
+		return cfg, errors.New("kafkaio: no brokers")
 	case len(cfg.Topics) == 0:
-		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no topic")
+		return cfg, errors.New("kafkaio: no topic")
 	case cfg.Group == "":
-		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: no group")
+		return cfg, errors.New("kafkaio: no group")
 	}
 	for i, topic := range cfg.Topics {
 		if topic == "" || slices.Contains(cfg.Topics[:i], topic) {
-			return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: topic %q empty or given twice", topic)
+			return cfg, fmt.Errorf("kafkaio: topic %q empty or given twice", topic)
 		}
 	}
 	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, DefaultSessionTimeout)
@@ -140,31 +170,27 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 4<<20)
 	cfg.MinBytes = cmp.Or(cfg.MinBytes, 1)
 	if cfg.HeartbeatInterval >= cfg.SessionTimeout {
-		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: HeartbeatInterval %v must be below SessionTimeout %v",
+		return cfg, fmt.Errorf("kafkaio: HeartbeatInterval %v must be below SessionTimeout %v",
 			cfg.HeartbeatInterval, cfg.SessionTimeout)
 	}
 	if cfg.MaxWait < 0 || cfg.MaxBytes < 0 || cfg.MinBytes < 0 {
-		return nil, kafka.ConsumerGroupConfig{}, errors.New("kafkaio: negative MaxWait, MinBytes or MaxBytes")
+		return cfg, errors.New("kafkaio: negative MaxWait, MinBytes or MaxBytes")
 	}
 	if cfg.MinBytes > cfg.MaxBytes {
-		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: MinBytes %d above MaxBytes %d", cfg.MinBytes, cfg.MaxBytes)
+		return cfg, fmt.Errorf("kafkaio: MinBytes %d above MaxBytes %d", cfg.MinBytes, cfg.MaxBytes)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg.Logger = log
-	debug := kafka.LoggerFunc(func(msg string, args ...any) { log.Debug(fmt.Sprintf(msg, args...), "component", "kafka-go") })
-	// A client ID of its own for each Group (kafka-go's default is the
-	// same for every process of a binary on a host).
-	clientID := fmt.Sprintf("hotspot-%s-%016x", cfg.Group, rand.Uint64())
+	return cfg, nil
+}
+
+// groupConfig is kafka-go's consumer group configuration for cfg (with its
+// defaults filled in).
+func groupConfig(cfg GroupConfig, clientID string, start int64, debug kafka.Logger) kafka.ConsumerGroupConfig {
 	dialer := cfg.Security.Dialer(10 * time.Second)
 	dialer.ClientID = clientID
-	start := kafka.LastOffset
-	if cfg.FromOldest {
-		start = kafka.FirstOffset
-	}
-	gc := kafka.ConsumerGroupConfig{
+	return kafka.ConsumerGroupConfig{
 		ID:                cfg.Group,
 		Brokers:           cfg.Brokers,
 		Topics:            cfg.Topics,
@@ -182,13 +208,13 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		ErrorLogger:           debug,
 		Dialer:                dialer,
 	}
-	// Validate fills in kafka-go's defaults on a copy; NewConsumerGroup
-	// validates again, so this only catches errors early.
-	check := gc
-	if err := check.Validate(); err != nil {
-		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: consumer group config: %w", err)
-	}
-	rc := kafka.ReaderConfig{
+}
+
+// readerConfig is the template of the partition readers' kafka-go
+// configuration for cfg (with its defaults filled in); each Reader sets its
+// topic and partition.
+func readerConfig(cfg GroupConfig, debug kafka.Logger) kafka.ReaderConfig {
+	return kafka.ReaderConfig{
 		Brokers: cfg.Brokers,
 		Topic:   cfg.Topics[0], // each Reader sets its own
 		// MinBytes 1 by default: a fetch returns as soon as any record is
@@ -214,11 +240,6 @@ func build(cfg GroupConfig) (*Group, kafka.ConsumerGroupConfig, error) {
 		ErrorLogger:           debug,
 		Dialer:                cfg.Security.Dialer(10 * time.Second),
 	}
-	// NewReader panics on a bad config: validate once, here.
-	if err := rc.Validate(); err != nil {
-		return nil, kafka.ConsumerGroupConfig{}, fmt.Errorf("kafkaio: reader config: %w", err)
-	}
-	return &Group{cfg: cfg, reader: rc, start: start, clientID: clientID, retryFor: retryFor}, gc, nil
 }
 
 // partitionWatch is how often each member asks for its topics' partitions.
