@@ -53,7 +53,7 @@ test-redis: up
 	@$(STACK) up --redis-cluster
 	@$(STACK) up --redis-sentinel
 	eval "$$($(STACK) env)" && eval "$$($(STACK) env --redis-cluster)" && eval "$$($(STACK) env --redis-sentinel)" && \
-		$(GO) test -race -count=1 -p 1 -timeout 15m -run 'TestRedisCluster|TestRedisSentinel' -v ./hotcache ./cmd/... ./deployments/local; \
+		$(GO) test -race -count=1 -p 1 -timeout 15m -run 'TestRedisCluster|TestRedisSentinel' -v ./hotcache ./proxy ./cmd/... ./deployments/local; \
 		rc=$$?; $(STACK) down --redis-cluster; $(STACK) down --redis-sentinel; exit $$rc
 
 # Unit tests only: integration tests skip without the stack (not under CI=true).

@@ -38,8 +38,8 @@ func TestRedisChoice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(cfg.redisCluster, tc.cluster) || (len(tc.cluster) == 0 && cfg.redis != tc.redis) {
-				t.Errorf("redis %q, cluster %q; want %q, %q", cfg.redis, cfg.redisCluster, tc.redis, tc.cluster)
+			if !slices.Equal(cfg.proxy.RedisCluster, tc.cluster) || (len(tc.cluster) == 0 && cfg.proxy.Redis != tc.redis) {
+				t.Errorf("redis %q, cluster %q; want %q, %q", cfg.proxy.Redis, cfg.proxy.RedisCluster, tc.redis, tc.cluster)
 			}
 		})
 	}

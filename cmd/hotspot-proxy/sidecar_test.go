@@ -45,7 +45,7 @@ func TestSidecarManifest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the sidecar's environment: %v", err)
 	}
-	if !strings.HasSuffix(cfg.http, ":6381") || cfg.app != "shop" || cfg.instance != "from-HOTSPOT_INSTANCE" {
+	if !strings.HasSuffix(cfg.http, ":6381") || cfg.proxy.App != "shop" || cfg.proxy.Instance != "from-HOTSPOT_INSTANCE" {
 		t.Errorf("parsed %+v", cfg)
 	}
 	if !strings.Contains(appEnv["REDIS_URL"], cfg.listen) {

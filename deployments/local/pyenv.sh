@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pyenv.sh: a Python venv with redis-py for the proxy's client tests
-# (cmd/hotspot-proxy/testdata/compat.py). Idempotent; prints the venv's python.
+# (proxy/testdata/compat.py). Idempotent; prints the venv's python.
 #   ${HOTSPOT_STACK_DIR:-<repo>/.stack}/pyenv, redis-py from PyPI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"bufio"
@@ -71,7 +71,7 @@ type connState struct {
 // item is one command's reply to come.
 type item struct {
 	local   []byte // a reply the proxy made; nil: read one from upstream
-	kind    itemKind
+	kind    cmdKind
 	args    [][]byte // the command, for state changes
 	app     *appClient
 	keys    [][]byte // keys to report
@@ -82,20 +82,6 @@ type item struct {
 	barrier bool
 	pipe    bool // switch to a plain pipe after this reply
 }
-
-type itemKind uint8
-
-const (
-	kindPlain itemKind = iota
-	kindSelect
-	kindHello
-	kindMulti
-	kindExec // EXEC or DISCARD
-	kindWatch
-	kindUnwatch
-	kindReset
-	kindSetName
-)
 
 func newSession(p *Proxy, cc, uc net.Conn, app *appClient) *session {
 	s := &session{p: p, c: p.stats.stripe(), cc: cc, uc: uc, rd: redcon.NewReader(cc),
@@ -129,6 +115,12 @@ func (s *session) shutdown(grace time.Duration) {
 	_ = s.uc.SetReadDeadline(time.Now().Add(grace))
 }
 
+// kill closes both connections: the session's goroutines end.
+func (s *session) kill() {
+	s.cc.Close()
+	s.uc.Close()
+}
+
 func (s *session) reader() {
 	defer close(s.q)
 	pipe := false
@@ -150,7 +142,7 @@ func (s *session) reader() {
 				}
 				continue
 			}
-			it := s.handle(cmd)
+			it := s.handle(cmd, s.p.cmds.get().classify(cmd.Args))
 			if it == nil {
 				continue
 			}
@@ -218,54 +210,27 @@ func (s *session) settled() (connState, bool) {
 	return s.st, !s.closing
 }
 
-// handle decides what to do with one command: an item whose local reply is
-// set is answered by the proxy, any other is forwarded.
-func (s *session) handle(cmd redcon.Command) *item {
+// handle decides what to do with one command, of the table's entry in: an
+// item whose local reply is set is answered by the proxy, any other is
+// forwarded.
+func (s *session) handle(cmd redcon.Command, in *cmdInfo) *item {
 	p := s.p
 	args := cmd.Args
-	name := args[0]
 	s.mu.Lock()
 	it := &item{app: s.st.app}
 	s.mu.Unlock()
-	switch {
-	case eqFold(name, "hotspot"):
+	if in.kind == kindHotspot {
 		st, _ := s.settled()
 		it.local = p.hotspotCommand(st.app, args)
 		return it
-	case eqFold(name, "select"):
-		it.kind, it.barrier = kindSelect, true
-	case eqFold(name, "hello"):
-		it.kind, it.barrier = kindHello, true
-	case eqFold(name, "multi"):
-		it.kind, it.barrier = kindMulti, true
-	case eqFold(name, "exec"), eqFold(name, "discard"):
-		it.kind, it.barrier = kindExec, true
-	case eqFold(name, "watch"):
-		it.kind, it.barrier = kindWatch, true
-	case eqFold(name, "unwatch"):
-		it.kind, it.barrier = kindUnwatch, true
-	case eqFold(name, "reset"):
-		it.kind, it.barrier = kindReset, true
-	case eqFold(name, "auth"):
-		it.barrier = true
-	case eqFold(name, "subscribe"), eqFold(name, "psubscribe"), eqFold(name, "ssubscribe"),
-		eqFold(name, "monitor"), eqFold(name, "sync"), eqFold(name, "psync"):
-		it.pipe = true
-	case eqFold(name, "client") && len(args) > 1:
-		switch {
-		case eqFold(args[1], "reply"), eqFold(args[1], "tracking"):
-			it.pipe = true
-		case eqFold(args[1], "setname") && len(args) == 3:
-			it.kind, it.barrier = kindSetName, true
-		}
 	}
-	if it.kind != kindPlain || it.pipe || it.barrier {
+	it.kind, it.barrier, it.pipe = in.kind, in.barrier, in.pipe
+	if in.barrier || in.pipe {
 		it.args = args
 		s.c.passthrough.Add(1)
 		return it
 	}
-	in := p.cmds.get().lookup(name)
-	if in == nil {
+	if !in.redis { // not in Redis' COMMAND table, or it is not read yet
 		s.c.passthrough.Add(1)
 		return it
 	}
@@ -279,11 +244,11 @@ func (s *session) handle(cmd redcon.Command) *item {
 		it.barrier = true // read-your-writes: no L1 answer before its reply is in
 		it.args = args
 	}
-	if len(it.keys) > 0 && eqFold(name, "get") && len(args) == 2 {
+	if len(it.keys) > 0 && in.kind == kindGet && len(args) == 2 {
 		it.value = true
 		return s.get(it, args)
 	}
-	if eqFold(name, "mget") && len(args) > 1 {
+	if in.kind == kindMGet && len(args) > 1 {
 		return s.mget(it, args)
 	}
 	if in.cacheable && len(args) >= 2 {

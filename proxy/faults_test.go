@@ -1,12 +1,9 @@
-package main
+package proxy
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -150,29 +147,31 @@ func (c *cutter) cut() {
 }
 
 // TestFaultZooKeeperAway cuts the proxy off ZooKeeper: the hot set it has
-// stays (as in the SDK), and hot keys are still answered from L1.
+// stays (as in the SDK), and hot keys are still answered from L1. Its
+// Redis is a fake, which counts the GETs that reach it.
 func TestFaultZooKeeperAway(t *testing.T) {
-	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	zkAddr, rs := stacktest.ZK(t), newFakeRedis(t)
 	h := stacktest.NewHotSet(t, zkAddr)
-	cleanKeys(t, redisAddr, h.App)
 	cut := newCutter(t, zkAddr)
-	tp := startProxy(t, redisAddr, func(c *config) { c.zk, c.zkRoot, c.app = []string{cut.addr()}, h.Root, h.App })
+	tp := startProxy(t, rs.addr(), func(c *Config) {
+		c.ZooKeeper, c.ZooKeeperRoot, c.App, c.NoRedisTracking = []string{cut.addr()}, h.Root, h.App, true
+	})
 	key := h.App + ":hot"
-	newRedis(redisAddr).Set(context.Background(), key, "v", 0)
-	h.Set(key)
 	c := dialRaw(t, tp.addr)
 	defer c.close()
+	c.do("SET", key, "v")
+	h.Set(key)
 	waitUntil(t, 10*time.Second, "the key hot", func() bool { return string(c.do("HOTSPOT", "KEYS")) != "*0\r\n" })
 	c.do("GET", key)
 	cut.cut()
 	time.Sleep(3 * time.Second)
-	gets := commandCalls(t, redisAddr, "get")
+	gets := rs.count("get")
 	for range 1000 {
 		if r := string(c.do("GET", key)); r != "$1\r\nv\r\n" {
 			t.Fatalf("GET with ZooKeeper away: %q", r)
 		}
 	}
-	if d := commandCalls(t, redisAddr, "get") - gets; d > 5 {
+	if d := rs.count("get") - gets; d > 5 {
 		t.Errorf("with ZooKeeper away for 3 s, 1000 GETs of the hot key cost Redis %d GETs, want none (hot set kept)", d)
 	}
 	if r := string(c.do("HOTSPOT", "KEYS")); r == "*0\r\n" {
@@ -181,18 +180,18 @@ func TestFaultZooKeeperAway(t *testing.T) {
 }
 
 // TestFaultKafkaAway points the reporter at a port nothing listens on:
-// commands are served, and the reports are dropped and counted.
+// commands are served, and the reports are dropped and counted. Its Redis
+// is a fake.
 func TestFaultKafkaAway(t *testing.T) {
-	redisAddr := stacktest.Redis(t)
+	redisAddr := newFakeRedis(t).addr()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	tp := startProxy(t, redisAddr, func(c *config) { c.brokers = []string{dead} })
+	tp := startProxy(t, redisAddr, func(c *Config) { c.Brokers = []string{dead} })
 	prefix := stacktest.Name(t) + ":"
-	cleanKeys(t, redisAddr, prefix)
 	c := dialRaw(t, tp.addr)
 	defer c.close()
 	start := time.Now()
@@ -203,15 +202,7 @@ func TestFaultKafkaAway(t *testing.T) {
 		}
 	}
 	t.Logf("2000 SETs with Kafka away in %v", time.Since(start).Round(time.Millisecond))
-	re := regexp.MustCompile(`hotspot_hotcache_reporter_dropped_accesses_total\{app="compat",reason="kafka"\} (\d+)`)
 	waitUntil(t, 10*time.Second, "dropped reports counted", func() bool {
-		resp, err := http.Get("http://" + tp.http + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		m := re.FindSubmatch(b)
-		return m != nil && string(m[1]) != "0"
+		return metricValue(t, tp.reg, "hotspot_hotcache_reporter_dropped_accesses_total", "app", "compat", "reason", "kafka") > 0
 	})
 }

@@ -1,12 +1,12 @@
-package main
+package proxy
 
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,10 +15,9 @@ import (
 
 	"github.com/mediocregopher/radix/v4/resp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/redcon"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hotspot-dev/hotspot/hotcache"
 )
@@ -82,12 +81,13 @@ func (c *counts) count(hs hotcache.HotState) {
 	}
 }
 
-// Proxy is a RESP proxy in front of one Redis, with the SDK's L1.
+// Proxy is a RESP proxy in front of one Redis or a Redis Cluster, with the
+// SDK's L1. Make one with New, serve with Serve.
 type Proxy struct {
-	cfg   config
+	cfg   Config
 	log   *slog.Logger
-	reg   *prometheus.Registry
-	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, /healthz
+	reg   prometheus.Registerer
+	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, Ping
 	cmds  *commands
 	stats stats
 
@@ -97,12 +97,16 @@ type Proxy struct {
 
 	sessMu   sync.Mutex
 	sessions map[clientConn]struct{} // nil once shutting down
+	sessWG   sync.WaitGroup          // the sessions' goroutines (also in Serve's group): shutdown waits for them, grace at most
 	cluster  *clusterMap             // cluster mode: the slot table (nil: single mode)
-	wg       sync.WaitGroup
 
-	bcast chan bcastReq
-	bg    context.Context
-	stop  context.CancelFunc
+	bcast     chan bcastReq
+	bg        context.Context // ends when the proxy stops: the background goroutines' and new apps' context
+	stop      context.CancelFunc
+	served    atomic.Bool
+	serving   chan struct{} // closed once Serve accepts connections (tests)
+	closeOnce sync.Once
+	closeErr  error
 }
 
 type bcastReq struct {
@@ -110,72 +114,160 @@ type bcastReq struct {
 	key string
 }
 
-// newProxy connects the default app's Client and starts loading the command
-// table; it does not listen yet.
-func newProxy(ctx context.Context, cfg config, log *slog.Logger) (*Proxy, error) {
-	p := &Proxy{cfg: cfg, log: log, reg: prometheus.NewRegistry(), apps: map[string]*appClient{},
-		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000), cmds: newCommands()}
-	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p.registerMetrics()
-	p.bg, p.stop = context.WithCancel(context.Background())
-	if len(cfg.redisCluster) > 0 {
-		p.startCluster()
-	} else {
-		p.rdb = redis.NewClient(&redis.Options{
-			Addr: cfg.redis, Username: cfg.redisUser, Password: cfg.redisPassword, TLSConfig: cfg.redisTLS,
-			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
-			PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
-		})
-	}
-	go p.cmds.load(p.bg, p.rdb, func(err error) {
-		log.Warn("hotspot-proxy: COMMAND table not read yet; commands pass through", "err", err)
-	})
-	a, err := p.newApp(ctx, cfg.app)
+// New checks cfg, connects the Redis client the SDK uses and starts the
+// default app's SDK Client; it starts no goroutine of its own (Serve does).
+// If it fails, everything it made is closed.
+func New(cfg Config) (*Proxy, error) {
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	p.defaultApp = a
-	p.apps[cfg.app] = a
-	for range 4 {
-		go p.broadcaster()
+	p := &Proxy{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, apps: map[string]*appClient{},
+		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000), cmds: newCommands(),
+		serving: make(chan struct{})}
+	if err := p.registerMetrics(); err != nil {
+		return nil, err
 	}
-	go p.sweeper()
+	p.bg, p.stop = context.WithCancel(context.Background())
+	if len(cfg.RedisCluster) > 0 {
+		p.startCluster()
+	} else {
+		p.rdb = redis.NewClient(p.ownOptions(cfg.Redis))
+	}
+	ctx, cancel := context.WithTimeout(p.bg, 10*time.Second)
+	defer cancel()
+	a, err := p.newApp(ctx, cfg.App)
+	if err != nil {
+		p.stop()
+		p.rdb.Close()
+		return nil, err
+	}
+	p.defaultApp = a
+	p.apps[cfg.App] = a
 	return p, nil
 }
+
+// ownOptions are the options of the proxy's own connections to addr.
+func (p *Proxy) ownOptions(addr string) *redis.Options {
+	cfg := p.cfg
+	return &redis.Options{
+		Addr: addr, Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: cfg.RedisTLS,
+		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+	}
+}
+
+// Serve accepts client connections on ln and serves them until ctx ends or
+// ln fails; then it stops reading commands, lets the replies of those
+// already read be written (Config.ShutdownGrace at most), stops every
+// goroutine it started, closes ln and the SDK Clients (flushing their
+// reports) and returns. It accepts connections only once it has Redis'
+// COMMAND table (Config.CommandTableWait at most), so that no command goes
+// unreported. Serve may be called once; the Proxy is closed when it returns.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	if !p.served.CompareAndSwap(false, true) {
+		ln.Close()
+		return errors.New("proxy: Serve called twice")
+	}
+	var g errgroup.Group
+	g.Go(func() error {
+		p.cmds.load(p.bg, p.rdb, func(err error) {
+			p.log.Warn("hotspot-proxy: COMMAND table not read yet; commands pass through", "err", err)
+		})
+		return nil
+	})
+	if p.cluster != nil {
+		g.Go(func() error { p.cluster.run(p.bg); return nil })
+	}
+	for range 4 {
+		g.Go(func() error { p.broadcaster(); return nil })
+	}
+	g.Go(func() error { p.sweeper(); return nil })
+
+	if !p.cmds.wait(ctx, p.cfg.CommandTableWait) && ctx.Err() == nil {
+		p.log.Warn("hotspot-proxy: serving without Redis' COMMAND table: until it is read, commands pass through, unreported, and writes invalidate no hot key",
+			"waited", p.cfg.CommandTableWait)
+	}
+	p.log.Info("hotspot-proxy: serving", "listen", ln.Addr().String(), "redis", p.upstreamName(), "app", p.cfg.App,
+		"instance", p.defaultApp.c.Instance())
+	acceptErr := make(chan error, 1)
+	g.Go(func() error { acceptErr <- p.accept(&g, ln); return nil })
+	close(p.serving)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-acceptErr:
+		p.log.Error("hotspot-proxy: accept", "err", err)
+	}
+	ln.Close()
+	p.log.Info("hotspot-proxy: shutting down")
+	p.shutdown(p.cfg.ShutdownGrace)
+	p.stop()
+	_ = g.Wait()
+	if cerr := p.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// Close closes the SDK Clients (flushing their reports) and the proxy's
+// Redis client. Serve calls it as it returns; call it for a Proxy that is
+// never served. Later calls return the first call's error.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.stop()
+		var errs []error
+		p.appsMu.Lock()
+		for _, a := range p.apps {
+			if err := a.c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		p.appsMu.Unlock()
+		p.rdb.Close()
+		if len(errs) > 0 {
+			p.closeErr = fmt.Errorf("proxy: closing: %w", errors.Join(errs...))
+		}
+	})
+	return p.closeErr
+}
+
+// Ping reports whether Redis answers a PING (/healthz).
+func (p *Proxy) Ping(ctx context.Context) error { return p.rdb.Ping(ctx).Err() }
 
 func (p *Proxy) newApp(ctx context.Context, name string) (*appClient, error) {
 	cfg := p.cfg
 	opts := []hotcache.Option{
 		hotcache.WithApp(name),
-		hotcache.WithInstanceID(cfg.instance),
-		hotcache.WithHotReadLimit(hotcache.Rate(cfg.hotRate)),
-		hotcache.WithL1(cfg.l1Bytes, cfg.l1TTL),
-		hotcache.WithReporting(0, 0, cfg.reportSample),
-		hotcache.WithRedisTracking(cfg.redisTracking),
+		hotcache.WithInstanceID(cfg.Instance),
+		hotcache.WithHotReadLimit(hotcache.Rate(cfg.HotReadLimit)),
+		hotcache.WithL1(cfg.L1Bytes, cfg.L1TTL),
+		hotcache.WithReporting(0, 0, cfg.ReportSample),
+		hotcache.WithRedisTracking(!cfg.NoRedisTracking),
 		hotcache.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"app": name}, p.reg)),
 		hotcache.WithLogger(p.log),
 	}
 	opts = append(opts, p.redisOptions()...)
-	if len(cfg.zk) > 0 {
-		opts = append(opts, hotcache.WithZooKeeper(cfg.zk, cfg.zkRoot))
-		if cfg.zkUser != "" {
-			opts = append(opts, hotcache.WithZooKeeperAuth(cfg.zkUser, cfg.zkPassword))
+	if len(cfg.ZooKeeper) > 0 {
+		opts = append(opts, hotcache.WithZooKeeper(cfg.ZooKeeper, cfg.ZooKeeperRoot))
+		if cfg.ZooKeeperUser != "" {
+			opts = append(opts, hotcache.WithZooKeeperAuth(cfg.ZooKeeperUser, cfg.ZooKeeperPassword))
 		}
 	}
-	if len(cfg.brokers) > 0 {
-		opts = append(opts, hotcache.WithKafka(cfg.brokers, cfg.topic))
-		if cfg.kafkaTLS != nil {
-			opts = append(opts, hotcache.WithKafkaTLS(cfg.kafkaTLS))
+	if len(cfg.Brokers) > 0 {
+		opts = append(opts, hotcache.WithKafka(cfg.Brokers, cfg.Topic))
+		if cfg.KafkaTLS != nil {
+			opts = append(opts, hotcache.WithKafkaTLS(cfg.KafkaTLS))
 		}
-		if cfg.kafkaSASL != "" {
-			opts = append(opts, hotcache.WithKafkaSASL(cfg.kafkaSASL, cfg.kafkaUser, cfg.kafkaPassword))
+		if cfg.KafkaSASL != "" {
+			opts = append(opts, hotcache.WithKafkaSASL(cfg.KafkaSASL, cfg.KafkaUser, cfg.KafkaPassword))
 		}
 	}
 	c, err := hotcache.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("app %q: %w", name, err)
 	}
-	return &appClient{name: name, c: c, replies: c.NewReplyCache(cfg.replyBytes)}, nil
+	return &appClient{name: name, c: c, replies: c.NewReplyCache(cfg.ReplyCacheBytes)}, nil
 }
 
 // appFor returns the Client of app name, started on first use; past
@@ -186,7 +278,7 @@ func (p *Proxy) appFor(name string) *appClient {
 	if a := p.apps[name]; a != nil {
 		return a
 	}
-	if len(p.apps) >= p.cfg.maxApps {
+	if len(p.apps) >= p.cfg.MaxApps {
 		p.log.Warn("hotspot-proxy: --max-apps reached; connection keeps its app", "app", name)
 		return nil
 	}
@@ -250,29 +342,34 @@ func (p *Proxy) sweeper() {
 	}
 }
 
-// serve accepts client connections until ln is closed.
-func (p *Proxy) serve(ln net.Listener) error {
+// accept accepts client connections until ln is closed; each is served in
+// a goroutine of g.
+func (p *Proxy) accept(g *errgroup.Group, ln net.Listener) error {
 	for {
 		cc, err := ln.Accept()
 		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
 			return err
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
+		p.sessWG.Add(1)
+		g.Go(func() error {
+			defer p.sessWG.Done()
 			p.handleConn(cc)
-		}()
+			return nil
+		})
 	}
 }
 
 func (p *Proxy) dialUpstream() (net.Conn, error) {
 	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
-	uc, err := d.Dial("tcp", p.cfg.redis)
+	uc, err := d.Dial("tcp", p.cfg.Redis)
 	if err != nil {
 		return nil, err
 	}
-	if p.cfg.redisTLS != nil {
-		return tls.Client(uc, p.cfg.redisTLS), nil
+	if p.cfg.RedisTLS != nil {
+		return tls.Client(uc, p.cfg.RedisTLS), nil
 	}
 	return uc, nil
 }
@@ -297,7 +394,11 @@ func (p *Proxy) handleConn(cc net.Conn) {
 // clusterSession in cluster mode.
 type clientConn interface {
 	run()
+	// shutdown stops reading commands; the replies of those already read
+	// have grace to be written.
 	shutdown(grace time.Duration)
+	// kill closes every connection the session holds, at once.
+	kill()
 }
 
 // track runs c until it ends, unless the proxy is shutting down: then it
@@ -319,41 +420,36 @@ func (p *Proxy) track(c clientConn, refused func()) {
 	p.sessMu.Unlock()
 }
 
-// shutdown stops every session (replies of commands already read are still
-// written, within grace), then closes the Clients, flushing their reports.
-func (p *Proxy) shutdown(grace time.Duration) error {
+// shutdown stops every session: replies of commands already read are still
+// written, within grace; past grace (and a second) what is left is closed.
+// It returns once every session's goroutines have ended.
+func (p *Proxy) shutdown(grace time.Duration) {
 	p.sessMu.Lock()
-	for s := range p.sessions {
+	open := p.sessions
+	for s := range open {
 		s.shutdown(grace)
 	}
 	p.sessions = nil
 	p.sessMu.Unlock()
 	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
+	go func() { p.sessWG.Wait(); close(done) }()
+	t := time.NewTimer(grace + time.Second)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(grace + time.Second):
-		p.log.Warn("hotspot-proxy: connections still open after the grace period")
+		return
+	case <-t.C:
 	}
-	p.stop()
-	var errs []string
-	p.appsMu.Lock()
-	for _, a := range p.apps {
-		if err := a.c.Close(); err != nil {
-			errs = append(errs, err.Error())
-		}
+	p.log.Warn("hotspot-proxy: connections still open after the grace period: closed")
+	for s := range open { // track no longer deletes: the map is p's no more
+		s.kill()
 	}
-	p.appsMu.Unlock()
-	p.rdb.Close()
-	if len(errs) > 0 {
-		return fmt.Errorf("closing: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	<-done
 }
 
 // blank is the reply to a read the hot-read limit refused.
 func (p *Proxy) blank(proto int) []byte {
-	if p.cfg.limitedError {
+	if p.cfg.LimitedError {
 		return []byte("-HOTKEY_LIMITED hotspot-proxy: hot key read over this instance's limit\r\n")
 	}
 	return p.null(proto)
@@ -402,35 +498,26 @@ func (p *Proxy) info(a *appClient) string {
 	return b.String()
 }
 
-func (p *Proxy) registerMetrics() {
+func (p *Proxy) registerMetrics() error {
 	s := &p.stats
+	var cs []prometheus.Collector
 	counter := func(name, help string, f func() float64) {
-		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hotspot_proxy_" + name, Help: help}, f))
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hotspot_proxy_" + name, Help: help}, f))
 	}
 	counter("l1_hits_total", "Reads of hot keys answered from L1.", func() float64 { return float64(s.sum().hits) })
 	counter("l1_misses_total", "Reads of hot keys that L1 could not answer (read from Redis).", func() float64 { return float64(s.sum().misses) })
 	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { return float64(s.sum().limited) })
 	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { return float64(s.sum().passthrough) })
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
-	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
+	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))
-	p.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_command_table",
+	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_command_table",
 		Help: "1 once Redis' COMMAND table is read; 0 while every command passes through unreported."},
 		func() float64 { return float64(p.cmds.has()) }))
-}
-
-// httpHandler serves /metrics and /healthz.
-func (p *Proxy) httpHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := p.rdb.Ping(ctx).Err(); err != nil {
-			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
-			return
+	for _, c := range cs {
+		if err := p.reg.Register(c); err != nil {
+			return fmt.Errorf("proxy: metrics: %w", err)
 		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	return mux
+	}
+	return nil
 }

@@ -1,12 +1,14 @@
-package main
+package proxy
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,43 +17,50 @@ import (
 
 	"github.com/mediocregopher/radix/v4/resp"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 )
 
 // testProxy is a proxy run in the test's process.
 type testProxy struct {
-	addr, http string
-	cancel     context.CancelFunc
-	done       chan error
+	addr   string
+	p      *Proxy
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startProxy runs a proxy in front of redisAddr; mod adjusts its config
-// (by default: no ZooKeeper, no Kafka, app "compat").
-func startProxy(t *testing.T, redisAddr string, mod func(*config)) *testProxy {
+// (by default: no ZooKeeper, no Kafka, app "compat"). It returns once the
+// proxy serves (it has the COMMAND table, or gave up waiting for it).
+func startProxy(t *testing.T, redisAddr string, mod func(*Config)) *testProxy {
 	t.Helper()
-	cfg, err := parseConfig([]string{"--app", "compat", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-		"--redis", redisAddr, "--zk", "", "--brokers", "", "--shutdown-grace", "2s"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := prometheus.NewRegistry()
+	cfg := Config{App: "compat", Redis: redisAddr, ShutdownGrace: 2 * time.Second, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if mod != nil {
 		mod(&cfg)
 	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tp := &testProxy{cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan struct{})
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() {
-		tp.done <- run(ctx, cfg, log, func(r, h string) { tp.addr, tp.http = r, h; close(ready) })
-	}()
+	tp := &testProxy{addr: ln.Addr().String(), p: p, reg: reg, cancel: cancel, done: make(chan error, 1)}
+	go func() { tp.done <- p.Serve(ctx, ln) }()
+	t.Cleanup(tp.stop)
 	select {
-	case <-ready:
+	case <-p.serving:
 	case err := <-tp.done:
 		t.Fatalf("proxy: %v", err)
-	case <-time.After(15 * time.Second):
+	case <-time.After(cmp.Or(cfg.CommandTableWait, 5*time.Second) + 10*time.Second):
 		t.Fatal("proxy did not start")
 	}
-	t.Cleanup(tp.stop) // run is ready once it has the COMMAND table
 	return tp
 }
 
@@ -213,4 +222,36 @@ func hammer(t *testing.T, addr string, rounds int, cmds [][]string, want []strin
 		})
 	}
 	wg.Wait()
+}
+
+// metricValue is the value of the metric name with the given label pairs
+// in reg, 0 if there is none.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+					return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}) {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 // node.
 
 // startClusterProxy runs a proxy in cluster mode in front of addrs.
-func startClusterProxy(t *testing.T, addrs []string, mod func(*config)) *testProxy {
+func startClusterProxy(t *testing.T, addrs []string, mod func(*Config)) *testProxy {
 	t.Helper()
-	return startProxy(t, addrs[0], func(c *config) {
-		c.redisCluster = addrs
+	return startProxy(t, addrs[0], func(c *Config) {
+		c.RedisCluster = addrs
 		if mod != nil {
 			mod(c)
 		}
@@ -355,8 +355,8 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	f := newClusterFixture(t)
 	zkAddr := stacktest.ZK(t)
 	h := stacktest.NewHotSet(t, zkAddr)
-	tp := startClusterProxy(t, f.addrs, func(c *config) {
-		c.zk, c.zkRoot, c.app, c.l1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
+	tp := startClusterProxy(t, f.addrs, func(c *Config) {
+		c.ZooKeeper, c.ZooKeeperRoot, c.App, c.L1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
 	})
 	ctx := context.Background()
 	hot := f.prefix + "hot"

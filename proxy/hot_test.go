@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestHotKeyFromL1(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.StartRedisServer(t).Addr
 	h := stacktest.NewHotSet(t, zkAddr)
 	prefix := h.App + ":"
-	withZK := func(c *config) { c.zk, c.zkRoot, c.app = []string{zkAddr}, h.Root, h.App }
+	withZK := func(c *Config) { c.ZooKeeper, c.ZooKeeperRoot, c.App = []string{zkAddr}, h.Root, h.App }
 	p1 := startProxy(t, redisAddr, withZK)
 	p2 := startProxy(t, redisAddr, withZK)
 	sdk, err := hotcache.New(t.Context(), hotcache.WithApp(h.App), hotcache.WithZooKeeper([]string{zkAddr}, h.Root),
@@ -129,15 +129,17 @@ func TestHotKeyFromL1(t *testing.T) {
 // TestHotReadLimit checks that reads of a hot key that L1 cannot answer
 // are bounded by the hot-read limit, the rest answered with a null, or an
 // error with --limited-reply error.
+//
+// Its Redis is a fake.
 func TestHotReadLimit(t *testing.T) {
-	zkAddr, redisAddr := stacktest.ZK(t), stacktest.Redis(t)
+	zkAddr, redisAddr := stacktest.ZK(t), newFakeRedis(t).addr()
 	h := stacktest.NewHotSet(t, zkAddr)
 	prefix := h.App + ":"
-	cleanKeys(t, redisAddr, prefix)
 	for _, mode := range []string{"null", "error"} {
 		t.Run(mode, func(t *testing.T) {
-			tp := startProxy(t, redisAddr, func(c *config) {
-				c.zk, c.zkRoot, c.app, c.hotRate, c.limitedError = []string{zkAddr}, h.Root, h.App, 10, mode == "error"
+			tp := startProxy(t, redisAddr, func(c *Config) {
+				c.ZooKeeper, c.ZooKeeperRoot, c.App, c.HotReadLimit, c.LimitedError = []string{zkAddr}, h.Root, h.App, 10, mode == "error"
+				c.NoRedisTracking = true
 			})
 			key := prefix + "limited-" + mode
 			rdb := newRedis(redisAddr)
@@ -191,8 +193,8 @@ func TestMovableKeyWritesInvalidate(t *testing.T) {
 	other := stacktest.StartRedisServer(t) // MIGRATE's destination
 	h := stacktest.NewHotSet(t, zkAddr)
 	prefix := h.App + ":"
-	p := startProxy(t, redisAddr, func(c *config) {
-		c.zk, c.zkRoot, c.app, c.redisTracking = []string{zkAddr}, h.Root, h.App, false
+	p := startProxy(t, redisAddr, func(c *Config) {
+		c.ZooKeeper, c.ZooKeeperRoot, c.App, c.NoRedisTracking = []string{zkAddr}, h.Root, h.App, true
 	})
 	sorted, moved, src := prefix+"sorted", prefix+"moved", prefix+"src"
 	rdb := newRedis(redisAddr)
@@ -233,8 +235,8 @@ func TestMovableKeyWritesInvalidate(t *testing.T) {
 func TestWriteThatBypassesTheProxy(t *testing.T) {
 	zkAddr, redisAddr := stacktest.ZK(t), stacktest.StartRedisServer(t).Addr
 	h := stacktest.NewHotSet(t, zkAddr)
-	p := startProxy(t, redisAddr, func(c *config) {
-		c.zk, c.zkRoot, c.app, c.l1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
+	p := startProxy(t, redisAddr, func(c *Config) {
+		c.ZooKeeper, c.ZooKeeperRoot, c.App, c.L1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
 	})
 	hot, hash := h.App+":hot", h.App+":hash"
 	rdb := newRedis(redisAddr)

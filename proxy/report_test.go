@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -81,12 +81,12 @@ func readReports(t *testing.T, broker, topic string, weight uint64) map[string]*
 // after the key (writes). With --report-sample 4 a read is counted one time
 // in four with weight 4, and every write still counts.
 func TestReportsToKafka(t *testing.T) {
-	broker, redisAddr := stacktest.Kafka(t), stacktest.Redis(t)
+	broker, redisAddr := stacktest.Kafka(t), newFakeRedis(t).addr()
 	for _, sample := range []int{1, 4} {
 		name := stacktest.Name(t)
 		topic := reportTopic(t, broker, name)
-		p := startProxy(t, redisAddr, func(c *config) {
-			c.brokers, c.topic, c.reportSample = []string{broker}, topic, sample
+		p := startProxy(t, redisAddr, func(c *Config) {
+			c.Brokers, c.Topic, c.ReportSample = []string{broker}, topic, sample
 		})
 		a, b, w := name+":a", name+":b", name+":w"
 		c := dialRaw(t, p.addr)
@@ -138,22 +138,15 @@ func TestReportsToKafka(t *testing.T) {
 
 // TestServesWithoutCommandTable: a proxy whose Redis user may not run
 // COMMAND serves after its wait, passing every command through unreported;
-// once the user may, the table is read and reads are reported again.
+// once the user may, the table is read and reads are reported again. Its
+// Redis is a fake that refuses COMMAND as an ACL would.
 func TestServesWithoutCommandTable(t *testing.T) {
-	broker, redisAddr := stacktest.Kafka(t), stacktest.StartRedisServer(t).Addr
-	admin := newRedis(redisAddr)
-	defer admin.Close()
-	acl := func(rules ...any) {
-		if err := admin.Do(t.Context(), append([]any{"ACL", "SETUSER", "nocmd"}, rules...)...).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	acl("on", ">pw", "~*", "&*", "+@all", "-command")
+	broker, rs := stacktest.Kafka(t), newFakeRedis(t)
+	rs.setCommandErr("-NOPERM this user has no permissions to run the 'command' command\r\n")
 	topic := reportTopic(t, broker, stacktest.Name(t))
 	start := time.Now()
-	p := startProxy(t, redisAddr, func(c *config) {
-		c.brokers, c.topic = []string{broker}, topic
-		c.redisUser, c.redisPassword, c.commandWait = "nocmd", "pw", 200*time.Millisecond
+	p := startProxy(t, rs.addr(), func(c *Config) {
+		c.Brokers, c.Topic, c.CommandTableWait = []string{broker}, topic, 200*time.Millisecond
 	})
 	t.Logf("serving %v after the start, without the table", time.Since(start).Round(time.Millisecond))
 	c := dialRaw(t, p.addr)
@@ -168,7 +161,7 @@ func TestServesWithoutCommandTable(t *testing.T) {
 	if n := infoField(t, p.addr, "command_table"); n != 0 {
 		t.Errorf("HOTSPOT INFO command_table:%d without the table, want 0", n)
 	}
-	acl("+command")
+	rs.setCommandErr("")
 	// The table is asked again after 0.1, 0.2, 0.4, 0.8 s... of back-off.
 	waitUntil(t, 10*time.Second, "the COMMAND table", func() bool { return infoField(t, p.addr, "command_table") == 1 })
 	c.do("GET", after)

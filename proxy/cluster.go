@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -65,10 +65,10 @@ const (
 	refreshEvery = 10 * time.Second
 )
 
-func newClusterMap(cfg config, log func(string, ...any)) *clusterMap {
+func newClusterMap(cfg Config, log func(string, ...any)) *clusterMap {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
-	m := &clusterMap{seeds: cfg.redisCluster, user: cfg.redisUser, pass: cfg.redisPassword, tls: cfg.redisTLS,
+	m := &clusterMap{seeds: cfg.RedisCluster, user: cfg.RedisUser, pass: cfg.RedisPassword, tls: cfg.RedisTLS,
 		myID: hex.EncodeToString(id[:]), log: log, kick: make(chan struct{}, 1)}
 	t := &slotTable{}
 	for i := range t.owner {
@@ -223,13 +223,13 @@ func (m *clusterMap) dial(addr string) (net.Conn, error) {
 }
 
 // startCluster sets the proxy up for cluster mode: the slot table (read now
-// if the cluster answers, else in the background) and a ClusterClient for
-// COMMAND and /healthz.
+// if the cluster answers, else by clusterMap.run, which Serve starts) and a
+// ClusterClient for COMMAND and Ping.
 func (p *Proxy) startCluster() {
 	cfg := p.cfg
 	p.cluster = newClusterMap(cfg, p.log.Warn)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: cfg.redisCluster, Username: cfg.redisUser, Password: cfg.redisPassword, TLSConfig: cfg.redisTLS,
+		Addrs: cfg.RedisCluster, Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: cfg.RedisTLS,
 		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
 		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
 	})
@@ -237,7 +237,6 @@ func (p *Proxy) startCluster() {
 	ctx, cancel := context.WithTimeout(p.bg, 3*time.Second)
 	_ = p.cluster.refresh(ctx, true)
 	cancel()
-	go p.cluster.run(p.bg)
 }
 
 // redisOptions is how the SDK Clients reach Redis: through the proxy's own
@@ -259,8 +258,8 @@ func (m *clusterMap) nodeID(i int) string {
 
 // upstreamName is the upstream shown by HOTSPOT INFO and the log.
 func (p *Proxy) upstreamName() string {
-	if len(p.cfg.redisCluster) > 0 {
-		return "cluster:" + strings.Join(p.cfg.redisCluster, ",")
+	if len(p.cfg.RedisCluster) > 0 {
+		return "cluster:" + strings.Join(p.cfg.RedisCluster, ",")
 	}
-	return p.cfg.redis
+	return p.cfg.Redis
 }

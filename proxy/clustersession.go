@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"bufio"
@@ -60,12 +60,13 @@ type clusterSession struct {
 	batch  []sentCmd // sent and not answered yet, in order
 	failed error     // an upstream failed while the batch was answered: the session ends
 
-	watchNode string   // master of the WATCHed keys
-	pin       string   // master the open transaction runs on
-	held      bool     // MULTI answered by the proxy, not sent yet
-	queued    [][]byte // keyless commands queued while held
-	aborted   bool     // the held transaction failed: EXEC answers EXECABORT
-	pipeUp    *upConn  // pipe mode: every command goes here unchanged
+	watchNode string        // master of the WATCHed keys
+	pin       string        // master the open transaction runs on
+	held      bool          // MULTI answered by the proxy, not sent yet
+	queued    [][]byte      // keyless commands queued while held
+	aborted   bool          // the held transaction failed: EXEC answers EXECABORT
+	pipeUp    *upConn       // pipe mode: every command goes here unchanged
+	piped     chan struct{} // pipe mode: closed when the copy from pipeUp ends
 }
 
 type upConn struct {
@@ -125,8 +126,24 @@ func (cs *clusterSession) shutdown(grace time.Duration) {
 	_ = cs.cc.SetReadDeadline(time.Now())
 }
 
+// kill closes the client's connection and every upstream one: run ends.
+func (cs *clusterSession) kill() {
+	cs.umu.Lock()
+	cs.closing = true
+	for _, u := range cs.ups {
+		u.c.Close()
+	}
+	cs.umu.Unlock()
+	cs.cc.Close()
+}
+
 func (cs *clusterSession) run() {
-	defer cs.closeAll()
+	defer func() {
+		cs.closeAll()
+		if cs.piped != nil {
+			<-cs.piped
+		}
+	}()
 	for {
 		cmds, err := cs.rd.ReadCommands()
 		if err != nil {
@@ -197,46 +214,22 @@ func (cs *clusterSession) local(it *item, b []byte) error {
 
 // command serves one command; an error closes the client connection.
 func (cs *clusterSession) command(cmd redcon.Command) error {
-	p := cs.p
 	args := cmd.Args
-	name := args[0]
-	proto := cs.proto()
-	switch {
-	case eqFold(name, "cluster"):
-		if b, ok := p.clusterReply(args, proto, cs.cc.LocalAddr()); ok {
-			return cs.reply(b)
-		}
-		cs.c.passthrough.Add(1)
-		addr := cs.homeAddr()
-		if slot := clusterSlotArg(args); slot >= 0 {
-			addr = cs.owner(slot)
-		}
-		return cs.forwardReply(&item{}, addr, cmd.Raw, -1)
-	case eqFold(name, "quit"):
+	in := cs.p.cmds.get().classify(args)
+	switch in.kind {
+	case kindCluster:
+		return cs.clusterCommand(cmd)
+	case kindQuit:
 		_ = cs.reply([]byte("+OK\r\n"))
 		return io.EOF
-	case eqFold(name, "asking"):
+	case kindAsking:
 		return cs.reply([]byte("+OK\r\n"))
 	}
-
-	// Keys, their slot, CROSSSLOT.
-	slot := -1
-	in := p.cmds.get().lookup(name)
-	cs.keys = cs.keys[:0]
-	if eqFold(name, "ssubscribe") || eqFold(name, "sunsubscribe") {
-		cs.keys = append(cs.keys, args[1:]...)
-	} else if in != nil {
-		cs.keys = in.keys(cs.keys, args)
+	slot, ok := cs.slotOf(in, args)
+	if !ok {
+		return cs.reply(errCrossSlot)
 	}
-	for _, k := range cs.keys {
-		s := keySlot(k)
-		if slot >= 0 && s != slot {
-			return cs.reply(errCrossSlot)
-		}
-		slot = s
-	}
-
-	it := cs.handle(cmd)
+	it := cs.handle(cmd, in)
 	if it.local != nil {
 		err := cs.reply(it.local)
 		cs.pass(it, nil)
@@ -244,56 +237,19 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 	}
 	if it.pipe {
 		addr := cs.homeAddr()
-		if slot >= 0 && eqFold(name, "ssubscribe") {
+		if slot >= 0 && in.name == "ssubscribe" {
 			addr = cs.owner(slot)
 		}
 		return cs.startPipe(addr, cmd.Raw)
 	}
-	switch {
-	case it.kind == kindReset:
-		return cs.reset(it, cmd.Raw)
-	case it.kind == kindMulti:
-		return cs.multi(it, cmd.Raw)
-	case it.kind == kindExec:
-		return cs.exec(it, cmd.Raw)
-	case cs.pin != "":
-		return cs.inTx(it, cmd.Raw)
-	case cs.held:
-		if slot < 0 {
-			cs.queued = append(cs.queued, slices.Clone(cmd.Raw))
-			return cs.local(it, []byte("+QUEUED\r\n"))
-		}
-		return cs.firstInTx(it, cmd.Raw, slot)
-	case it.kind == kindWatch:
-		addr := cs.owner(max(slot, 0))
-		if cs.watchNode != "" && addr != cs.watchNode {
-			return cs.reply(errCrossSlot)
-		}
-		reply, node, err := cs.forward(addr, cmd.Raw, slot)
-		if err != nil {
-			return err
-		}
-		if !isErrReply(reply) {
-			cs.watchNode = node
-		}
-		return cs.answer(it, reply)
-	case it.kind == kindUnwatch:
-		addr := cs.homeAddr()
-		if cs.watchNode != "" {
-			addr = cs.watchNode
-		}
-		cs.watchNode = ""
-		return cs.forwardReply(it, addr, cmd.Raw, -1)
-	case it.kind == kindHello, it.kind == kindSetName, eqFold(name, "auth"),
-		eqFold(name, "readonly"), eqFold(name, "readwrite"),
-		eqFold(name, "client") && len(args) > 2 && eqFold(args[1], "setinfo"):
-		return cs.stateCommand(it, cmd)
+	if done, err := cs.txCommand(it, in, cmd, slot); done {
+		return err
 	}
 	addr := cs.homeAddr()
 	if slot >= 0 {
 		addr = cs.owner(slot)
 	}
-	if in != nil && in.blocking {
+	if in.blocking {
 		// The replies before it go out while it blocks.
 		if err := cs.answerBatch(); err != nil {
 			return err
@@ -304,6 +260,85 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 		return cs.forwardReply(it, addr, cmd.Raw, slot)
 	}
 	return cs.send(it, addr, cmd.Raw, slot)
+}
+
+// clusterCommand answers the CLUSTER subcommands the proxy owns and forwards
+// the others: to the master of the slot they concern, else home.
+func (cs *clusterSession) clusterCommand(cmd redcon.Command) error {
+	if b, ok := cs.p.clusterReply(cmd.Args, cs.proto(), cs.cc.LocalAddr()); ok {
+		return cs.reply(b)
+	}
+	cs.c.passthrough.Add(1)
+	addr := cs.homeAddr()
+	if slot := clusterSlotArg(cmd.Args); slot >= 0 {
+		addr = cs.owner(slot)
+	}
+	return cs.forwardReply(&item{}, addr, cmd.Raw, -1)
+}
+
+// slotOf returns the slot of the command's keys (-1 for none); ok is false
+// when they are in more than one (CROSSSLOT).
+func (cs *clusterSession) slotOf(in *cmdInfo, args [][]byte) (slot int, ok bool) {
+	slot = -1
+	cs.keys = in.keys(cs.keys[:0], args)
+	for _, k := range cs.keys {
+		s := keySlot(k)
+		if slot >= 0 && s != slot {
+			return slot, false
+		}
+		slot = s
+	}
+	return slot, true
+}
+
+// txCommand serves the commands of transactions, WATCH and the connection's
+// state; done is false for any other command, which it leaves alone.
+func (cs *clusterSession) txCommand(it *item, in *cmdInfo, cmd redcon.Command, slot int) (done bool, err error) {
+	switch {
+	case it.kind == kindReset:
+		return true, cs.reset(it, cmd.Raw)
+	case it.kind == kindMulti:
+		return true, cs.multi(it, cmd.Raw)
+	case it.kind == kindExec:
+		return true, cs.exec(it, cmd.Raw)
+	case cs.pin != "":
+		return true, cs.inTx(it, cmd.Raw)
+	case cs.held:
+		if slot < 0 {
+			cs.queued = append(cs.queued, slices.Clone(cmd.Raw))
+			return true, cs.local(it, []byte("+QUEUED\r\n"))
+		}
+		return true, cs.firstInTx(it, cmd.Raw, slot)
+	case it.kind == kindWatch:
+		return true, cs.watch(it, cmd.Raw, slot)
+	case it.kind == kindUnwatch:
+		addr := cs.homeAddr()
+		if cs.watchNode != "" {
+			addr = cs.watchNode
+		}
+		cs.watchNode = ""
+		return true, cs.forwardReply(it, addr, cmd.Raw, -1)
+	case in.state:
+		return true, cs.stateCommand(it, in, cmd)
+	}
+	return false, nil
+}
+
+// watch sends WATCH to its keys' master, which the session's transaction
+// then runs on.
+func (cs *clusterSession) watch(it *item, raw []byte, slot int) error {
+	addr := cs.owner(max(slot, 0))
+	if cs.watchNode != "" && addr != cs.watchNode {
+		return cs.reply(errCrossSlot)
+	}
+	reply, node, err := cs.forward(addr, raw, slot)
+	if err != nil {
+		return err
+	}
+	if !isErrReply(reply) {
+		cs.watchNode = node
+	}
+	return cs.answer(it, reply)
 }
 
 // send writes a plain command to addr and adds it to the batch. A node that
@@ -642,7 +677,7 @@ func (cs *clusterSession) readInto(u *upConn, rm *resp3.RawMessage, drop bool) e
 // is tied to (its transaction's, its WATCH's, else home) and, outside a
 // transaction, records it for the connections dialled later; the others are
 // closed (dialled again with the state when needed).
-func (cs *clusterSession) stateCommand(it *item, cmd redcon.Command) error {
+func (cs *clusterSession) stateCommand(it *item, in *cmdInfo, cmd redcon.Command) error {
 	args := cmd.Args
 	addr := cs.homeAddr()
 	if cs.watchNode != "" {
@@ -659,20 +694,22 @@ func (cs *clusterSession) stateCommand(it *item, cmd redcon.Command) error {
 		return nil
 	}
 	var kind string
-	switch {
-	case it.kind == kindHello:
+	switch in.kind {
+	case kindHello:
 		kind = "hello"
-	case it.kind == kindSetName:
+	case kindSetName:
 		kind = "setname"
-	case eqFold(args[0], "auth"):
+	case kindAuth:
 		kind = "auth"
-	case eqFold(args[0], "readonly"), eqFold(args[0], "readwrite"):
+	case kindReadonly:
 		cs.state = slices.DeleteFunc(cs.state, func(s stateCmd) bool { return s.kind == "readonly" })
-		if eqFold(args[0], "readonly") {
+		if in.name == "readonly" {
 			kind = "readonly"
 		}
-	default: // CLIENT SETINFO attr value
-		kind = "setinfo:" + string(bytes.ToLower(args[2]))
+	case kindSetInfo:
+		if len(args) > 2 { // CLIENT SETINFO attr value
+			kind = "setinfo:" + string(bytes.ToLower(args[2]))
+		}
 	}
 	if kind != "" {
 		cs.state = slices.DeleteFunc(cs.state, func(s stateCmd) bool { return s.kind == kind })
@@ -712,7 +749,7 @@ func (cs *clusterSession) exec(it *item, raw []byte) error {
 	case cs.pin != "":
 		return cs.inTx(it, raw)
 	case cs.held && cs.aborted:
-		if eqFold(it.args[0], "discard") {
+		if bytes.EqualFold(it.args[0], []byte("discard")) {
 			return cs.local(it, []byte("+OK\r\n"))
 		}
 		return cs.local(it, []byte("-EXECABORT Transaction discarded because of previous errors.\r\n"))
@@ -859,7 +896,9 @@ func (cs *clusterSession) startPipe(addr string, raw []byte) error {
 		return err
 	}
 	cs.pipeUp = u
-	go func() {
+	cs.piped = make(chan struct{})
+	go func() { // run waits for it
+		defer close(cs.piped)
 		_, _ = io.Copy(cs.cc, u.r)
 		cs.cc.Close()
 	}()

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/redcon"
+	"golang.org/x/sync/errgroup"
 )
 
 // fakeNode is a tiny RESP server: answer(args, asking) is each command's
@@ -83,16 +85,21 @@ func startFakeClusterProxy(t *testing.T, home string) string {
 	p := &Proxy{log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		sessions: map[clientConn]struct{}{}, cmds: newCommands()}
 	p.bg, p.stop = context.WithCancel(context.Background())
-	t.Cleanup(p.stop)
-	p.cluster = newClusterMap(config{}, p.log.Warn)
+	p.cluster = newClusterMap(Config{}, p.log.Warn)
 	tb := &slotTable{masters: []string{home}}
 	p.cluster.t.Store(tb)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() { _ = p.serve(ln) }()
+	var g errgroup.Group
+	g.Go(func() error { return p.accept(&g, ln) })
+	t.Cleanup(func() {
+		ln.Close()
+		p.shutdown(time.Second)
+		p.stop()
+		_ = g.Wait()
+	})
 	return ln.Addr().String()
 }
 

@@ -1,0 +1,18 @@
+// Package proxy is a Redis proxy with the hotcache SDK inside: any Redis
+// client points at it instead of Redis and gets hot keys answered from the
+// SDK's L1 within the hot-read limit, every access reported to Hotspot, and
+// writes through it invalidating the key in every proxy's and SDK
+// instance's L1. It stands in front of one Redis or of a Redis Cluster
+// (which its clients see as a cluster of the proxy alone). cmd/hotspot-proxy
+// runs it as a sidecar; docs/proxy.md is its manual.
+//
+// New checks a Config and starts the SDK Client of the default app; Serve
+// serves a listener until its context ends and owns every goroutine the
+// proxy starts.
+//
+// The key invariant: a client gets one reply per reply Redis would have
+// sent, in the order of its commands, each Redis' own bytes or, for a read
+// answered from L1, bytes Redis would have sent; a read is answered from L1
+// only once every command sent before it on the connection has been
+// answered, so it sees the connection's state and writes.
+package proxy
