@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -122,7 +123,7 @@ func (d *Detector) Run(ctx context.Context) error {
 			d.log.Warn("detector: waiting for a consumer group generation", "err", err)
 			select {
 			case <-runCtx.Done():
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(400*time.Millisecond + rand.N(200*time.Millisecond)): // jittered: members that failed together retry apart
 			}
 			continue
 		}

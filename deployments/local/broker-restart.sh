@@ -12,7 +12,9 @@
 # and the script prints how long after `up` returned each hotspotd's
 # /v1/hotkeys listed it (sampled every 100 ms).
 #
-# RUNS (1) repeats each outage. Needs the shared stack's jars: `make up`
+# It also prints when each detector had its partitions again (its log's
+# "partitions assigned"), to tell a slow rejoin from a slow detection. KEEP=1
+# keeps the folder with the processes' logs. RUNS (1) repeats each outage. Needs the shared stack's jars: `make up`
 # once. Everything runs on 127.0.0.1 and is stopped at the end. The secured
 # stack's case is TestSecureBrokerRestart (cmd/hotspotd).
 set -euo pipefail
@@ -42,7 +44,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	stack down >/dev/null 2>&1 || true
-	rm -rf "$work"
+	if [[ ${KEEP:-} == 1 ]]; then log "logs kept in $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -72,7 +74,28 @@ listed() { # listed KEY ADDR: ADDR's /v1/hotkeys lists KEY
 	curl -fs --max-time 1 "http://$2/v1/hotkeys?app=app0" | grep -q "\"key\": *\"$1\""
 }
 
-printf 'down_s\trun\tup_s\tlisted_after_s (n1 n2)\n'
+# assigned EPOCH: seconds from EPOCH to each hotspotd's first "partitions
+# assigned" after it (when its detector had its partitions again).
+assigned() {
+	python3 - "$1" "$work"/n1.log "$work"/n2.log <<'PY'
+import datetime, sys
+back = float(sys.argv[1])
+out = []
+for f in sys.argv[2:]:
+    got = "never"
+    for line in open(f):
+        if 'msg="detector: partitions assigned"' not in line or not line.startswith("time="):
+            continue
+        t = datetime.datetime.fromisoformat(line.split()[0][5:].replace("Z", "+00:00")).timestamp()
+        if t > back:
+            got = "%.2f" % (t - back)
+            break
+    out.append(got)
+print(" ".join(out))
+PY
+}
+
+printf 'down_s\trun\tup_s\tlisted_after_s (n1 n2)\tgroup_after_s (n1 n2)\n'
 for down in "${downs[@]}"; do
 	for run in $(seq "$runs"); do
 		key=new:$down:$run
@@ -95,7 +118,7 @@ for down in "${downs[@]}"; do
 		done
 		kill "$plant" 2>/dev/null || true
 		wait "$plant" 2>/dev/null || true
-		printf '%s\t%s\t%.2f\t%s\n' "$down" "$run" "$(echo "$back - $t0" | bc)" "${got[*]}"
+		printf '%s\t%s\t%.2f\t%s\t%s\n' "$down" "$run" "$(echo "$back - $t0" | bc)" "${got[*]}" "$(assigned "$back")"
 		sleep 25 # the planted key turns cold; the group settles
 	done
 done

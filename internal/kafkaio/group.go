@@ -242,8 +242,20 @@ func readerConfig(cfg GroupConfig, debug kafka.Logger) kafka.ReaderConfig {
 	}
 }
 
-// partitionWatch is how often each member asks for its topics' partitions.
-const partitionWatch = 5 * time.Second
+// partitionWatch is how often each member asks for its topics' partitions;
+// a request that failed is tried again after about partitionRetry (with
+// jitter), so that no retry waits longer than a second while a broker is
+// away.
+const (
+	partitionWatch = 5 * time.Second
+	partitionRetry = time.Second
+)
+
+// jittered returns d moved by a random amount within ±20 %, so that the
+// members of a group that failed together do not retry in step.
+func jittered(d time.Duration) time.Duration {
+	return d - d/5 + rand.N(2*d/5+1)
+}
 
 // watchPartitions returns, which ends the generation and starts a
 // rebalance, once the number of partitions of one of the topics differs
@@ -254,14 +266,16 @@ const partitionWatch = 5 * time.Second
 // partitions) are read from the next generation on, not from whenever the
 // membership next changes.
 func (g *Group) watchPartitions(ctx context.Context) {
-	t := time.NewTicker(partitionWatch)
+	t := time.NewTimer(partitionWatch)
 	defer t.Stop()
 	var began map[string]int
 	for {
 		now, err := g.partitionCounts(ctx)
+		wait := partitionWatch
 		switch {
 		case err != nil:
 			g.cfg.Logger.Debug("kafkaio: partition watch", "group", g.cfg.Group, "err", err)
+			wait = jittered(partitionRetry)
 		case began == nil:
 			began = now
 		case !maps.Equal(now, began):
@@ -269,6 +283,7 @@ func (g *Group) watchPartitions(ctx context.Context) {
 				"before", began, "now", now)
 			return
 		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return

@@ -444,3 +444,18 @@ func TestPartitionCountsOfAMissingTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestJittered: a retry wait stays within ±20 % of its base, and varies.
+func TestJittered(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		d := jittered(partitionRetry)
+		if d < 800*time.Millisecond || d > 1200*time.Millisecond {
+			t.Fatalf("jittered(%v) = %v, want within ±20 %%", partitionRetry, d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 100 {
+		t.Errorf("jittered gave %d distinct waits in 1000 calls, want them spread", len(seen))
+	}
+}
