@@ -60,6 +60,9 @@ func TestClientJedis(t *testing.T) { testExtClient(t, jedisClient) }
 func TestClientIoredis(t *testing.T) { testExtClient(t, ioredisClient) }
 
 func testExtClient(t *testing.T, c extClient) {
+	if testing.Short() {
+		t.Skipf("%s: -short skips it (it installs the client and starts another runtime)", c.name)
+	}
 	redisAddr := stacktest.Redis(t)
 	argv, env := c.prepare(t)
 	prefix := stacktest.Name(t)

@@ -13,13 +13,19 @@ for tool in node npm; do
 done
 stamp=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
 if [[ $(cat "$dir/stamp" 2>/dev/null) != "$stamp" ]]; then
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	cp "$src/package.json" "$src/package-lock.json" "$dir/"
-	if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+	# Installed beside, then moved in: a concurrent run sees the old
+	# install or the new one.
+	tmp=$dir.tmp.$$
+	trap 'rm -rf "$tmp"' EXIT
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	cp "$src/package.json" "$src/package-lock.json" "$tmp/"
+	if ! (cd "$tmp" && npm ci --no-audit --no-fund --loglevel=error >&2); then
 		echo "ioredisenv: could not install ioredis from the npm registry" >&2
 		exit 1
 	fi
-	echo "$stamp" >"$dir/stamp"
+	echo "$stamp" >"$tmp/stamp"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
 fi
 echo "$dir/node_modules"

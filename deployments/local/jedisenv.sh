@@ -13,17 +13,23 @@ for tool in mvn javac java; do
 done
 stamp=$(cat "$src/pom.xml" "$src/JedisCheck.java" | sha256sum | cut -d' ' -f1)
 if [[ $(cat "$dir/stamp" 2>/dev/null) != "$stamp" ]]; then
-	rm -rf "$dir"
-	mkdir -p "$dir"
+	# Built beside, then moved in: a concurrent run sees the old build or
+	# the new one.
+	tmp=$dir.tmp.$$
+	trap 'rm -rf "$tmp"' EXIT
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
 	# Debian's Maven 3.8 writes colour resets even with -B: its output goes
 	# to a log, shown without escapes only when the fetch fails.
 	if ! mvn -q -B -Dstyle.color=never -f "$src/pom.xml" dependency:copy-dependencies \
-		-DincludeScope=runtime -DoutputDirectory="$dir/lib" >"$dir/maven.log" 2>&1; then
-		sed 's/\x1b\[[0-9;]*m//g' "$dir/maven.log" >&2
+		-DincludeScope=runtime -DoutputDirectory="$tmp/lib" >"$tmp/maven.log" 2>&1; then
+		sed 's/\x1b\[[0-9;]*m//g' "$tmp/maven.log" >&2
 		echo "jedisenv: could not fetch Jedis from Maven Central" >&2
 		exit 1
 	fi
-	javac -nowarn -d "$dir/classes" -cp "$dir/lib/*" "$src/JedisCheck.java" >&2
-	echo "$stamp" >"$dir/stamp"
+	javac -nowarn -d "$tmp/classes" -cp "$tmp/lib/*" "$src/JedisCheck.java" >&2
+	echo "$stamp" >"$tmp/stamp"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
 fi
 echo "$dir/classes:$dir/lib/*"
