@@ -170,7 +170,7 @@ func TestClientRedisPy(t *testing.T) {
 	tp := startProxy(t, redisAddr, nil)
 	prefix := stacktest.Name(t)
 	cleanKeys(t, redisAddr, prefix)
-	root, _ := filepath.Abs("../..")
+	root, _ := filepath.Abs("..")
 	setup := exec.Command(filepath.Join(root, "deployments/local/pyenv.sh"))
 	setup.Stderr = testWriter{t}
 	out, err := setup.Output()
