@@ -82,8 +82,13 @@ func (n *fakeNode) commands() []string {
 // startFakeClusterProxy serves cluster sessions whose slot table says every
 // slot is home's (no COMMAND table: every command goes home).
 func startFakeClusterProxy(t *testing.T, home string) string {
-	p := &Proxy{log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	cfg, err := Config{App: "fake", Redis: home}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{cfg: cfg, log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		sessions: map[clientConn]struct{}{}, cmds: newCommands()}
+	p.mem.max = cfg.MaxBuffer
 	p.bg, p.stop = context.WithCancel(context.Background())
 	p.cluster = newClusterMap(Config{}, p.log.Warn)
 	tb := &slotTable{masters: []string{home}}

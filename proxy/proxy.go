@@ -90,6 +90,7 @@ type Proxy struct {
 	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, Ping
 	cmds  *commands
 	stats stats
+	mem   memBudget // every client's commands held, bounded by Config.MaxBuffer
 
 	defaultApp *appClient
 	appsMu     sync.Mutex
@@ -125,6 +126,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, apps: map[string]*appClient{},
 		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000), cmds: newCommands(),
 		serving: make(chan struct{})}
+	p.mem.max = cfg.MaxBuffer
 	if err := p.registerMetrics(); err != nil {
 		return nil, err
 	}
@@ -509,8 +511,13 @@ func (p *Proxy) registerMetrics() error {
 	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { return float64(s.sum().limited) })
 	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { return float64(s.sum().passthrough) })
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
+	counter("buffer_refused_total", "Client connections closed because a command would pass the buffer bounds (MaxClientBuffer, MaxBuffer).",
+		func() float64 { return float64(p.mem.refused.Load()) })
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))
+	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_buffered_bytes",
+		Help: "Bytes of clients' commands the proxy holds: being read, or kept until their replies (bounded by MaxBuffer)."},
+		func() float64 { return float64(p.mem.used.Load()) }))
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_command_table",
 		Help: "1 once Redis' COMMAND table is read; 0 while every command passes through unreported."},
 		func() float64 { return float64(p.cmds.has()) }))
