@@ -342,11 +342,7 @@ func (s *session) handle(cmd command, in *cmdInfo) *item {
 		s.c.passthrough.Add(1)
 		return it
 	}
-	if in.getKeys() {
-		it.keys = movableKeys(p.rdb, in, nil, args)
-	} else {
-		it.keys = in.keys(nil, args)
-	}
+	it.keys = in.keys(nil, args)
 	it.write = in.write
 	if in.write {
 		it.barrier = true // read-your-writes: no L1 answer before its reply is in
