@@ -232,3 +232,30 @@ func TestClusterBatchRedirected(t *testing.T) {
 		t.Errorf("node b got %s, want %s", got, want)
 	}
 }
+
+// TestClusterUnsubscribe: (P)UNSUBSCRIBE outside pipe mode is answered by
+// one message per channel (one without), and the replies after it stay
+// paired with their commands.
+func TestClusterUnsubscribe(t *testing.T) {
+	node := newFakeNode(t, func(cmd string, asking bool) string {
+		switch cmd {
+		case "UNSUBSCRIBE a b":
+			return "*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n"
+		case "PUNSUBSCRIBE":
+			return "*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n"
+		}
+		return "+PONG\r\n"
+	})
+	c := dialRaw(t, startFakeClusterProxy(t, node.addr()))
+	defer c.close()
+	if _, err := c.c.Write(append(append(encode("UNSUBSCRIBE", "a", "b"), encode("PUNSUBSCRIBE")...), encode("PING")...)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n", "*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n",
+		"*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n", "+PONG\r\n"}
+	for i, w := range want {
+		if got := string(c.read()); got != w {
+			t.Errorf("message %d: %q, want %q", i, got, w)
+		}
+	}
+}

@@ -256,6 +256,9 @@ func (cs *clusterSession) command(cmd command) error {
 	if slot >= 0 {
 		addr = cs.owner(slot)
 	}
+	if in.kind == kindUnsubscribe {
+		return cs.unsubscribe(it, addr, cmd)
+	}
 	if in.blocking {
 		// The replies before it go out while it blocks.
 		if err := cs.answerBatch(); err != nil {
@@ -267,6 +270,38 @@ func (cs *clusterSession) command(cmd command) error {
 		return cs.forwardReply(it, addr, cmd.Raw, slot)
 	}
 	return cs.send(it, addr, cmd.Raw, slot)
+}
+
+// unsubscribe forwards (P|S)UNSUBSCRIBE, outside pipe mode (no
+// subscription), and passes on the messages that answer it: one per
+// channel, or one without, push messages in RESP3.
+func (cs *clusterSession) unsubscribe(it *item, addr string, cmd command) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
+	u, err := cs.conn(addr)
+	if errors.Is(err, errDial) {
+		return cs.reply(errUnavailable)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := u.w.Write(cmd.Raw); err != nil {
+		return cs.broken(u)
+	}
+	if err := u.w.Flush(); err != nil {
+		return cs.broken(u)
+	}
+	for range max(1, len(cmd.Args)-1) {
+		if err := cs.rm.UnmarshalRESP(u.r, p3opts.o); err != nil {
+			return cs.broken(u)
+		}
+		if _, err := cs.cw.Write(cs.rm); err != nil {
+			return err
+		}
+	}
+	cs.after(it, cs.rm)
+	return nil
 }
 
 // clusterCommand answers the CLUSTER subcommands the proxy owns and forwards

@@ -46,24 +46,25 @@ type cmdInfo struct {
 type cmdKind uint8
 
 const (
-	kindPlain    cmdKind = iota
-	kindSelect           // SELECT: the database
-	kindHello            // HELLO: the protocol
-	kindMulti            // MULTI
-	kindExec             // EXEC or DISCARD: the transaction ends
-	kindWatch            // WATCH
-	kindUnwatch          // UNWATCH
-	kindReset            // RESET: every piece of state back to its default
-	kindSetName          // CLIENT SETNAME: app:NAME picks the app
-	kindAuth             // AUTH
-	kindHotspot          // HOTSPOT INFO, HOTSPOT KEYS: the proxy's own
-	kindCluster          // CLUSTER: cluster mode answers SLOTS, NODES... itself
-	kindQuit             // QUIT
-	kindAsking           // ASKING: cluster mode answers it
-	kindReadonly         // READONLY, READWRITE
-	kindSetInfo          // CLIENT SETINFO
-	kindGet              // GET: a hot key's value answers it from L1
-	kindMGet             // MGET: answered from L1 when every key is hot
+	kindPlain       cmdKind = iota
+	kindSelect              // SELECT: the database
+	kindHello               // HELLO: the protocol
+	kindMulti               // MULTI
+	kindExec                // EXEC or DISCARD: the transaction ends
+	kindWatch               // WATCH
+	kindUnwatch             // UNWATCH
+	kindReset               // RESET: every piece of state back to its default
+	kindSetName             // CLIENT SETNAME: app:NAME picks the app
+	kindAuth                // AUTH
+	kindHotspot             // HOTSPOT INFO, HOTSPOT KEYS: the proxy's own
+	kindCluster             // CLUSTER: cluster mode answers SLOTS, NODES... itself
+	kindQuit                // QUIT
+	kindAsking              // ASKING: cluster mode answers it
+	kindReadonly            // READONLY, READWRITE
+	kindSetInfo             // CLIENT SETINFO
+	kindUnsubscribe         // (P|S)UNSUBSCRIBE: one message per channel, or one without, pushes in RESP3
+	kindGet                 // GET: a hot key's value answers it from L1
+	kindMGet                // MGET: answered from L1 when every key is hot
 )
 
 // builtin is the proxy's own classification of commands: the one place
@@ -104,7 +105,8 @@ var builtin = func() map[string]*cmdInfo {
 	add(cmdInfo{kind: kindAuth, barrier: true, state: true}, "auth")
 	add(cmdInfo{pipe: true}, "subscribe", "psubscribe", "monitor", "sync", "psync", "client|reply", "client|tracking")
 	add(cmdInfo{pipe: true, first: 1, last: -1, step: 1}, "ssubscribe") // keys: every channel (a cluster session routes by them)
-	add(cmdInfo{first: 1, last: -1, step: 1}, "sunsubscribe")
+	add(cmdInfo{kind: kindUnsubscribe, first: 1, last: -1, step: 1}, "sunsubscribe")
+	add(cmdInfo{kind: kindUnsubscribe}, "unsubscribe", "punsubscribe")
 	add(cmdInfo{kind: kindSetName, barrier: true, state: true}, "client|setname")
 	add(cmdInfo{kind: kindSetInfo, state: true}, "client|setinfo")
 	add(cmdInfo{kind: kindReadonly, state: true}, "readonly", "readwrite")

@@ -84,6 +84,10 @@ type item struct {
 	barrier bool
 	pipe    bool  // switch to a plain pipe after this reply
 	held    int64 // bytes of the client's that args and keys keep (own)
+	// msgs, if not 0, is how many messages answer the command, push
+	// messages included ((P|S)UNSUBSCRIBE); 0: one reply, push messages
+	// before it passed on as they come.
+	msgs int
 	// argBytes is, for a write, the bytes of its arguments after the first
 	// key (what a write reports).
 	argBytes int
@@ -331,6 +335,11 @@ func (s *session) handle(cmd command, in *cmdInfo) *item {
 		return it
 	}
 	it.kind, it.barrier, it.pipe = in.kind, in.barrier, in.pipe
+	if in.kind == kindUnsubscribe {
+		// Outside pipe mode the connection has no subscription: Redis
+		// answers one message per channel named, or one for none.
+		it.msgs = max(1, len(args)-1)
+	}
 	if in.barrier || in.pipe {
 		if in.kind != kindPlain && in.kind != kindAuth {
 			it.args = args // the state its reply changes (SELECT's database...)
@@ -547,6 +556,16 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 		}
 		s.pipe()
 		return false
+	case it.msgs > 0:
+		for range it.msgs {
+			if err := rm.UnmarshalRESP(s.ur, p3opts.o); err != nil {
+				return false
+			}
+			if _, err := s.cw.Write(*rm); err != nil {
+				return false
+			}
+		}
+		s.after(it, *rm)
 	default:
 		if err := s.readReply(rm, p3opts); err != nil {
 			return false
