@@ -277,6 +277,11 @@ func (s *session) reader() {
 			if it.pipe {
 				pipe = true
 			}
+			if it.kind == kindQuit { // Redis runs nothing after it, answers it and closes
+				_ = s.uw.Flush()
+				s.closeUpstreamWrite()
+				return
+			}
 		}
 		if err := s.uw.Flush(); err != nil {
 			return
@@ -529,13 +534,24 @@ func (s *session) writer() {
 		if !ok {
 			return
 		}
-		if len(s.q) == 0 && s.ur.Buffered() == 0 {
+		if len(s.q) == 0 { // nothing to write before the next command: what is ready goes out
 			if err := s.cw.Flush(); err != nil {
 				return
 			}
 		}
 	}
 	_ = s.cw.Flush()
+}
+
+// readMsg reads one message from upstream; the replies written before it
+// go out first if it is not there yet (the next may take long: BLPOP).
+func (s *session) readMsg(rm *resp3.RawMessage) error {
+	if s.ur.Buffered() == 0 {
+		if err := s.cw.Flush(); err != nil {
+			return err
+		}
+	}
+	return rm.UnmarshalRESP(s.ur, p3opts.o)
 }
 
 // write writes an item's reply and applies it; false ends the session (the
@@ -558,7 +574,7 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 		return false
 	case it.msgs > 0:
 		for range it.msgs {
-			if err := rm.UnmarshalRESP(s.ur, p3opts.o); err != nil {
+			if err := s.readMsg(rm); err != nil {
 				return false
 			}
 			if _, err := s.cw.Write(*rm); err != nil {
@@ -583,7 +599,7 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 // client as it comes; an attribute is kept with the reply it annotates.
 func (s *session) readReply(rm *resp3.RawMessage, opts *respOpts) error {
 	for {
-		if err := rm.UnmarshalRESP(s.ur, opts.o); err != nil {
+		if err := s.readMsg(rm); err != nil {
 			return err
 		}
 		switch (*rm)[0] {
@@ -617,6 +633,7 @@ func (s *session) pipe() {
 // writer stops early (upstream gone): the client then sees its connection
 // closed.
 func (s *session) release() {
+	_ = s.cw.Flush() // the replies read before upstream closed (after QUIT, say)
 	s.mu.Lock()
 	s.closing = true
 	s.cond.Broadcast()
