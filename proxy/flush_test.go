@@ -68,4 +68,3 @@ func TestClusterQuit(t *testing.T) {
 		t.Errorf("the node got %q", cmds)
 	}
 }
-

@@ -72,3 +72,53 @@ func TestNoClientArgumentsOnOwnConnections(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// TestOwnConnectionsNamed: every connection the proxy opens for itself
+// (the SDK's pool, its invalidation subscription, client tracking) is named
+// hotspot-proxy in CLIENT LIST, there are few of them, and none sends HELLO
+// 3 or CLIENT SETINFO.
+func TestOwnConnectionsNamed(t *testing.T) {
+	rs := stacktest.StartRedisServer(t)
+	mon := dialRaw(t, rs.Addr)
+	defer mon.close()
+	if got := string(mon.do("MONITOR")); got != "+OK\r\n" {
+		t.Fatalf("MONITOR: %q", got)
+	}
+	tp := startProxy(t, rs.Addr, nil)
+	c := dialRaw(t, tp.addr)
+	defer c.close()
+	c.do("CLIENT", "SETNAME", "the-app")
+	c.do("SET", "k", "v")
+	admin := dialRaw(t, rs.Addr)
+	defer admin.close()
+	admin.do("CLIENT", "SETNAME", "the-test")
+	var own []string
+	waitUntil(t, 5*time.Second, "the proxy's tracking and invalidation connections", func() bool {
+		own = own[:0]
+		list := string(admin.do("CLIENT", "LIST"))
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "id=") && !strings.Contains(line, "name=the-") && !strings.Contains(line, "cmd=monitor") {
+				own = append(own, line)
+			}
+		}
+		return strings.Count(list, "flags=P") >= 2 // the SDK's invalidation and tracking subscriptions
+	})
+	for _, l := range own {
+		if !strings.Contains(l, "name=hotspot-proxy ") {
+			t.Errorf("a connection of the proxy's own not named hotspot-proxy: %s", l)
+		}
+	}
+	if len(own) > 5 {
+		t.Errorf("the proxy has %d connections of its own, want a few:\n%s", len(own), strings.Join(own, "\n"))
+	}
+	admin.do("PING", "end-of-test")
+	for {
+		line := string(mon.read())
+		if strings.Contains(line, "end-of-test") {
+			break
+		}
+		if l := strings.ToLower(line); strings.Contains(l, `"hello" "3"`) || strings.Contains(l, `"setinfo"`) {
+			t.Errorf("MONITOR: %s", line)
+		}
+	}
+}

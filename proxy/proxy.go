@@ -149,14 +149,31 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// ownOptions are the options of the proxy's own connections to addr.
+// ownOptions are the options of the proxy's own connections to addr (the
+// SDK's pool, its subscriptions and client tracking, COMMAND): few, named
+// ownName, in RESP2 (go-redis's HELLO 2, without HELLO 3 or CLIENT SETINFO).
 func (p *Proxy) ownOptions(addr string) *redis.Options {
 	cfg := p.cfg
 	return &redis.Options{
 		Addr: addr, Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: cfg.RedisTLS,
 		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
 		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true, PoolSize: ownPoolSize, OnConnect: nameOwn,
 	}
+}
+
+const (
+	// ownName names the proxy's own connections in CLIENT LIST.
+	ownName = "hotspot-proxy"
+	// ownPoolSize bounds the connections of the SDK's pool (hot keys'
+	// loads, invalidations), per Redis node.
+	ownPoolSize = 4
+)
+
+// nameOwn names a connection of the proxy's own. It is the connections'
+// OnConnect, which the SDK copies to its client tracking connections too.
+func nameOwn(ctx context.Context, cn *redis.Conn) error {
+	return cn.ClientSetName(ctx, ownName).Err()
 }
 
 // Serve accepts client connections on ln and serves them until ctx ends or
