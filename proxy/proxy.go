@@ -92,6 +92,8 @@ type Proxy struct {
 	stats stats
 	mem   memBudget // every client's commands held, bounded by Config.MaxBuffer
 
+	metrics []prometheus.Collector // the proxy's own, registered in New
+
 	defaultApp *appClient
 	appsMu     sync.Mutex
 	apps       map[string]*appClient
@@ -142,6 +144,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		p.stop()
 		p.rdb.Close()
+		for _, c := range p.metrics {
+			p.reg.Unregister(c)
+		}
 		return nil, err
 	}
 	p.defaultApp = a
@@ -186,7 +191,7 @@ func nameOwn(ctx context.Context, cn *redis.Conn) error {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	if !p.served.CompareAndSwap(false, true) {
 		ln.Close()
-		return errors.New("proxy: Serve called twice")
+		return errors.New("proxy: Serve after Serve or Close")
 	}
 	var g errgroup.Group
 	g.Go(func() error {
@@ -234,6 +239,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 // never served. Later calls return the first call's error.
 func (p *Proxy) Close() error {
 	p.closeOnce.Do(func() {
+		p.served.Store(true) // no Serve from now on
 		p.stop()
 		var errs []error
 		p.appsMu.Lock()
@@ -540,8 +546,12 @@ func (p *Proxy) registerMetrics() error {
 		func() float64 { return float64(p.cmds.has()) }))
 	for _, c := range cs {
 		if err := p.reg.Register(c); err != nil {
+			for _, c := range p.metrics {
+				p.reg.Unregister(c)
+			}
 			return fmt.Errorf("proxy: metrics: %w", err)
 		}
+		p.metrics = append(p.metrics, c)
 	}
 	return nil
 }

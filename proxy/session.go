@@ -211,6 +211,12 @@ func (s *session) doneWith(it *item) {
 // readErr answers the error that ended the client's commands, after the
 // replies of those before it: Redis answers a protocol error and closes.
 func (s *session) readErr(err error) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing { // shutting down: the error is the proxy's
+		return
+	}
 	var pe *protoError
 	switch {
 	case errors.As(err, &pe):
