@@ -155,3 +155,22 @@ func TestInlineFloodBounded(t *testing.T) {
 		return metricValue(t, tp.reg, "hotspot_proxy_buffered_bytes") == 0
 	})
 }
+
+// TestClusterProtocolErrors: the cluster session answers protocol errors as
+// Redis does too, after the replies before them, and closes. Its node is a
+// fake.
+func TestClusterProtocolErrors(t *testing.T) {
+	node := newFakeNode(t, func(cmd string, asking bool) string { return "+PONG\r\n" })
+	proxy := startFakeClusterProxy(t, node.addr())
+	for _, tc := range []struct{ in, want string }{
+		{"*3000000000\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n$4\r\nPING\r\n*abc\r\n", "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n$2000000000\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{string(bytes.Repeat([]byte("x"), 70_000)), "-ERR Protocol error: too big inline request\r\n"},
+	} {
+		got, closed := exchange(t, proxy, []byte(tc.in), time.Second)
+		if string(got) != tc.want || !closed {
+			t.Errorf("%.20q: %q, closed %v; want %q and a close", tc.in, got, closed, tc.want)
+		}
+	}
+}
