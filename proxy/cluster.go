@@ -129,7 +129,8 @@ func (m *clusterMap) refresh(ctx context.Context, force bool) error {
 
 func (m *clusterMap) read(ctx context.Context, addr string) (*slotTable, error) {
 	o := &redis.Options{Addr: addr, Username: m.user, Password: m.pass, MaxRetries: -1, PoolSize: 1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		Protocol: 2, DisableIdentity: true, ClientName: ownName}
 	if m.tls != nil {
 		o.TLSConfig = m.tlsFor(addr)
 	}
@@ -232,6 +233,7 @@ func (p *Proxy) startCluster() {
 		Addrs: cfg.RedisCluster, Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: cfg.RedisTLS,
 		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
 		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true, PoolSize: ownPoolSize, OnConnect: nameOwn,
 	})
 	p.rdb = cc
 	ctx, cancel := context.WithTimeout(p.bg, 3*time.Second)

@@ -234,41 +234,7 @@ func TestRedisClusterProxyGoRedis(t *testing.T) {
 					t.Fatalf("pipelined GET %d: %q %v", i, cmd.Val(), cmd.Err())
 				}
 			}
-			// MULTI/EXEC on one slot, with a WATCH conflict.
-			k1, k2 := "{"+p+"tx}a", "{"+p+"tx}b"
-			err := c.Watch(ctx, func(tx *redis.Tx) error {
-				if err := f.cc.Set(ctx, k1, "changed", 0).Err(); err != nil { // behind its back
-					return err
-				}
-				_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-					pipe.Set(ctx, k1, "tx", 0)
-					pipe.Set(ctx, k2, "tx", 0)
-					return nil
-				})
-				return err
-			}, k1)
-			if !errors.Is(err, redis.TxFailedErr) {
-				t.Fatalf("a transaction whose WATCHed key changed: %v, want %v", err, redis.TxFailedErr)
-			}
-			err = c.Watch(ctx, func(tx *redis.Tx) error {
-				_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-					pipe.Set(ctx, k1, "tx", 0)
-					pipe.Incr(ctx, k2+"n")
-					return nil
-				})
-				return err
-			}, k1)
-			if err != nil {
-				t.Fatalf("a transaction: %v", err)
-			}
-			if v, _ := f.cc.Get(ctx, k1).Result(); v != "tx" {
-				t.Fatalf("after EXEC: %q", v)
-			}
-			// CROSSSLOT.
-			err = c.MSet(ctx, p+"m1", "1", p+"m2", "2", p+"m3", "3").Err()
-			if err == nil || err.Error() != "CROSSSLOT Keys in request don't hash to the same slot" {
-				t.Fatalf("MSET over slots: %v", err)
-			}
+			clusterGoRedisTx(t, f, c, p)
 			// BLPOP served by a push.
 			done := make(chan []string, 1)
 			go func() {
@@ -286,6 +252,49 @@ func TestRedisClusterProxyGoRedis(t *testing.T) {
 				t.Fatal("BLPOP not served")
 			}
 		})
+	}
+}
+
+// clusterGoRedisTx runs transactions through the cluster-mode proxy with
+// go-redis's c: MULTI/EXEC on one slot with a WATCH conflict and without,
+// and CROSSSLOT for MSET over slots.
+func clusterGoRedisTx(t *testing.T, f *clusterFixture, c redis.UniversalClient, p string) {
+	t.Helper()
+	ctx := context.Background()
+	// MULTI/EXEC on one slot, with a WATCH conflict.
+	k1, k2 := "{"+p+"tx}a", "{"+p+"tx}b"
+	err := c.Watch(ctx, func(tx *redis.Tx) error {
+		if err := f.cc.Set(ctx, k1, "changed", 0).Err(); err != nil { // behind its back
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k1, "tx", 0)
+			pipe.Set(ctx, k2, "tx", 0)
+			return nil
+		})
+		return err
+	}, k1)
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("a transaction whose WATCHed key changed: %v, want %v", err, redis.TxFailedErr)
+	}
+	err = c.Watch(ctx, func(tx *redis.Tx) error {
+		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k1, "tx", 0)
+			pipe.Incr(ctx, k2+"n")
+			return nil
+		})
+		return err
+	}, k1)
+	if err != nil {
+		t.Fatalf("a transaction: %v", err)
+	}
+	if v, _ := f.cc.Get(ctx, k1).Result(); v != "tx" {
+		t.Fatalf("after EXEC: %q", v)
+	}
+	// CROSSSLOT.
+	err = c.MSet(ctx, p+"m1", "1", p+"m2", "2", p+"m3", "3").Err()
+	if err == nil || err.Error() != "CROSSSLOT Keys in request don't hash to the same slot" {
+		t.Fatalf("MSET over slots: %v", err)
 	}
 }
 

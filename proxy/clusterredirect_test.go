@@ -82,8 +82,13 @@ func (n *fakeNode) commands() []string {
 // startFakeClusterProxy serves cluster sessions whose slot table says every
 // slot is home's (no COMMAND table: every command goes home).
 func startFakeClusterProxy(t *testing.T, home string) string {
-	p := &Proxy{log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	cfg, err := Config{App: "fake", Redis: home}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{cfg: cfg, log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		sessions: map[clientConn]struct{}{}, cmds: newCommands()}
+	p.mem.max = cfg.MaxBuffer
 	p.bg, p.stop = context.WithCancel(context.Background())
 	p.cluster = newClusterMap(Config{}, p.log.Warn)
 	tb := &slotTable{masters: []string{home}}
@@ -225,5 +230,32 @@ func TestClusterBatchRedirected(t *testing.T) {
 	}
 	if got, want := strings.Join(b.commands(), "|"), "GET moved|ASKING|GET asked"; got != want {
 		t.Errorf("node b got %s, want %s", got, want)
+	}
+}
+
+// TestClusterUnsubscribe: (P)UNSUBSCRIBE outside pipe mode is answered by
+// one message per channel (one without), and the replies after it stay
+// paired with their commands.
+func TestClusterUnsubscribe(t *testing.T) {
+	node := newFakeNode(t, func(cmd string, asking bool) string {
+		switch cmd {
+		case "UNSUBSCRIBE a b":
+			return "*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n"
+		case "PUNSUBSCRIBE":
+			return "*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n"
+		}
+		return "+PONG\r\n"
+	})
+	c := dialRaw(t, startFakeClusterProxy(t, node.addr()))
+	defer c.close()
+	if _, err := c.c.Write(append(append(encode("UNSUBSCRIBE", "a", "b"), encode("PUNSUBSCRIBE")...), encode("PING")...)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n", "*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n",
+		"*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n", "+PONG\r\n"}
+	for i, w := range want {
+		if got := string(c.read()); got != w {
+			t.Errorf("message %d: %q, want %q", i, got, w)
+		}
 	}
 }

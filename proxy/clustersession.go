@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mediocregopher/radix/v4/resp/resp3"
-	"github.com/tidwall/redcon"
 )
 
 // A clusterSession is one client connection in cluster mode.
@@ -103,7 +102,8 @@ var (
 )
 
 func (p *Proxy) handleClusterConn(cc net.Conn) {
-	s := &session{p: p, c: p.stats.stripe(), cc: cc, rd: redcon.NewReader(cc), cw: bufio.NewWriterSize(cc, 32<<10)}
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, cw: bufio.NewWriterSize(cc, 32<<10)}
+	s.rd = newReqReader(cc, s.grow, s.shrink) // nothing is held: the batch is answered before the next read
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
 	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
@@ -139,6 +139,7 @@ func (cs *clusterSession) kill() {
 
 func (cs *clusterSession) run() {
 	defer func() {
+		cs.rd.close()
 		cs.closeAll()
 		if cs.piped != nil {
 			<-cs.piped
@@ -147,8 +148,14 @@ func (cs *clusterSession) run() {
 	for {
 		cmds, err := cs.rd.ReadCommands()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !isNetErr(err) {
-				_ = cs.reply([]byte("-ERR Protocol error: " + err.Error() + "\r\n"))
+			var pe *protoError
+			switch {
+			case cs.pipeUp != nil:
+			case errors.As(err, &pe):
+				_ = cs.reply(pe.reply())
+			case errors.Is(err, errOverBudget):
+				cs.p.mem.refused.Add(1)
+				_ = cs.reply(overBudgetReply)
 			}
 			_ = cs.cw.Flush()
 			return
@@ -213,7 +220,7 @@ func (cs *clusterSession) local(it *item, b []byte) error {
 }
 
 // command serves one command; an error closes the client connection.
-func (cs *clusterSession) command(cmd redcon.Command) error {
+func (cs *clusterSession) command(cmd command) error {
 	args := cmd.Args
 	in := cs.p.cmds.get().classify(args)
 	switch in.kind {
@@ -249,6 +256,9 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 	if slot >= 0 {
 		addr = cs.owner(slot)
 	}
+	if in.kind == kindUnsubscribe {
+		return cs.unsubscribe(it, addr, cmd)
+	}
 	if in.blocking {
 		// The replies before it go out while it blocks.
 		if err := cs.answerBatch(); err != nil {
@@ -262,9 +272,41 @@ func (cs *clusterSession) command(cmd redcon.Command) error {
 	return cs.send(it, addr, cmd.Raw, slot)
 }
 
+// unsubscribe forwards (P|S)UNSUBSCRIBE, outside pipe mode (no
+// subscription), and passes on the messages that answer it: one per
+// channel, or one without, push messages in RESP3.
+func (cs *clusterSession) unsubscribe(it *item, addr string, cmd command) error {
+	if err := cs.answerBatch(); err != nil {
+		return err
+	}
+	u, err := cs.conn(addr)
+	if errors.Is(err, errDial) {
+		return cs.reply(errUnavailable)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := u.w.Write(cmd.Raw); err != nil {
+		return cs.broken(u)
+	}
+	if err := u.w.Flush(); err != nil {
+		return cs.broken(u)
+	}
+	for range max(1, len(cmd.Args)-1) {
+		if err := cs.rm.UnmarshalRESP(u.r, p3opts.o); err != nil {
+			return cs.broken(u)
+		}
+		if _, err := cs.cw.Write(cs.rm); err != nil {
+			return err
+		}
+	}
+	cs.after(it, cs.rm)
+	return nil
+}
+
 // clusterCommand answers the CLUSTER subcommands the proxy owns and forwards
 // the others: to the master of the slot they concern, else home.
-func (cs *clusterSession) clusterCommand(cmd redcon.Command) error {
+func (cs *clusterSession) clusterCommand(cmd command) error {
 	if b, ok := cs.p.clusterReply(cmd.Args, cs.proto(), cs.cc.LocalAddr()); ok {
 		return cs.reply(b)
 	}
@@ -293,7 +335,7 @@ func (cs *clusterSession) slotOf(in *cmdInfo, args [][]byte) (slot int, ok bool)
 
 // txCommand serves the commands of transactions, WATCH and the connection's
 // state; done is false for any other command, which it leaves alone.
-func (cs *clusterSession) txCommand(it *item, in *cmdInfo, cmd redcon.Command, slot int) (done bool, err error) {
+func (cs *clusterSession) txCommand(it *item, in *cmdInfo, cmd command, slot int) (done bool, err error) {
 	switch {
 	case it.kind == kindReset:
 		return true, cs.reset(it, cmd.Raw)
@@ -677,7 +719,7 @@ func (cs *clusterSession) readInto(u *upConn, rm *resp3.RawMessage, drop bool) e
 // is tied to (its transaction's, its WATCH's, else home) and, outside a
 // transaction, records it for the connections dialled later; the others are
 // closed (dialled again with the state when needed).
-func (cs *clusterSession) stateCommand(it *item, in *cmdInfo, cmd redcon.Command) error {
+func (cs *clusterSession) stateCommand(it *item, in *cmdInfo, cmd command) error {
 	args := cmd.Args
 	addr := cs.homeAddr()
 	if cs.watchNode != "" {

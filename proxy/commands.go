@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,8 +34,10 @@ type cmdInfo struct {
 	first      int // first key's position, 0: no key
 	last       int // last key's position, negative from the end
 	step       int
-	cacheable  bool // readonly, one key, answered the same to any client: may be served from L1
-	numkeysArg int  // position of a numkeys argument (EVAL, ZUNION...), 0 if none
+	cacheable  bool                              // readonly, one key, answered the same to any client: may be served from L1
+	numkeysArg int                               // position of a numkeys argument (EVAL, ZUNION...), 0 if none: without key specs (Redis before 7)
+	specs      []keySpec                         // Redis 7's key specifications
+	proc       func(dst, args [][]byte) [][]byte // Redis' procedure that finds its keys (SORT, MIGRATE)
 
 	sub map[string]*cmdInfo // subcommands the proxy classifies (CLIENT SETNAME...), by lowercase name
 }
@@ -43,24 +46,25 @@ type cmdInfo struct {
 type cmdKind uint8
 
 const (
-	kindPlain    cmdKind = iota
-	kindSelect           // SELECT: the database
-	kindHello            // HELLO: the protocol
-	kindMulti            // MULTI
-	kindExec             // EXEC or DISCARD: the transaction ends
-	kindWatch            // WATCH
-	kindUnwatch          // UNWATCH
-	kindReset            // RESET: every piece of state back to its default
-	kindSetName          // CLIENT SETNAME: app:NAME picks the app
-	kindAuth             // AUTH
-	kindHotspot          // HOTSPOT INFO, HOTSPOT KEYS: the proxy's own
-	kindCluster          // CLUSTER: cluster mode answers SLOTS, NODES... itself
-	kindQuit             // QUIT
-	kindAsking           // ASKING: cluster mode answers it
-	kindReadonly         // READONLY, READWRITE
-	kindSetInfo          // CLIENT SETINFO
-	kindGet              // GET: a hot key's value answers it from L1
-	kindMGet             // MGET: answered from L1 when every key is hot
+	kindPlain       cmdKind = iota
+	kindSelect              // SELECT: the database
+	kindHello               // HELLO: the protocol
+	kindMulti               // MULTI
+	kindExec                // EXEC or DISCARD: the transaction ends
+	kindWatch               // WATCH
+	kindUnwatch             // UNWATCH
+	kindReset               // RESET: every piece of state back to its default
+	kindSetName             // CLIENT SETNAME: app:NAME picks the app
+	kindAuth                // AUTH
+	kindHotspot             // HOTSPOT INFO, HOTSPOT KEYS: the proxy's own
+	kindCluster             // CLUSTER: cluster mode answers SLOTS, NODES... itself
+	kindQuit                // QUIT
+	kindAsking              // ASKING: cluster mode answers it
+	kindReadonly            // READONLY, READWRITE
+	kindSetInfo             // CLIENT SETINFO
+	kindUnsubscribe         // (P|S)UNSUBSCRIBE: one message per channel, or one without, pushes in RESP3
+	kindGet                 // GET: a hot key's value answers it from L1
+	kindMGet                // MGET: answered from L1 when every key is hot
 )
 
 // builtin is the proxy's own classification of commands: the one place
@@ -101,7 +105,8 @@ var builtin = func() map[string]*cmdInfo {
 	add(cmdInfo{kind: kindAuth, barrier: true, state: true}, "auth")
 	add(cmdInfo{pipe: true}, "subscribe", "psubscribe", "monitor", "sync", "psync", "client|reply", "client|tracking")
 	add(cmdInfo{pipe: true, first: 1, last: -1, step: 1}, "ssubscribe") // keys: every channel (a cluster session routes by them)
-	add(cmdInfo{first: 1, last: -1, step: 1}, "sunsubscribe")
+	add(cmdInfo{kind: kindUnsubscribe, first: 1, last: -1, step: 1}, "sunsubscribe")
+	add(cmdInfo{kind: kindUnsubscribe}, "unsubscribe", "punsubscribe")
 	add(cmdInfo{kind: kindSetName, barrier: true, state: true}, "client|setname")
 	add(cmdInfo{kind: kindSetInfo, state: true}, "client|setinfo")
 	add(cmdInfo{kind: kindReadonly, state: true}, "readonly", "readwrite")
@@ -140,36 +145,104 @@ var builtinTable = &commandTable{m: builtin}
 
 // loadCommands reads the upstream's COMMAND table.
 func loadCommands(ctx context.Context, rdb redis.UniversalClient) (*commandTable, error) {
-	infos, err := rdb.Command(ctx).Result()
+	v, err := rdb.Do(ctx, "COMMAND").Result()
 	if err != nil {
 		return nil, err
 	}
-	return newCommandTable(infos), nil
+	return parseCommandTable(v)
 }
 
-// newCommandTable merges Redis' COMMAND table into the builtin one.
-func newCommandTable(infos map[string]*redis.CommandInfo) *commandTable {
-	t := &commandTable{m: make(map[string]*cmdInfo, len(infos)+len(builtin))}
+// parseCommandTable reads a reply to COMMAND (as go-redis gives it: arrays
+// as []any) and merges it into the builtin table.
+func parseCommandTable(v any) (*commandTable, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("COMMAND: a reply of %T", v)
+	}
+	t := &commandTable{m: make(map[string]*cmdInfo, len(list)+len(builtin))}
 	for name, b := range builtin {
 		t.m[name] = b
 	}
-	for name, ci := range infos {
-		in := &cmdInfo{name: name}
-		if b := builtin[name]; b != nil {
-			*in = *b
+	for _, e := range list {
+		in, subs, err := parseCommandEntry(e, builtin)
+		if err != nil {
+			return nil, err
 		}
-		in.redis = true
-		if in.first == 0 {
-			in.first, in.last, in.step = int(ci.FirstKeyPos), int(ci.LastKeyPos), int(ci.StepCount)
+		if len(subs) > 0 {
+			in.sub = make(map[string]*cmdInfo, len(subs))
+			var bsub map[string]*cmdInfo
+			if b := builtin[in.name]; b != nil {
+				bsub = b.sub
+			}
+			for _, se := range subs {
+				s, _, err := parseCommandEntry(se, nil)
+				if err != nil {
+					return nil, err
+				}
+				_, subName, _ := strings.Cut(s.name, "|")
+				if b := bsub[subName]; b != nil {
+					s = merge(b, s)
+				} else if b := builtin[in.name]; b != nil {
+					// The container's classification (CLUSTER's, OBJECT's...).
+					s.kind, s.barrier, s.pipe, s.state, s.noCache = b.kind, b.barrier, b.pipe, b.state, b.noCache
+					s.cacheable = s.cacheable && !s.noCache
+				}
+				in.sub[subName] = s
+			}
+			for name, b := range bsub { // the proxy's own, which this Redis lacks
+				if in.sub[name] == nil {
+					in.sub[name] = b
+				}
+			}
 		}
-		in.write = in.write || slices.Contains(ci.Flags, "write")
-		in.readonly = ci.ReadOnly || slices.Contains(ci.Flags, "readonly")
-		in.movable = slices.Contains(ci.Flags, "movablekeys")
-		in.blocking = slices.Contains(ci.Flags, "blocking")
-		in.cacheable = in.readonly && !in.write && !in.movable && !in.blocking && in.first == 1 && in.last == 1 && !in.noCache
-		t.m[name] = in
+		t.m[in.name] = in
 	}
-	return t
+	return t, nil
+}
+
+// parseCommandEntry reads one command of COMMAND's reply, merged with the
+// entry of builtin of its name, and returns its subcommands' entries.
+func parseCommandEntry(e any, builtin map[string]*cmdInfo) (*cmdInfo, []any, error) {
+	f, ok := e.([]any)
+	if !ok || len(f) < 6 {
+		return nil, nil, fmt.Errorf("COMMAND: an entry of %T", e)
+	}
+	in := &cmdInfo{name: strings.ToLower(asString(f[0])), redis: true,
+		first: asInt(f[3]), last: asInt(f[4]), step: asInt(f[5])}
+	flags := asStrings(f[2])
+	in.write = slices.Contains(flags, "write")
+	in.readonly = slices.Contains(flags, "readonly")
+	in.movable = slices.Contains(flags, "movablekeys")
+	in.blocking = slices.Contains(flags, "blocking")
+	var subs []any
+	if len(f) >= 10 {
+		specs, err := parseKeySpecs(f[8])
+		if err != nil {
+			return nil, nil, fmt.Errorf("COMMAND %s: %w", in.name, err)
+		}
+		in.specs = specs
+		subs, _ = f[9].([]any)
+	}
+	in.proc = keyProcs[in.name]
+	if b := builtin[in.name]; b != nil {
+		in = merge(b, in)
+	}
+	in.cacheable = in.readonly && !in.write && !in.movable && !in.blocking && in.first == 1 && in.last == 1 && !in.noCache
+	return in, subs, nil
+}
+
+// merge is Redis' entry r with the proxy's classification b: b's key
+// positions stand where Redis gives none.
+func merge(b, r *cmdInfo) *cmdInfo {
+	in := *b
+	in.redis, in.readonly, in.movable, in.blocking = true, r.readonly, r.movable, r.blocking
+	in.write = b.write || r.write
+	in.specs, in.proc = r.specs, r.proc
+	if in.first == 0 {
+		in.first, in.last, in.step = r.first, r.last, r.step
+	}
+	in.cacheable = in.readonly && !in.write && !in.movable && !in.blocking && in.first == 1 && in.last == 1 && !in.noCache
+	return &in
 }
 
 // classify returns what the proxy knows of the command args (args[0] is its
@@ -212,8 +285,16 @@ func lookupIn(m map[string]*cmdInfo, name []byte) *cmdInfo {
 	return m[string(buf[:len(name)])]
 }
 
-// keys appends the keys of args (args[0] is the command) to dst.
+// keys appends the keys of args (args[0] is the command) to dst: found by
+// Redis' procedure for the command, else by its key specs if they move,
+// else at their positions.
 func (in *cmdInfo) keys(dst [][]byte, args [][]byte) [][]byte {
+	switch {
+	case in.proc != nil:
+		return in.proc(dst, args)
+	case in.movable && len(in.specs) > 0:
+		return keysFromSpecs(dst, in.specs, args)
+	}
 	if in.numkeysArg > 0 {
 		p := in.numkeysArg
 		if p >= len(args) {
@@ -241,35 +322,6 @@ func (in *cmdInfo) keys(dst [][]byte, args [][]byte) [][]byte {
 	step := max(in.step, 1)
 	for i := in.first; i <= last && i < len(args); i += step {
 		dst = append(dst, args[i])
-	}
-	return dst
-}
-
-// getKeys says whether args' keys need the upstream's COMMAND GETKEYS: the
-// command's keys move (SORT ... STORE, GEORADIUS ... STORE, MIGRATE ... KEYS,
-// XREAD ... STREAMS) and no numkeys argument gives them.
-func (in *cmdInfo) getKeys() bool { return in.movable && in.numkeysArg == 0 }
-
-// getKeysTimeout bounds a COMMAND GETKEYS.
-const getKeysTimeout = 250 * time.Millisecond
-
-// movableKeys appends the keys of args to dst as the upstream names them
-// (COMMAND GETKEYS, one round trip: these commands are rare), or, if it does
-// not answer in time (or refuses args), those at the command's fixed
-// positions.
-func movableKeys(rdb redis.UniversalClient, in *cmdInfo, dst, args [][]byte) [][]byte {
-	ctx, cancel := context.WithTimeout(context.Background(), getKeysTimeout)
-	defer cancel()
-	cmd := make([]any, len(args))
-	for i, a := range args {
-		cmd[i] = a
-	}
-	keys, err := rdb.CommandGetKeys(ctx, cmd...).Result()
-	if err != nil {
-		return in.keys(dst, args)
-	}
-	for _, k := range keys {
-		dst = append(dst, []byte(k))
 	}
 	return dst
 }

@@ -1,47 +1,31 @@
 package proxy
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// fakeCommandInfos is a part of Redis 7.0's COMMAND table, as go-redis
-// parses it.
-func fakeCommandInfos() map[string]*redis.CommandInfo {
-	ci := func(name string, first, last, step int8, flags ...string) *redis.CommandInfo {
-		return &redis.CommandInfo{Name: name, FirstKeyPos: first, LastKeyPos: last, StepCount: step, Flags: flags,
-			ReadOnly: slices.Contains(flags, "readonly")}
+// realCommandTable is the table of a real Redis 7.0
+// (testdata/command-redis-7.0.resp), read from a fake Redis that replays it.
+func realCommandTable(t *testing.T) *commandTable {
+	t.Helper()
+	rs := newFakeRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.addr(), Protocol: 2})
+	defer rdb.Close()
+	tb, err := loadCommands(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
 	}
-	m := map[string]*redis.CommandInfo{}
-	for _, c := range []*redis.CommandInfo{
-		ci("get", 1, 1, 1, "readonly", "fast"),
-		ci("hgetall", 1, 1, 1, "readonly"),
-		ci("ttl", 1, 1, 1, "readonly", "fast"),
-		ci("set", 1, 1, 1, "write", "denyoom"),
-		ci("mset", 1, -1, 2, "write", "denyoom"),
-		ci("mget", 1, -1, 1, "readonly", "fast"),
-		ci("blpop", 1, -2, 1, "write", "blocking"),
-		ci("eval", 0, 0, 0, "noscript", "movablekeys"),
-		ci("zunionstore", 1, 1, 1, "write", "movablekeys"),
-		ci("sort", 1, 1, 1, "write", "movablekeys"),
-		ci("select", 0, 0, 0, "loading", "stale", "fast"),
-		ci("client", 0, 0, 0),
-		ci("ssubscribe", 1, -1, 1, "pubsub"),
-		ci("ping", 0, 0, 0, "fast"),
-	} {
-		m[c.Name] = c
-	}
-	return m
+	return tb
 }
 
 // TestClassify covers the command table, with Redis' COMMAND table and
 // without it (before it is read): kind, key positions, read, write,
 // cacheable and pipe mode.
 func TestClassify(t *testing.T) {
-	loaded := newCommandTable(fakeCommandInfos())
+	loaded := realCommandTable(t)
 	type want struct {
 		kind                                   cmdKind
 		keys                                   string
@@ -62,14 +46,13 @@ func TestClassify(t *testing.T) {
 		{cmd: "MSET a 1 b 2", loaded: want{keys: "a b", write: true, redis: true}},
 		{cmd: "MGET a b", loaded: want{kind: kindMGet, keys: "a b", redis: true}, unloaded: want{kind: kindMGet}},
 		{cmd: "BLPOP a b 0", loaded: want{keys: "a b", write: true, blocking: true, redis: true}},
-		{cmd: "EVAL s 2 a b x", loaded: want{keys: "a b", write: true, redis: true}, unloaded: want{keys: "a b", write: true}},
 		{cmd: "ZUNIONSTORE d 2 a b", loaded: want{keys: "d a b", write: true, redis: true}, unloaded: want{keys: "a b"}},
 		{cmd: "SELECT 1", loaded: want{kind: kindSelect, barrier: true, redis: true}, sameWhole: true},
 		{cmd: "HELLO 3", loaded: want{kind: kindHello, barrier: true, state: true}, sameWhole: true},
 		{cmd: "MULTI", loaded: want{kind: kindMulti, barrier: true}, sameWhole: true},
 		{cmd: "exec", loaded: want{kind: kindExec, barrier: true}, sameWhole: true},
 		{cmd: "DISCARD", loaded: want{kind: kindExec, barrier: true}, sameWhole: true},
-		{cmd: "WATCH k", loaded: want{kind: kindWatch, barrier: true}, sameWhole: true},
+		{cmd: "WATCH k", loaded: want{kind: kindWatch, keys: "k", barrier: true, redis: true}, unloaded: want{kind: kindWatch, barrier: true}},
 		{cmd: "UNWATCH", loaded: want{kind: kindUnwatch, barrier: true}, sameWhole: true},
 		{cmd: "RESET", loaded: want{kind: kindReset, barrier: true}, sameWhole: true},
 		{cmd: "AUTH u p", loaded: want{kind: kindAuth, barrier: true, state: true}, sameWhole: true},
@@ -80,25 +63,46 @@ func TestClassify(t *testing.T) {
 		{cmd: "CLIENT REPLY OFF", loaded: want{pipe: true}, sameWhole: true},
 		{cmd: "client tracking on", loaded: want{pipe: true}, sameWhole: true},
 		{cmd: "CLIENT SETNAME app:x", loaded: want{kind: kindSetName, barrier: true, state: true}, sameWhole: true},
-		{cmd: "CLIENT SETINFO lib-name x", loaded: want{kind: kindSetInfo, state: true}, sameWhole: true},
+		{cmd: "CLIENT SETINFO lib-name x", loaded: want{kind: kindSetInfo, state: true}, unloaded: want{kind: kindSetInfo, state: true}}, // Redis 7.2's
 		{cmd: "CLIENT ID", loaded: want{redis: true}},
 		{cmd: "READONLY", loaded: want{kind: kindReadonly, state: true}, sameWhole: true},
 		{cmd: "CLUSTER SLOTS", loaded: want{kind: kindCluster}, sameWhole: true},
 		{cmd: "QUIT", loaded: want{kind: kindQuit}, sameWhole: true},
 		{cmd: "ASKING", loaded: want{kind: kindAsking}, sameWhole: true},
-		{cmd: "HOTSPOT INFO", loaded: want{kind: kindHotspot}, sameWhole: true},
+		{cmd: "HOTSPOT INFO", loaded: want{kind: kindHotspot}, unloaded: want{kind: kindHotspot}},
 		{cmd: "PING", loaded: want{redis: true}},
+		{cmd: "UNSUBSCRIBE a b", loaded: want{kind: kindUnsubscribe}, sameWhole: true},
+		{cmd: "punsubscribe", loaded: want{kind: kindUnsubscribe}, sameWhole: true},
+		{cmd: "SUNSUBSCRIBE a b", loaded: want{kind: kindUnsubscribe, keys: "a b", redis: true}, unloaded: want{kind: kindUnsubscribe, keys: "a b"}},
+		{cmd: "CLUSTER NODES", loaded: want{kind: kindCluster}, sameWhole: true},
+		{cmd: "OBJECT ENCODING k", loaded: want{keys: "k", redis: true}},
+		{cmd: "MIGRATE h 1 k 0 10", loaded: want{keys: "k", write: true, redis: true}},
+		{cmd: "MIGRATE h 1 \"\" 0 10 COPY AUTH2 KEYS pw AUTH KEYS KEYS a b", loaded: want{keys: "a b", write: true, redis: true}},
+		{cmd: "MIGRATE h 1 k 0 10 KEYS a b", loaded: want{write: true, redis: true}},
+		{cmd: "SORT l BY w_* GET store LIMIT 0 1 STORE d1 STORE d2", loaded: want{keys: "l d2", write: true, redis: true}},
+		{cmd: "SORT l", loaded: want{keys: "l", write: true, redis: true}},
+		{cmd: "XREAD COUNT 1 STREAMS s1 s2 0 0", loaded: want{keys: "s1 s2", blocking: true, redis: true}},
+		{cmd: "XREADGROUP GROUP g c BLOCK 0 STREAMS s1 >", loaded: want{keys: "s1", write: true, blocking: true, redis: true}},
+		{cmd: "GEORADIUS g 0 0 1 km STORE d", loaded: want{keys: "g d", write: true, redis: true}},
+		{cmd: "EVAL s 2 a b x", loaded: want{keys: "a b", write: true, redis: true}, unloaded: want{keys: "a b", write: true}},
+		{cmd: "FCALL f 1 a x", loaded: want{keys: "a", write: true, redis: true}, unloaded: want{keys: "a", write: true}},
+		{cmd: "BLMPOP 0 2 a b LEFT", loaded: want{keys: "a b", write: true, blocking: true, redis: true}, unloaded: want{keys: "a b"}},
 		{cmd: "NOSUCHCOMMAND x", loaded: want{}},
 	} {
 		args := bytesArgs(strings.Fields(tc.cmd))
+		for i, a := range args {
+			if string(a) == `""` {
+				args[i] = []byte{}
+			}
+		}
 		for _, table := range []struct {
 			name string
 			t    *commandTable
 			want want
 		}{{"loaded", loaded, tc.loaded}, {"unloaded", nil, tc.unloaded}} {
-			if table.t == nil && tc.sameWhole {
+			if tc.sameWhole {
 				table.want = tc.loaded
-				table.want.redis = false
+				table.want.redis = table.t != nil
 			}
 			in := table.t.classify(args)
 			got := want{kind: in.kind, keys: string(joinArgs(in.keys(nil, args))), write: in.write, cacheable: in.cacheable,

@@ -223,8 +223,15 @@ func TestCompatSessionState(t *testing.T) {
 			s("GET", "elsewhere:key"), s("ACL", "WHOAMI"), s("FLUSHALL"), s("HELLO", "2", "AUTH", "default", "nopass-wrong"),
 		}))
 	})
+	compatBlockingAndPubSub(t, redisAddr, tp.addr, prefix)
+}
+
+// compatBlockingAndPubSub: BLPOP served by a push and timing out, and
+// SUBSCRIBE with a message, PING and UNSUBSCRIBE in RESP2 and RESP3, direct
+// and through the proxy.
+func compatBlockingAndPubSub(t *testing.T, redisAddr, proxyAddr, prefix string) {
 	t.Run("blpop", func(t *testing.T) {
-		runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
+		runBoth(t, redisAddr, proxyAddr, prefix, func(c *rawConn, p string) [][]byte {
 			c.send("BLPOP", p+"q", "5")
 			time.Sleep(200 * time.Millisecond)
 			pusher := newRedis(redisAddr)
@@ -237,7 +244,7 @@ func TestCompatSessionState(t *testing.T) {
 	})
 	t.Run("subscribe", func(t *testing.T) {
 		for _, proto := range []string{"2", "3"} {
-			runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
+			runBoth(t, redisAddr, proxyAddr, prefix, func(c *rawConn, p string) [][]byte {
 				var out [][]byte
 				if proto == "3" {
 					out = append(out, redactHello(c.do("HELLO", "3")))

@@ -85,6 +85,17 @@ type Config struct {
 	// 16.
 	MaxApps int
 
+	// MaxClientBuffer bounds the bytes of one client's commands the proxy
+	// holds: the command being read and what queued commands keep until
+	// their replies. A command that cannot fit is refused and the
+	// connection closed. 0 means 64 MiB. Redis takes arguments of up to
+	// 512 MB: raise it if the app writes values bigger than 64 MiB.
+	MaxClientBuffer int64
+	// MaxBuffer bounds the same bytes for every client together; 0 means
+	// 256 MiB. A client whose command would pass it is refused in the same
+	// way.
+	MaxBuffer int64
+
 	// ShutdownGrace is how long, once Serve's context ends, the replies of
 	// commands already read may take; 0 means 5 s.
 	ShutdownGrace time.Duration
@@ -114,8 +125,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("proxy: Config.ReportSample: %d must be >= 0", cfg.ReportSample)
 	case cfg.MaxApps < 0:
 		return cfg, fmt.Errorf("proxy: Config.MaxApps: %d must be >= 0", cfg.MaxApps)
-	case cfg.L1Bytes < 0 || cfg.ReplyCacheBytes < 0:
-		return cfg, errors.New("proxy: Config.L1Bytes and ReplyCacheBytes must be >= 0")
+	case cfg.L1Bytes < 0 || cfg.ReplyCacheBytes < 0 || cfg.MaxClientBuffer < 0 || cfg.MaxBuffer < 0:
+		return cfg, errors.New("proxy: Config.L1Bytes, ReplyCacheBytes, MaxClientBuffer and MaxBuffer must be >= 0")
 	case cfg.L1TTL < 0 || cfg.ShutdownGrace < 0 || cfg.CommandTableWait < 0:
 		return cfg, errors.New("proxy: Config.L1TTL, ShutdownGrace and CommandTableWait must be >= 0")
 	}
@@ -127,6 +138,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.L1TTL = cmp.Or(cfg.L1TTL, 10*time.Second)
 	cfg.ReplyCacheBytes = cmp.Or(cfg.ReplyCacheBytes, 64<<20)
 	cfg.MaxApps = cmp.Or(cfg.MaxApps, 16)
+	cfg.MaxClientBuffer = cmp.Or(cfg.MaxClientBuffer, 64<<20)
+	cfg.MaxBuffer = cmp.Or(cfg.MaxBuffer, 256<<20)
 	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, 5*time.Second)
 	cfg.CommandTableWait = cmp.Or(cfg.CommandTableWait, 5*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))

@@ -13,6 +13,6 @@
 // The key invariant: a client gets one reply per reply Redis would have
 // sent, in the order of its commands, each Redis' own bytes or, for a read
 // answered from L1, bytes Redis would have sent; a read is answered from L1
-// only once every command sent before it on the connection has been
-// answered, so it sees the connection's state and writes.
+// only once Redis has answered every command before it on the connection
+// that may change the connection's state or write, so it sees them.
 package proxy

@@ -34,7 +34,7 @@ type testProxy struct {
 // startProxy runs a proxy in front of redisAddr; mod adjusts its config
 // (by default: no ZooKeeper, no Kafka, app "compat"). It returns once the
 // proxy serves (it has the COMMAND table, or gave up waiting for it).
-func startProxy(t *testing.T, redisAddr string, mod func(*Config)) *testProxy {
+func startProxy(t testing.TB, redisAddr string, mod func(*Config)) *testProxy {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := Config{App: "compat", Redis: redisAddr, ShutdownGrace: 2 * time.Second, Registerer: reg,
@@ -76,7 +76,7 @@ func (tp *testProxy) stop() {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Logf("%s", strings.TrimRight(string(b), "\n"))

@@ -185,7 +185,7 @@ func TestHotReadLimit(t *testing.T) {
 
 // TestMovableKeyWritesInvalidate writes hot keys with commands whose keys
 // the COMMAND table's positions do not give (SORT ... STORE, MIGRATE ...
-// KEYS): the proxy asks Redis for them (COMMAND GETKEYS) and drops them
+// KEYS): the proxy finds them itself (Redis' procedures) and drops them
 // from L1, so the next read sees the write instead of the old value. Redis'
 // client tracking would tell the proxy too: it is off here.
 func TestMovableKeyWritesInvalidate(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // settledGoroutines waits (2 s at most) for the number of goroutines to
@@ -78,5 +80,31 @@ func TestServeStopsEverything(t *testing.T) {
 		if n, stacks := settledGoroutines(before); stacks != "" {
 			t.Errorf("cluster %v: %d goroutines before New, %d after Serve returned:\n%s", cluster, before, n, stacks)
 		}
+	}
+}
+
+// TestNewAgainAfterFailure: a New that failed leaves its metrics
+// unregistered, so that New may be tried again with the same Registerer;
+// Serve after Close fails.
+func TestNewAgainAfterFailure(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := Config{Redis: "127.0.0.1:1", App: "again", Brokers: []string{"127.0.0.1:1"}, KafkaSASL: "no-such-mechanism", Registerer: reg}
+	if _, err := New(cfg); err == nil {
+		t.Fatal("New with an unknown SASL mechanism did not fail")
+	}
+	cfg.KafkaSASL, cfg.Brokers = "", nil
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New again with the same Registerer: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Error(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Serve(context.Background(), ln); err == nil {
+		t.Error("Serve after Close did not fail")
 	}
 }

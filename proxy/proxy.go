@@ -90,6 +90,9 @@ type Proxy struct {
 	rdb   redis.UniversalClient // the SDK Clients' Redis (single mode), COMMAND, Ping
 	cmds  *commands
 	stats stats
+	mem   memBudget // every client's commands held, bounded by Config.MaxBuffer
+
+	metrics []prometheus.Collector // the proxy's own, registered in New
 
 	defaultApp *appClient
 	appsMu     sync.Mutex
@@ -125,6 +128,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, apps: map[string]*appClient{},
 		sessions: map[clientConn]struct{}{}, bcast: make(chan bcastReq, 10_000), cmds: newCommands(),
 		serving: make(chan struct{})}
+	p.mem.max = cfg.MaxBuffer
 	if err := p.registerMetrics(); err != nil {
 		return nil, err
 	}
@@ -140,6 +144,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		p.stop()
 		p.rdb.Close()
+		for _, c := range p.metrics {
+			p.reg.Unregister(c)
+		}
 		return nil, err
 	}
 	p.defaultApp = a
@@ -147,14 +154,31 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// ownOptions are the options of the proxy's own connections to addr.
+// ownOptions are the options of the proxy's own connections to addr (the
+// SDK's pool, its subscriptions and client tracking, COMMAND): few, named
+// ownName, in RESP2 (go-redis's HELLO 2, without HELLO 3 or CLIENT SETINFO).
 func (p *Proxy) ownOptions(addr string) *redis.Options {
 	cfg := p.cfg
 	return &redis.Options{
 		Addr: addr, Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: cfg.RedisTLS,
 		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
 		PoolTimeout: 250 * time.Millisecond, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true, PoolSize: ownPoolSize, OnConnect: nameOwn,
 	}
+}
+
+const (
+	// ownName names the proxy's own connections in CLIENT LIST.
+	ownName = "hotspot-proxy"
+	// ownPoolSize bounds the connections of the SDK's pool (hot keys'
+	// loads, invalidations), per Redis node.
+	ownPoolSize = 4
+)
+
+// nameOwn names a connection of the proxy's own. It is the connections'
+// OnConnect, which the SDK copies to its client tracking connections too.
+func nameOwn(ctx context.Context, cn *redis.Conn) error {
+	return cn.ClientSetName(ctx, ownName).Err()
 }
 
 // Serve accepts client connections on ln and serves them until ctx ends or
@@ -167,7 +191,7 @@ func (p *Proxy) ownOptions(addr string) *redis.Options {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	if !p.served.CompareAndSwap(false, true) {
 		ln.Close()
-		return errors.New("proxy: Serve called twice")
+		return errors.New("proxy: Serve after Serve or Close")
 	}
 	var g errgroup.Group
 	g.Go(func() error {
@@ -215,6 +239,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 // never served. Later calls return the first call's error.
 func (p *Proxy) Close() error {
 	p.closeOnce.Do(func() {
+		p.served.Store(true) // no Serve from now on
 		p.stop()
 		var errs []error
 		p.appsMu.Lock()
@@ -509,15 +534,24 @@ func (p *Proxy) registerMetrics() error {
 	counter("limited_total", "Reads of hot keys refused by the hot-read limit (answered with a blank).", func() float64 { return float64(s.sum().limited) })
 	counter("passthrough_total", "Commands forwarded that L1 could not answer (not hot, not cacheable, MULTI, WATCH, another database...).", func() float64 { return float64(s.sum().passthrough) })
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
+	counter("buffer_refused_total", "Client connections closed because a command would pass the buffer bounds (MaxClientBuffer, MaxBuffer).",
+		func() float64 { return float64(p.mem.refused.Load()) })
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))
+	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_buffered_bytes",
+		Help: "Bytes of clients' commands the proxy holds: being read, or kept until their replies (bounded by MaxBuffer)."},
+		func() float64 { return float64(p.mem.used.Load()) }))
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_command_table",
 		Help: "1 once Redis' COMMAND table is read; 0 while every command passes through unreported."},
 		func() float64 { return float64(p.cmds.has()) }))
 	for _, c := range cs {
 		if err := p.reg.Register(c); err != nil {
+			for _, c := range p.metrics {
+				p.reg.Unregister(c)
+			}
 			return fmt.Errorf("proxy: metrics: %w", err)
 		}
+		p.metrics = append(p.metrics, c)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 
 // A session is one client connection and its own upstream connection.
 //
-// Two goroutines: the reader parses the client's commands (redcon's reader),
+// Two goroutines: the reader parses the client's commands (reqReader),
 // answers some from L1 and writes the others, unchanged, to the upstream; for
 // each command it queues what the reply needs, in order. The writer takes the
 // queue in order: a reply the proxy made is written as it is, any other is
@@ -39,7 +39,7 @@ type session struct {
 	c  *counts  // the proxy's stripe of counts this session adds to
 	cc net.Conn // client
 	uc net.Conn // upstream
-	rd *redcon.Reader
+	rd *reqReader
 	uw *bufio.Writer // to upstream; the reader's
 	ur *bufio.Reader // from upstream; the writer's
 	cw *bufio.Writer // to the client; the writer's
@@ -51,6 +51,8 @@ type session struct {
 	done    uint64 // barriers the writer has passed
 	st      connState
 	closing bool
+	mem     int64 // bytes of the client's commands held: the reader's buffer and held
+	held    int64 // of which queued items keep (item.own)
 
 	multiWrites []string // keys written by commands queued in MULTI: dropped at EXEC
 
@@ -80,13 +82,49 @@ type item struct {
 	ticket  hotcache.ReplyTicket
 	store   bool
 	barrier bool
-	pipe    bool // switch to a plain pipe after this reply
+	pipe    bool  // switch to a plain pipe after this reply
+	held    int64 // bytes of the client's that args and keys keep (own)
+	// msgs, if not 0, is how many messages answer the command, push
+	// messages included ((P|S)UNSUBSCRIBE); 0: one reply, push messages
+	// before it passed on as they come.
+	msgs int
+	// argBytes is, for a write, the bytes of its arguments after the first
+	// key (what a write reports).
+	argBytes int
+}
+
+// own copies the arguments and keys the item keeps out of the reader's
+// buffer, which the next read reuses, and returns their size.
+func (it *item) own() int {
+	n := 0
+	for _, a := range it.args {
+		n += len(a)
+	}
+	for _, k := range it.keys {
+		n += len(k)
+	}
+	if len(it.args) == 0 && len(it.keys) == 0 {
+		return 0
+	}
+	buf := make([]byte, 0, n)
+	clone := func(in [][]byte) [][]byte {
+		out := make([][]byte, len(in))
+		for i, a := range in {
+			start := len(buf)
+			buf = append(buf, a...)
+			out[i] = buf[start:len(buf):len(buf)]
+		}
+		return out
+	}
+	it.args, it.keys = clone(it.args), clone(it.keys)
+	return n
 }
 
 func newSession(p *Proxy, cc, uc net.Conn, app *appClient) *session {
-	s := &session{p: p, c: p.stats.stripe(), cc: cc, uc: uc, rd: redcon.NewReader(cc),
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, uc: uc,
 		uw: bufio.NewWriterSize(uc, 32<<10), ur: bufio.NewReaderSize(uc, 64<<10), cw: bufio.NewWriterSize(cc, 32<<10),
 		q: make(chan *item, 4096)}
+	s.rd = newReqReader(cc, s.grow, s.shrink)
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: app}
 	return s
@@ -121,15 +159,83 @@ func (s *session) kill() {
 	s.uc.Close()
 }
 
+// grow reserves n bytes more for the client's commands, within its bound
+// and the proxy's. While queued commands keep bytes it waits for their
+// replies to give them back; false refuses (the client is closed).
+func (s *session) grow(n int) bool {
+	p := s.p
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.mem+int64(n) <= p.cfg.MaxClientBuffer && p.mem.take(int64(n)) {
+			s.mem += int64(n)
+			return true
+		}
+		if s.held == 0 || s.closing {
+			return false
+		}
+		held := s.held
+		s.mu.Unlock()
+		err := s.uw.Flush() // the replies waited for may belong to commands in the buffer
+		s.mu.Lock()
+		if err != nil {
+			return false
+		}
+		for s.held >= held && !s.closing {
+			s.cond.Wait()
+		}
+	}
+}
+
+// shrink gives n bytes back.
+func (s *session) shrink(n int) {
+	s.mu.Lock()
+	s.mem -= int64(n)
+	s.mu.Unlock()
+	s.p.mem.give(int64(n))
+}
+
+// done gives back what a queued item kept.
+func (s *session) doneWith(it *item) {
+	if it.held == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.mem -= it.held
+	s.held -= it.held
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.p.mem.give(it.held)
+}
+
+// readErr answers the error that ended the client's commands, after the
+// replies of those before it: Redis answers a protocol error and closes.
+func (s *session) readErr(err error) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing { // shutting down: the error is the proxy's
+		return
+	}
+	var pe *protoError
+	switch {
+	case errors.As(err, &pe):
+		s.q <- &item{local: pe.reply()}
+	case errors.Is(err, errOverBudget):
+		s.p.mem.refused.Add(1)
+		s.q <- &item{local: overBudgetReply}
+	}
+}
+
 func (s *session) reader() {
 	defer close(s.q)
+	defer s.rd.close()
 	pipe := false
 	for {
 		cmds, err := s.rd.ReadCommands()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !isNetErr(err) {
-				// A protocol error: Redis answers one and closes.
-				s.q <- &item{local: []byte("-ERR Protocol error: " + err.Error() + "\r\n")}
+			if !pipe {
+				s.readErr(err)
 			}
 			_ = s.uw.Flush()
 			s.closeUpstreamWrite()
@@ -143,8 +249,18 @@ func (s *session) reader() {
 				continue
 			}
 			it := s.handle(cmd, s.p.cmds.get().classify(cmd.Args))
-			if it == nil {
-				continue
+			if n := it.own(); n > 0 {
+				if !s.grow(n) {
+					s.p.mem.refused.Add(1)
+					s.q <- &item{local: overBudgetReply}
+					_ = s.uw.Flush()
+					s.closeUpstreamWrite()
+					return
+				}
+				it.held = int64(n)
+				s.mu.Lock()
+				s.held += it.held
+				s.mu.Unlock()
 			}
 			if it.local == nil {
 				if _, err := s.uw.Write(cmd.Raw); err != nil {
@@ -166,6 +282,11 @@ func (s *session) reader() {
 			}
 			if it.pipe {
 				pipe = true
+			}
+			if it.kind == kindQuit { // Redis runs nothing after it, answers it and closes
+				_ = s.uw.Flush()
+				s.closeUpstreamWrite()
+				return
 			}
 		}
 		if err := s.uw.Flush(); err != nil {
@@ -213,7 +334,7 @@ func (s *session) settled() (connState, bool) {
 // handle decides what to do with one command, of the table's entry in: an
 // item whose local reply is set is answered by the proxy, any other is
 // forwarded.
-func (s *session) handle(cmd redcon.Command, in *cmdInfo) *item {
+func (s *session) handle(cmd command, in *cmdInfo) *item {
 	p := s.p
 	args := cmd.Args
 	s.mu.Lock()
@@ -225,8 +346,15 @@ func (s *session) handle(cmd redcon.Command, in *cmdInfo) *item {
 		return it
 	}
 	it.kind, it.barrier, it.pipe = in.kind, in.barrier, in.pipe
+	if in.kind == kindUnsubscribe {
+		// Outside pipe mode the connection has no subscription: Redis
+		// answers one message per channel named, or one for none.
+		it.msgs = max(1, len(args)-1)
+	}
 	if in.barrier || in.pipe {
-		it.args = args
+		if in.kind != kindPlain && in.kind != kindAuth {
+			it.args = args // the state its reply changes (SELECT's database...)
+		}
 		s.c.passthrough.Add(1)
 		return it
 	}
@@ -234,15 +362,13 @@ func (s *session) handle(cmd redcon.Command, in *cmdInfo) *item {
 		s.c.passthrough.Add(1)
 		return it
 	}
-	if in.getKeys() {
-		it.keys = movableKeys(p.rdb, in, nil, args)
-	} else {
-		it.keys = in.keys(nil, args)
-	}
+	it.keys = in.keys(nil, args)
 	it.write = in.write
 	if in.write {
 		it.barrier = true // read-your-writes: no L1 answer before its reply is in
-		it.args = args
+		for _, a := range args[min(2, len(args)):] {
+			it.argBytes += len(a)
+		}
 	}
 	if len(it.keys) > 0 && in.kind == kindGet && len(args) == 2 {
 		it.value = true
@@ -408,33 +534,13 @@ func appendBulk(b, v []byte) []byte {
 func (s *session) writer() {
 	defer s.release()
 	var rm resp3.RawMessage
-	opts := p3opts
 	for it := range s.q {
-		switch {
-		case it.local != nil:
-			if _, err := s.cw.Write(it.local); err != nil {
-				return
-			}
-			s.pass(it, nil)
-		case it.pipe:
-			// Everything before it has been answered: what comes next from
-			// upstream is its replies and whatever follows them (messages,
-			// MONITOR lines, RESP3 pushes).
-			if s.cw.Flush() != nil {
-				return
-			}
-			s.pipe()
+		ok := s.write(it, &rm)
+		s.doneWith(it)
+		if !ok {
 			return
-		default:
-			if err := s.readReply(&rm, opts); err != nil {
-				return
-			}
-			if _, err := s.cw.Write(rm); err != nil {
-				return
-			}
-			s.after(it, rm)
 		}
-		if len(s.q) == 0 && s.ur.Buffered() == 0 {
+		if len(s.q) == 0 { // nothing to write before the next command: what is ready goes out
 			if err := s.cw.Flush(); err != nil {
 				return
 			}
@@ -443,12 +549,63 @@ func (s *session) writer() {
 	_ = s.cw.Flush()
 }
 
+// readMsg reads one message from upstream; the replies written before it
+// go out first if it is not there yet (the next may take long: BLPOP).
+func (s *session) readMsg(rm *resp3.RawMessage) error {
+	if s.ur.Buffered() == 0 {
+		if err := s.cw.Flush(); err != nil {
+			return err
+		}
+	}
+	return rm.UnmarshalRESP(s.ur, p3opts.o)
+}
+
+// write writes an item's reply and applies it; false ends the session (the
+// writer stops; a pipe has ended).
+func (s *session) write(it *item, rm *resp3.RawMessage) bool {
+	switch {
+	case it.local != nil:
+		if _, err := s.cw.Write(it.local); err != nil {
+			return false
+		}
+		s.pass(it, nil)
+	case it.pipe:
+		// Everything before it has been answered: what comes next from
+		// upstream is its replies and whatever follows them (messages,
+		// MONITOR lines, RESP3 pushes).
+		if s.cw.Flush() != nil {
+			return false
+		}
+		s.pipe()
+		return false
+	case it.msgs > 0:
+		for range it.msgs {
+			if err := s.readMsg(rm); err != nil {
+				return false
+			}
+			if _, err := s.cw.Write(*rm); err != nil {
+				return false
+			}
+		}
+		s.after(it, *rm)
+	default:
+		if err := s.readReply(rm, p3opts); err != nil {
+			return false
+		}
+		if _, err := s.cw.Write(*rm); err != nil {
+			return false
+		}
+		s.after(it, *rm)
+	}
+	return true
+}
+
 // readReply reads one reply from upstream into rm: a push message before it
 // (RESP3, e.g. client tracking in the same connection) is copied to the
 // client as it comes; an attribute is kept with the reply it annotates.
 func (s *session) readReply(rm *resp3.RawMessage, opts *respOpts) error {
 	for {
-		if err := rm.UnmarshalRESP(s.ur, opts.o); err != nil {
+		if err := s.readMsg(rm); err != nil {
 			return err
 		}
 		switch (*rm)[0] {
@@ -473,7 +630,8 @@ func (s *session) readReply(rm *resp3.RawMessage, opts *respOpts) error {
 func (s *session) pipe() {
 	_, _ = io.Copy(s.cc, s.ur)
 	s.cc.Close()
-	for range s.q { // the reader stops queueing once in pipe mode
+	for it := range s.q { // the reader stops queueing once in pipe mode
+		s.doneWith(it)
 	}
 }
 
@@ -481,13 +639,15 @@ func (s *session) pipe() {
 // writer stops early (upstream gone): the client then sees its connection
 // closed.
 func (s *session) release() {
+	_ = s.cw.Flush() // the replies read before upstream closed (after QUIT, say)
 	s.mu.Lock()
 	s.closing = true
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.cc.Close()
 	s.uc.Close()
-	for range s.q {
+	for it := range s.q {
+		s.doneWith(it)
 	}
 }
 
@@ -584,15 +744,9 @@ func (s *session) after(it *item, reply []byte) {
 // L1. A write counts the bytes of its arguments after the first key.
 func (s *session) report(app *appClient, it *item, reply []byte, noInvalidate bool) {
 	if it.write {
-		n := 0
-		for i, a := range it.args {
-			if i > 1 {
-				n += len(a)
-			}
-		}
 		for _, k := range it.keys {
 			key := string(k)
-			app.c.ReportWrite(key, n)
+			app.c.ReportWrite(key, it.argBytes)
 			if !noInvalidate {
 				s.invalidate(app, key)
 			}

@@ -45,7 +45,7 @@ const proxyHelp = `Redis sidecar proxy: hot keys from the hotcache SDK's L1, acc
 // rawFlags are the flags whose values parseConfig converts.
 type rawFlags struct {
 	brokers, zk, logLevel, limited, redisCluster, redisTLSCAFile string
-	l1MiB, replyMiB                                              int64
+	l1MiB, replyMiB, clientBufMiB, bufMiB                        int64
 	redisTracking                                                bool
 	kafka                                                        *kafkaio.SecurityFlags
 }
@@ -63,6 +63,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, err
 	}
 	pc.L1Bytes, pc.ReplyCacheBytes = raw.l1MiB<<20, raw.replyMiB<<20
+	pc.MaxClientBuffer, pc.MaxBuffer = raw.clientBufMiB<<20, raw.bufMiB<<20
 	pc.NoRedisTracking = !raw.redisTracking
 	if err := c.logLevel.UnmarshalText([]byte(raw.logLevel)); err != nil {
 		return c, fmt.Errorf("--log-level: %w", err)
@@ -104,6 +105,8 @@ func defineFlags(fs *flag.FlagSet, c *config) *rawFlags {
 	fs.BoolVar(&raw.redisTracking, "redis-tracking", true, "ask Redis (client tracking) to tell of writes to hot keys that bypass the proxies and the SDK, so they reach L1 within a round trip instead of --l1-ttl (with --redis and --redis-cluster)")
 	fs.Int64Var(&raw.replyMiB, "reply-cache-mib", 64, "MiB of cached replies of hot keys (commands other than GET), per app")
 	fs.StringVar(&raw.limited, "limited-reply", "null", "reply to a read over the hot-read limit: null, or error (-HOTKEY_LIMITED)")
+	fs.Int64Var(&raw.clientBufMiB, "max-client-buffer-mib", 64, "MiB of one client's commands the proxy holds at most (a bigger command is refused and its connection closed; Redis takes arguments up to 512 MB)")
+	fs.Int64Var(&raw.bufMiB, "max-buffer-mib", 256, "MiB of every client's commands the proxy holds at most")
 	fs.IntVar(&pc.MaxApps, "max-apps", 16, "apps (CLIENT SETNAME app:NAME) followed at most, --app included")
 	fs.DurationVar(&pc.ShutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM, how long replies of commands already read may take")
 	fs.StringVar(&raw.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -144,6 +147,8 @@ func checkFlags(pc *proxy.Config) error {
 		return fmt.Errorf("--max-apps: %d must be >= 1", pc.MaxApps)
 	case pc.ReportSample < 1:
 		return fmt.Errorf("--report-sample: %d must be >= 1", pc.ReportSample)
+	case pc.MaxClientBuffer < 1<<20 || pc.MaxBuffer < pc.MaxClientBuffer:
+		return errors.New("--max-client-buffer-mib must be >= 1 and --max-buffer-mib >= it")
 	}
 	return nil
 }
