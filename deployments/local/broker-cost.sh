@@ -20,6 +20,9 @@
 # (stack.sh's header) so that only the run's own traffic is counted.
 #
 # PID defaults to $HOTSPOT_STACK_DIR/kafka.pid (the stack of stack.sh).
+# -l LOG also counts the requests by type and client id from the broker's
+# request log (a broker started with HOTSPOT_KAFKA_REQUEST_LOG=1 writes it
+# into $HOTSPOT_STACK_DIR/kafka.log), to say which client sends what.
 # -o FILE also writes the table's rows as "type requests_per_s bytes_in_per_s
 # local_ms_per_s" lines. `broker-cost.sh -p PID snap` prints one raw reading.
 # Needs a JDK (javac): the tool is compiled once into a cache folder.
@@ -28,12 +31,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 state=${HOTSPOT_STACK_DIR:-$top/.stack}
-pid="" jmx="" outfile=""
+pid="" jmx="" outfile="" reqlog=""
 while (($#)); do
 	case $1 in
 	-p) pid=$2; shift 2 ;;
 	-j) jmx=$2; shift 2 ;;
 	-o) outfile=$2; shift 2 ;;
+	-l) reqlog=$2; shift 2 ;;
 	--) shift; break ;;
 	snap) break ;;
 	*) echo "usage: $0 [-p PID | -j HOST:PORT] [-o FILE] -- COMMAND [ARG...]" >&2; exit 2 ;;
@@ -63,10 +67,12 @@ fi
 work=$(mktemp -d /tmp/broker-cost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 read_jmx >"$work/before"
+[[ -z $reqlog ]] || l0=$(stat -c %s "$reqlog")
 t0=$(now) c0=$(cpu_ticks)
 rc=0
 "$@" || rc=$?
 t1=$(now) c1=$(cpu_ticks)
+[[ -z $reqlog ]] || tail -c +"$((l0 + 1))" "$reqlog" >"$work/reqlog"
 read_jmx >"$work/after"
 hz=$(getconf CLK_TCK)
 
@@ -96,4 +102,10 @@ awk -v secs="$(echo "$t1 - $t0" | bc)" -v cpu0="$c0" -v cpu1="$c1" -v hz="$hz" -
 			tot["net_in"] / secs, tot["net_out"] / secs, tot["topic_in"] / secs, tot["topic_out"] / secs, tot["messages_in"] / secs
 		if (cpu0 >= 0) printf "broker CPU-seconds %.2f (load-sensitive)\n", (cpu1 - cpu0) / hz
 	}' "$work/before" "$work/after"
+if [[ -n $reqlog ]]; then
+	printf '\nby client (request log): %-24s %-36s %10s\n' "request type" "client id" "requests/s"
+	grep -o '"clientId":"[^"]*","requestApiKeyName":"[^"]*"' "$work/reqlog" |
+		sed 's/"clientId":"\([^"]*\)","requestApiKeyName":"\([^"]*\)"/\2 \1/' | sort | uniq -c | sort -rn |
+		awk -v secs="$(echo "$t1 - $t0" | bc)" '{ printf "%-24s %-36s %10.2f\n", $2, ($3 == "" ? "(none)" : $3), $1 / secs }'
+fi
 exit "$rc"
