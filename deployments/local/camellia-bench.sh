@@ -24,7 +24,9 @@
 # The server needs a Redis (its top-N), the private stack's.
 #
 # Env: KEYS (200000), SKEW (1.1), DURATION (30), RUNS (1: pairs per rate),
-# PARTITIONS (1), KEEP=1 keeps the work folder. CPU figures are only worth
+# PARTITIONS (1), WARMUP (20: seconds of one unreported run of each side
+# first, since a young JVM's JIT compiler costs it seconds of CPU; 0 skips
+# it), KEEP=1 keeps the work folder. CPU figures are only worth
 # anything on a quiet machine: the script prints `uptime` before each run.
 set -euo pipefail
 
@@ -36,6 +38,7 @@ shift
 rates=("${@:-200000}")
 (($#)) || rates=(200000 500000)
 keys=${KEYS:-200000} skew=${SKEW:-1.1} duration=${DURATION:-30} runs=${RUNS:-1} parts=${PARTITIONS:-1}
+warmup=${WARMUP:-20}
 work=$(mktemp -d /tmp/camellia-bench.XXXXXX)
 log() { printf 'camellia-bench: %s\n' "$*" >&2; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -100,17 +103,17 @@ pids+=("$cam_pid")
 for _ in $(seq 120); do (exec 3<>"/dev/tcp/127.0.0.1/$cam_port") 2>/dev/null && break; sleep 0.5; done
 (exec 3<>"/dev/tcp/127.0.0.1/$cam_port") 2>/dev/null || { tail -30 "$work/camellia.log" >&2; exit 1; }
 
-run_camellia() { # run_camellia RATE: prints "accesses cpu_seconds"
+run_camellia() { # run_camellia RATE [SECONDS]: prints "accesses cpu_seconds [unfair...]"
 	local c0 c1 out
 	c0=$(cpu_ticks "$cam_pid")
 	out=$(java -cp "$(cat "$work/sdk.cp"):$sdkjar:$work/driver" CamelliaDriver "127.0.0.1:$cam_port" "$ns" "$1" \
-		"$keys" "$skew" "$duration" 1000 0.8,1.2,3 2>>"$work/driver.log")
+		"$keys" "$skew" "${2:-$duration}" 1000 0.8,1.2,3 2>>"$work/driver.log")
 	c1=$(cpu_ticks "$cam_pid")
 	printf '%s\n' "$out" >&2
 	awk -v c="$(((c1 - c0)))" -v hz="$hz" '/^sent /{n = $2} /^unfair/{u = " (unfair: generator behind)"} END {print n, c / hz, u}' <<<"$out"
 }
 
-run_hotspot() { # run_hotspot RATE N: prints "accesses pipeline_cpu hotspotd_cpu broker_cpu zk_cpu [unfair...]"
+run_hotspot() { # run_hotspot RATE N [SECONDS]: prints "accesses pipeline_cpu hotspotd_cpu broker_cpu zk_cpu [unfair...]"
 	local t=cb-$2-$(date +%H%M%S) addr hp
 	addr=127.0.0.1:$(free_port)
 	"$work/bin/hotspotd" --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --redis "$HOTSPOT_REDIS" --topic "$t" \
@@ -118,7 +121,7 @@ run_hotspot() { # run_hotspot RATE N: prints "accesses pipeline_cpu hotspotd_cpu
 	hp=$!
 	sleep 3
 	"$work/bin/hotspot" bench --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --hotspotd "$addr" --zk-root "/$t" \
-		--topic "$t" --partitions "$parts" --rate "$1" --keys "$keys" --skew "$skew" --duration "${duration}s" \
+		--topic "$t" --partitions "$parts" --rate "$1" --keys "$keys" --skew "$skew" --duration "${3:-$duration}s" \
 		--flash planted:0.8x@3s=0.8x --flash planted:1.2x@3s=1.2x --flash planted:3x@3s=3x \
 		--json "$work/$t.json" --allow-missed >"$work/$t.txt" 2>&1 || true
 	kill "$hp"; wait "$hp" 2>/dev/null || true
@@ -126,6 +129,11 @@ run_hotspot() { # run_hotspot RATE N: prints "accesses pipeline_cpu hotspotd_cpu
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["events"], d["pipeline_cpu_seconds"], d["hotspotd_cpu_seconds"], d["broker_cpu_seconds"], d["zookeeper_cpu_seconds"], "(unfair: generator behind)" if d["generator_max_lag_ms"] > 1000 else "")' "$work/$t.json"
 }
 
+if ((warmup > 0)); then # both JVMs (camellia's server, the broker) compile their hot paths first
+	log "warm-up, ${warmup} s each at ${rates[0]}/s (not reported)"
+	run_camellia "${rates[0]}" "$warmup" >/dev/null 2>&1
+	run_hotspot "${rates[0]}" 0 "$warmup" >/dev/null 2>&1
+fi
 rows=()
 n=0
 for rate in "${rates[@]}"; do
