@@ -8,7 +8,8 @@
 # checkout, or `git archive` of a clone, unpacked). The script builds its
 # modules camellia-hot-key-server-bootstrap and camellia-hot-key-sdk with
 # Maven (Java 17: -Djava.version=17; dependencies from Maven Central; the
-# build is skipped when the jars are there), and drives the server through
+# build is skipped when the jars are there; `mvn install` puts camellia's
+# snapshot jars in the local Maven repository, ~/.m2), and drives the server through
 # its SDK at the SDK's defaults (1 s push, 10,000-key cap) with
 # camellia/CamelliaDriver.java, our own: the same workload as `hotspot
 # bench` (Zipf SKEW over KEYS keys, DURATION, planted keys at 0.8x, 1.2x and
