@@ -35,7 +35,8 @@
 # HOTSPOT_KAFKA_JVM_FLAGS replaces the broker's garbage-collector flags and
 # HOTSPOT_KAFKA_SETTINGS adds server.properties lines (newline-separated),
 # to measure the broker's CPU under other settings (BENCHMARKS.md records
-# which were used).
+# which were used). HOTSPOT_KAFKA_REQUEST_LOG=1 logs every request the broker
+# completes, with its client id, into kafka.log (broker-cost.sh -l).
 # `start SERVICE...` and `stop SERVICE...` (zookeeper, redis, kafka) start or
 # stop single services of a stack, without installing or probing.
 set -euo pipefail
@@ -202,6 +203,12 @@ Configuration:
     Logger:
       - name: kafka.server.KafkaRaftServer
         level: INFO
+EOF
+	# Every request the broker completes, with its client id, into kafka.log
+	# (broker-cost.sh -l reads it; costly, for attributing requests only).
+	[[ ${HOTSPOT_KAFKA_REQUEST_LOG:-} != 1 ]] || cat >>"$1/log4j2.yaml" <<'EOF'
+      - name: kafka.request.logger
+        level: DEBUG
 EOF
 }
 

@@ -97,7 +97,11 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	}
 	g.cg = cg
 	g.done = make(chan struct{})
-	g.transport = &kafka.Transport{ClientID: g.clientID}
+	// The transport refreshes its cluster layout on a timer, at a random
+	// time below kafka-go's 6 s: about the group's topics only, not every
+	// topic of the cluster (its requests, commits, offsets and the
+	// partition watch, need no other).
+	g.transport = &kafka.Transport{ClientID: g.clientID, MetadataTopics: cfg.Topics}
 	if cfg.Security != nil {
 		g.transport.TLS, g.transport.SASL = cfg.Security.TLS, cfg.Security.SASL
 	}

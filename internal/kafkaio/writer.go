@@ -24,12 +24,20 @@ import (
 // broker for up to that long after the partition had a new leader.
 //
 // Transport closes that gap: a Writer over WriterTransport learns a new
-// leader at its next attempt once a request has failed, and within
+// leader at its next attempt once a request has failed (a broker that does
+// not answer, one that says it does not lead the partition, or a layout
+// that names no leader for it all fail the request), and within
 // WriterMetadataTTL in any case.
 
 // WriterMetadataTTL is the longest a WriterTransport keeps the cluster
-// layout without asking again.
-const WriterMetadataTTL = 2 * time.Second
+// layout without asking again. Leader changes are followed by the renewal
+// after a failed request, not by this timer, so it only bounds how late a
+// Writer learns what no request of its own fails on: partitions added to
+// its topic, brokers added to the cluster. kafka-go refreshes at a random
+// time below it, so each Writer sends 2/WriterMetadataTTL Metadata
+// requests per second on average: 0.2 (it was 2 s, 1 per second per app
+// instance beside its 10 produce requests; BENCHMARKS.md, P8).
+const WriterMetadataTTL = 10 * time.Second
 
 // renewEvery bounds how often a Transport starts afresh: while a broker is
 // down every attempt may fail, and each renewal costs one metadata request.
