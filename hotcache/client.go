@@ -278,7 +278,7 @@ func (c *Client) setSink(tr *kafkaio.Transport) {
 	case c.o.sink != nil:
 		c.sink = c.o.sink
 	case len(c.o.brokers) > 0:
-		c.sink = newKafkaSink(c.o.brokers, c.o.topic, tr, c.m, c.log)
+		c.sink = newKafkaSink(c.o.brokers, c.o.topic, tr, c.o.reportBuffer, c.o.reportRetry, c.m, c.log)
 		c.kafkaTr = tr
 	}
 }

@@ -20,7 +20,10 @@ import (
 // TestReportSurvivesOutage: a batch sent while its broker is unreachable
 // for 3 s, as a partition's old leader is until its successor is elected and
 // learned, is retried until it lands, acknowledged by every in-sync replica,
-// and not counted as failed.
+// and not counted as failed. So is one sent while it is unreachable for
+// longer than the Writer's own attempts last, as in a broker's restart: the
+// Writer gives it up, and it is handed over again (reporter_resent_records_total)
+// until it lands.
 func TestReportSurvivesOutage(t *testing.T) {
 	broker := stacktest.Kafka(t)
 	topic := stacktest.Name(t)
@@ -36,7 +39,7 @@ func TestReportSurvivesOutage(t *testing.T) {
 		return &kafka.Transport{MetadataTTL: kafkaio.WriterMetadataTTL, MetadataTopics: []string{topic}, Dial: o.dial}
 	})
 	m := newMetrics(prometheus.NewRegistry())
-	s := newKafkaSink([]string{broker}, topic, tr, m, slog.New(slog.DiscardHandler))
+	s := newKafkaSink([]string{broker}, topic, tr, defaultReportBuffer, kafkaio.DefaultRetryFor, m, slog.New(slog.DiscardHandler))
 	defer s.close()
 	if s.w.RequiredAcks != kafka.RequireAll {
 		t.Errorf("RequiredAcks %v, want RequireAll", s.w.RequiredAcks)
@@ -82,10 +85,28 @@ func TestReportSurvivesOutage(t *testing.T) {
 	if n := testCounter(t, m.reportFailed); n != 0 {
 		t.Errorf("%v records failed across a 3 s outage, want none", n)
 	}
+
+	// Past the Writer's attempts (each refused at once, so they last about
+	// the budget).
+	o.set(true)
+	send()
+	time.Sleep(budget + 2*time.Second)
+	if s.inflight.Load() == 0 {
+		t.Fatal("the batch completed while the broker was unreachable")
+	}
+	if n := testCounter(t, m.reportResent); n == 0 {
+		t.Errorf("no batch handed over again %v into an outage, past the Writer's attempts", budget+2*time.Second)
+	}
+	o.set(false)
+	t.Logf("after %v away, the batch landed %v after the broker came back, handed over %v times",
+		budget+2*time.Second, settle().Round(time.Millisecond), testCounter(t, m.reportResent))
+	if n := testCounter(t, m.reportFailed); n != 0 {
+		t.Errorf("%v records failed across an outage longer than the attempts, want none", n)
+	}
 	client := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 5 * time.Second}
 	res, err := client.ListOffsets(t.Context(), &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(0)}}})
-	if err != nil || len(res.Topics[topic]) != 1 || res.Topics[topic][0].LastOffset != 2 {
-		t.Errorf("topic's end offset: %+v, %v; want both batches, 2", res, err)
+	if err != nil || len(res.Topics[topic]) != 1 || res.Topics[topic][0].LastOffset != 3 {
+		t.Errorf("topic's end offset: %+v, %v; want the three batches, 3", res, err)
 	}
 }
 

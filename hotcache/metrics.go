@@ -25,6 +25,7 @@ type metrics struct {
 	reportBytes   prometheus.Counter
 	reportDropped *prometheus.CounterVec
 	reportFailed  prometheus.Counter
+	reportResent  prometheus.Counter
 	effectBatches prometheus.Counter
 	effectDropped prometheus.Counter
 	effect        [4]prometheus.Counter // l1 hits, l2 reads, source loads, limited: every effect report's sum
@@ -68,11 +69,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.trackingRefused = counter("redis_tracking_refused_total", "Refusals of client tracking by Redis (before 6, or an ACL user without CLIENT or __redis__:invalidate): a hot-key read answered untracked, or the tracking connection refused its ID or subscription.")
 	m.reportBatches = counter("reporter_batches_total", "Access batches handed to Kafka.")
 	m.reportBytes = counter("reporter_bytes_total", "Bytes of access and effect batches handed to Kafka.")
-	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: Kafka backlog full or down; reason=bad_key: a key that is not 1 to 1024 bytes of UTF-8).", "reason")
+	m.reportDropped = vec("reporter_dropped_accesses_total", "Accesses not reported (reason=full: table full; reason=kafka: the report buffer of unacknowledged batches full, or the topic's partitions not learned; reason=bad_key: a key that is not 1 to 1024 bytes of UTF-8).", "reason")
 	for _, r := range []string{"full", "kafka", "bad_key"} {
 		m.reportDropped.WithLabelValues(r) // exported at 0, as throttled_total
 	}
-	m.reportFailed = counter("reporter_failed_records_total", "Access and effect batches Kafka did not accept, after every retry.")
+	m.reportFailed = counter("reporter_failed_records_total", "Access and effect batches Kafka did not accept, after every retry (for the report buffer's retry time, 60 s by default).")
+	m.reportResent = counter("reporter_resent_records_total", "Access and effect batches handed to Kafka again after the writer gave them up (a leader move or a broker's restart outlasting its attempts); each time counts.")
 	m.effectBatches = counter("reporter_effect_batches_total", "Effect batches (the hot keys' L1 hits, L2 reads, source loads and limited reads) handed to Kafka.")
 	m.effectDropped = counter("reporter_dropped_effects_total", "Effect entries (one per hot key and report) not reported: Kafka backlog full or down.")
 	for i, e := range []struct{ name, help string }{

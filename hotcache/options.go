@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"golang.org/x/time/rate"
 )
 
@@ -54,6 +55,8 @@ type options struct {
 	reportEvery   time.Duration
 	reportMaxKeys int
 	reportSample  int
+	reportBuffer  int64         // bytes of report batches handed to Kafka and not yet acknowledged
+	reportRetry   time.Duration // how long a report batch Kafka does not accept is retried
 	effectEvery   time.Duration // how often the hot keys' effect is reported (effect.go)
 
 	localRate     Rate          // cold reads of one key per second before it is kept locally
@@ -98,6 +101,8 @@ func defaults() options {
 		reportEvery:     100 * time.Millisecond,
 		reportMaxKeys:   1 << 16,
 		reportSample:    1,
+		reportBuffer:    defaultReportBuffer,
+		reportRetry:     kafkaio.DefaultRetryFor,
 		effectEvery:     5 * time.Second,
 		localRate:       400,
 		localTTL:        time.Second,
@@ -315,6 +320,27 @@ func WithReporting(interval time.Duration, maxKeys, sampleOneIn int) Option {
 		}
 		if sampleOneIn > 0 {
 			o.reportSample = sampleOneIn
+		}
+	}
+}
+
+// WithReportBuffer bounds the report batches handed to Kafka and not yet
+// acknowledged to bytes (default 16 MiB), and sets how long a batch Kafka
+// does not accept is retried, counted from when it was first handed over
+// (default 60 s: past a broker's restart, so that a rolling restart of the
+// brokers loses no report). Batches that retry stay in the buffer; when it
+// is full, new batches are dropped at once and counted
+// (reporter_dropped_accesses_total{reason="kafka"},
+// reporter_dropped_effects_total), so the app never waits for Kafka. A batch
+// still refused after retryFor counts in reporter_failed_records_total. Zero
+// keeps a default.
+func WithReportBuffer(bytes int64, retryFor time.Duration) Option {
+	return func(o *options) {
+		if bytes > 0 {
+			o.reportBuffer = bytes
+		}
+		if retryFor > 0 {
+			o.reportRetry = retryFor
 		}
 	}
 }

@@ -35,7 +35,9 @@ const (
 	countStripes = 64        // stripes of the cold-key table
 	hitStripes   = 8         // counters per hot entry
 	maxRecord    = 256 << 10 // bytes of one Kafka record, well under Kafka's 1 MB
-	maxInflight  = 16 << 20  // bytes of records handed to Kafka and not yet acknowledged
+	// defaultReportBuffer is the default bound of the bytes of records
+	// handed to Kafka and not yet acknowledged (WithReportBuffer).
+	defaultReportBuffer = 16 << 20
 )
 
 // stripedCount counts reads and the bytes they served, spread over cache

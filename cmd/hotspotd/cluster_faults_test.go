@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -22,8 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/internal/hotwatch"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/loadgen"
@@ -324,36 +328,194 @@ func TestClusterZooKeeperLeaderKill(t *testing.T) {
 	r.finish()
 }
 
+// rollingLoad is how long TestClusterRollingRestart's load lasts, its keys
+// hot until 5 s before its end; the restarts must be over 10 s before it. On
+// the shared 2-core machine a broker took 20 to 45 s from SIGTERM to every
+// replica in sync (issue 41 saw 33 s), so three take up to two minutes.
+const rollingLoad = 150 * time.Second
+
 // TestClusterRollingRestart: the three brokers restart one at a time
 // (SIGTERM, start, every replica back in sync before the next) under load.
-// No hot key leaves any view at any moment (no gap), and the views agree
-// with the truth throughout, their rates during the restarts at most
-// rollingOverRead above it.
+// The load generator gives up on no record (its writer hands a batch its
+// attempts gave up on over again for 60 s, kafkaio.Resender), nor does an
+// app's SDK reporting beside it (500 Gets/s over 1,000 keys, a batch every
+// 100 ms, to a topic of its own: none of its batches failed or dropped); no hot key leaves any view
+// at any moment (no gap), and the views agree with the truth throughout,
+// their rates during the restarts at most rollingOverRead above it. It logs
+// both figures issue 41 asks for: the records not delivered and the longest
+// time a hot key was missing from a view, each with its target of 0.
 func TestClusterRollingRestart(t *testing.T) {
 	c := onClusterStack(t, 8)
 	r := newFaultRun(t, c)
 	r.overRead = rollingOverRead
-	r.runLoad(clusterWorkload(c, 90*time.Second, 85*time.Second, faultAt))
+	r.lossy = true // undelivered records are counted and failed below, not at once
+	sdk := startReporter(t, c)
+	r.runLoad(clusterWorkload(c, rollingLoad, rollingLoad-5*time.Second, faultAt))
 	time.Sleep(faultAt)
 	began := time.Now()
 	for i := 1; i <= 3; i++ {
 		name := "kafka" + strconv.Itoa(i)
+		stopped := time.Now()
 		member(t, "stop", name)
+		down := time.Since(stopped)
 		member(t, "start", name)
 		waitFor(t, 60*time.Second, name+"'s replicas back in sync", func() bool { return insync(t, c) })
-		t.Logf("%s restarted and in sync at +%v", name, time.Since(r.start).Round(time.Millisecond))
+		t.Logf("%s stopped in %v, restarted and in sync at +%v", name, down.Round(time.Millisecond), time.Since(r.start).Round(time.Millisecond))
 	}
 	ended := time.Now()
-	if ended.Sub(r.start) > 80*time.Second {
+	if ended.Sub(r.start) > rollingLoad-10*time.Second {
 		t.Fatalf("the restarts took until +%v, past the load's hot keys", ended.Sub(r.start).Round(time.Second))
 	}
+	r.views.mu.Lock()
+	samples := slices.Clone(r.views.samples)
+	r.views.mu.Unlock()
+	var longest time.Duration
 	for _, key := range []string{"fixed:2x", "fixed:3x"} {
-		if lost := r.keptDuring(key, began, ended); len(lost) > 0 {
-			t.Errorf("%s missing from %v during the rolling restart", key, lost)
+		gaps := missingSpans(samples, key, began, ended)
+		for view, d := range gaps {
+			longest = max(longest, d)
+			t.Errorf("%s missing from view %s for up to %v during the rolling restart", key, view, d.Round(time.Millisecond))
 		}
 	}
 	r.faults = append(r.faults, [2]time.Time{began, ended})
-	r.finish()
+	rep := sdk.stop()
+	res := r.finish()
+	t.Logf("rolling restart: %d records (%d events) not delivered (target 0); the longest a hot key was missing from a view: %v (target 0); load average %s",
+		res.stats.FailedRecords, res.stats.FailedEvents, longest.Round(time.Millisecond), loadAverage())
+	t.Logf("the SDK beside it: %.0f batches handed to Kafka, %.0f handed over again, %.0f failed, %.0f accesses dropped for a full report buffer",
+		rep["reporter_batches_total"], rep["reporter_resent_records_total"], rep["reporter_failed_records_total"], rep["reporter_dropped_accesses_total"])
+	if res.stats.FailedRecords > 0 {
+		t.Errorf("the load generator gave up on %d records (%d events) during the rolling restart, want none", res.stats.FailedRecords, res.stats.FailedEvents)
+	}
+	if rep["reporter_failed_records_total"] > 0 || rep["reporter_dropped_accesses_total"] > 0 {
+		t.Errorf("the SDK gave up on %.0f report batches and dropped %.0f accesses during the rolling restart, want none",
+			rep["reporter_failed_records_total"], rep["reporter_dropped_accesses_total"])
+	}
+}
+
+// sdkReporter is an app's hotcache Client reporting to a cluster's topic.
+type sdkReporter struct {
+	t      *testing.T
+	app    *hotcache.Client
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startReporter starts an app "sdk" reading 1,000 keys round-robin, 500
+// Gets/s (few: the test process also runs the load generator), from a
+// Loader, reporting to a topic of its own on c's brokers
+// (replicated as the access topic is), so that the access topic holds the
+// load generator's records alone (faultRun.duplicates counts them).
+func startReporter(t *testing.T, c *cluster) *sdkReporter {
+	t.Helper()
+	topic := c.topic + "-sdk"
+	if _, err := kafkaio.EnsureTopic(t.Context(), strings.Split(c.brokers, ","), topic, 8); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	loader := hotcache.LoaderFunc(func(_ context.Context, key string) ([]byte, error) { return []byte(key), nil })
+	app, err := hotcache.New(t.Context(), hotcache.WithApp("sdk"), hotcache.WithInstanceID("rolling-restart"),
+		hotcache.WithKafka(strings.Split(c.brokers, ","), topic), hotcache.WithLoader(loader),
+		hotcache.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &sdkReporter{t: t, app: app, reg: reg, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for i := 0; ctx.Err() == nil; {
+			select {
+			case <-ctx.Done():
+			case <-tk.C:
+				for range 10 {
+					app.Get(ctx, "k:"+strconv.Itoa(i%1000))
+					i++
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// stop ends the Gets, closes the Client (which waits for its reports in
+// flight) and returns its reporter counters, summed over labels, by name
+// without the hotspot_hotcache_ prefix.
+func (s *sdkReporter) stop() map[string]float64 {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	s.cancel = nil
+	<-s.done
+	if err := s.app.Close(); err != nil {
+		s.t.Errorf("closing the SDK: %v", err)
+	}
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		name, ok := strings.CutPrefix(mf.GetName(), "hotspot_hotcache_")
+		if !ok || !strings.HasPrefix(name, "reporter_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if name == "reporter_dropped_accesses_total" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == "reason" && l.GetValue() == "kafka"
+			}) {
+				continue
+			}
+			out[name] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// missingSpans returns, per view that lacked key in a sample taken between
+// from and to, the longest stretch it lacked it: from the first sample
+// without it to the next sample with it (or to the view's last sample
+// before to).
+func missingSpans(samples []sample, key string, from, to time.Time) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	since := map[string]time.Time{} // view -> its first sample without key, in the current stretch
+	last := map[string]time.Time{}
+	for _, sm := range samples {
+		if sm.at.Before(from) || sm.at.After(to) {
+			continue
+		}
+		last[sm.view] = sm.at
+		s, open := since[sm.view]
+		switch has := slices.Contains(sm.keys, key); {
+		case !has && !open:
+			since[sm.view] = sm.at
+		case has && open:
+			out[sm.view] = max(out[sm.view], sm.at.Sub(s))
+			delete(since, sm.view)
+		}
+	}
+	for view, s := range since {
+		out[view] = max(out[view], last[view].Sub(s))
+	}
+	return out
+}
+
+// loadAverage returns the machine's load averages (/proc/loadavg), or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // TestClusterZooKeeperFollowerDown: a follower of the ensemble is away for
@@ -762,5 +924,32 @@ func TestClusterWriterFollowsLeader(t *testing.T) {
 		victim, elected.Round(time.Millisecond), got)
 	if d := got["kafkaio.WriterTransport"]; d > 2*time.Second {
 		t.Errorf("a Writer over kafkaio.WriterTransport wrote again %v after the leader's death, want within 2 s", d.Round(time.Millisecond))
+	}
+}
+
+// TestMissingSpans: the longest stretch each view lacked a key, from its
+// first sample without it to its next sample with it, or to its last sample.
+func TestMissingSpans(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	samples := []sample{
+		{at: at(0), view: "a", keys: []string{"k"}},
+		{at: at(0), view: "b", keys: []string{"k"}},
+		{at: at(200), view: "a", keys: nil},
+		{at: at(200), view: "b", keys: []string{"k"}},
+		{at: at(400), view: "a", keys: nil},
+		{at: at(400), view: "b", keys: nil},
+		{at: at(600), view: "a", keys: []string{"k"}},
+		{at: at(600), view: "b", keys: nil},
+		{at: at(800), view: "a", keys: nil},
+		{at: at(800), view: "c", keys: []string{"k"}},
+		{at: at(1000), view: "a", keys: []string{"k"}},
+		{at: at(1000), view: "b", keys: nil},
+		{at: at(5000), view: "a", keys: nil}, // after to
+	}
+	got := missingSpans(samples, "k", at(0), at(1000))
+	want := map[string]time.Duration{"a": 400 * time.Millisecond, "b": 600 * time.Millisecond}
+	if !maps.Equal(got, want) {
+		t.Errorf("missingSpans = %v, want %v", got, want)
 	}
 }

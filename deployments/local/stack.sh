@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # stack.sh up|down|status|env|install [--secure|--cluster]: a real Kafka (KRaft), ZooKeeper and Redis on 127.0.0.1.
 # --secure runs the secured stack instead (TLS, SASL, ZooKeeper and Redis auth; secure.sh);
-# --cluster the clustered one (3 Kafka brokers, replication factor 3, a 3-server ZooKeeper ensemble; cluster.sh).
+# --cluster the clustered one (3 Kafka brokers, replication factor 3, a 3-server ZooKeeper ensemble and
+# 2 observers; cluster.sh).
 # stack.sh up|down|status|env|purge --redis-cluster|--redis-sentinel, and start|stop|kill MEMBER with either:
 # a Redis Cluster (3 masters, 3 replicas, ports 17001-17006) or a Redis primary, replica and 3 sentinels
 # (17101, 17102, 17201-17203), beside the stack (redis.sh).

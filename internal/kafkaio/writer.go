@@ -50,13 +50,21 @@ const (
 // Transport is a kafka.RoundTripper for a Writer, over kafka.Transports it
 // makes with mk. Once a request has failed (no answer: a refused or reset
 // connection, a timeout) or a broker has answered a produce request that it
-// does not lead the partition, the next request first makes a fresh
+// does not lead the partition, the next produce request first makes a fresh
 // kafka.Transport and has it ask for the cluster layout (at most once per
 // renewEvery), so the Writer's next attempt goes to the partition's leader
 // as the cluster knows it then. A fresh one that cannot learn the layout is
 // dropped and the current one, which keeps the last layout it learned,
 // stays. A replaced one closes its connections once its requests in flight
 // are done.
+//
+// Only a produce request waits for a renewal: those are sent from the
+// Writer's own goroutines, by an attempt that is retrying anyway. Every other
+// request is the Writer's lookup of the topic's partitions, made by
+// WriteMessages on its caller's goroutine (the load generator's loop, the
+// SDK's flusher) and answered from the cached layout: a renewal is a
+// metadata round trip, which took up to 0.7 s on the loaded test machine
+// with a broker restarting, and the caller must not wait for it.
 type Transport struct {
 	mk func() *kafka.Transport
 
@@ -97,11 +105,13 @@ func (s *Security) WriterTransport(topic string) *Transport {
 	})
 }
 
-// RoundTrip sends req over the current kafka.Transport, renewing it first
-// when a request failed since it learned the layout (see Transport).
+// RoundTrip sends req over the current kafka.Transport, renewing it first,
+// if req is a produce request, when a request failed since it learned the
+// layout (see Transport).
 func (t *Transport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	_, produce := req.(*produceapi.Request)
 	t.mu.Lock()
-	renew := t.stale && !t.renewing && time.Since(t.renewed) >= renewEvery
+	renew := produce && t.stale && !t.renewing && time.Since(t.renewed) >= renewEvery
 	if renew {
 		t.renewing, t.renewed = true, time.Now()
 	}

@@ -11,15 +11,22 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 )
 
 // kafkaSink writes records with an asynchronous kafka-go Writer, spread
 // round-robin over the topic's partitions (never keyed by cache key). Bytes
-// written and not yet acknowledged are bounded by a semaphore, so a slow
-// broker slows the generator down (Write blocks) instead of queueing without
-// bound; Stats.MaxLag then shows it.
+// written and not yet acknowledged are bounded by a semaphore (MaxInflight),
+// so a slow broker slows the generator down (Write blocks) instead of
+// queueing without bound; Stats.MaxLag then shows it. A batch the Writer
+// gives up on is handed to it again for kafkaio.DefaultRetryFor (60 s) after
+// its records were first written (kafkaio.Resender): a rolling restart of
+// the brokers loses nothing. Its records keep their bytes in the semaphore
+// meanwhile.
 type kafkaSink struct {
 	w        *kafka.Writer
+	r        *kafkaio.Resender
 	inflight *semaphore.Weighted
 	max      int64
 	msgs     []kafka.Message // reused: kafka-go copies each Message it is given
@@ -40,6 +47,7 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		chunk = 32
 	}
 	s := &kafkaSink{inflight: semaphore.NewWeighted(c.MaxInflight), max: c.MaxInflight, log: c.Logger}
+	s.r = &kafkaio.Resender{Done: s.completed}
 	s.w = &kafka.Writer{
 		Addr:         kafka.TCP(c.Brokers...),
 		Topic:        c.Topic,
@@ -56,16 +64,18 @@ func newKafkaSink(c Config) (*kafkaSink, error) {
 		// cluster layout again after each failed attempt: a batch goes out
 		// within 250 ms of its partition being served again (a backoff
 		// growing to 1 s added up to a second to detection after a
-		// broker's death).
+		// broker's death). Past them, or after an error the Writer does
+		// not retry, the Resender hands the batch over again.
 		MaxAttempts:     32,
 		WriteBackoffMin: 50 * time.Millisecond,
 		WriteBackoffMax: 250 * time.Millisecond,
 		WriteTimeout:    10 * time.Second,
 		Compression:     codec,
 		Async:           true,
-		Completion:      s.completed,
+		Completion:      s.r.Completion,
 		Transport:       c.Kafka.WriterTransport(c.Topic),
 	}
+	s.r.W = s.w
 	return s, nil
 }
 
@@ -111,7 +121,7 @@ func (s *kafkaSink) Write(ctx context.Context, recs []Record) error {
 		if err := s.inflight.Acquire(ctx, w); err != nil {
 			return fmt.Errorf("loadgen: wait for Kafka: %w", err)
 		}
-		if err := s.w.WriteMessages(ctx, s.msgs...); err != nil {
+		if err := s.r.Write(ctx, s.msgs...); err != nil {
 			s.inflight.Release(w)
 			return fmt.Errorf("loadgen: write to Kafka: %w", err)
 		}
@@ -119,8 +129,8 @@ func (s *kafkaSink) Write(ctx context.Context, recs []Record) error {
 	return nil
 }
 
-// completed is kafka-go's Completion callback, called once per partition
-// batch whatever the outcome.
+// completed is the Resender's Done, called once per record: acknowledged,
+// or given up (RetryFor past, or an error no retry mends).
 func (s *kafkaSink) completed(msgs []kafka.Message, err error) {
 	var w, events int64
 	for i := range msgs {
@@ -146,9 +156,16 @@ func (s *kafkaSink) Failed() (records, events int64) { return s.failRecs.Load(),
 // (kafka-go resets its counters when read).
 func (s *kafkaSink) produceRequests() int64 { return s.w.Stats().Writes }
 
-// Close flushes the Writer and waits for every completion.
+// Close waits for every record to be acknowledged or given up (the
+// Resender's RetryFor and a margin at most), then closes the Writer.
 func (s *kafkaSink) Close() error {
-	if err := s.w.Close(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaio.DefaultRetryFor+10*time.Second)
+	defer cancel()
+	err := s.r.Close(ctx)
+	if n := s.r.Resent(); n > 0 {
+		s.log.Info("loadgen: records handed to Kafka again after the writer gave them up", "records", n)
+	}
+	if err != nil {
 		return fmt.Errorf("loadgen: close Kafka writer: %w", err)
 	}
 	return nil
