@@ -33,7 +33,7 @@ func TestNotReadyBeforeTheRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{watcher: hot, rules: rw}
+	p := &parts{watcher: hot, rules: rw}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -43,7 +43,7 @@ func TestNotReadyBeforeTheRules(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the hot set was not read")
 	}
-	if err := p.ready(); err == nil || !strings.Contains(err.Error(), "rules not read") {
+	if err := ready(p); err == nil || !strings.Contains(err.Error(), "rules not read") {
 		t.Fatalf("ready() before the rules were read = %v, want the rules named", err)
 	}
 	wg.Go(func() { rw.Run(ctx) })
@@ -52,7 +52,7 @@ func TestNotReadyBeforeTheRules(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the rules were not read")
 	}
-	if err := p.ready(); err != nil {
+	if err := ready(p); err != nil {
 		t.Fatalf("ready() after both were read = %v", err)
 	}
 }

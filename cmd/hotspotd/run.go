@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/hotspot-dev/hotspot/internal/httpapi"
 	"github.com/hotspot-dev/hotspot/internal/kafkaio"
 	"github.com/hotspot-dev/hotspot/internal/pinstore"
+	"github.com/hotspot-dev/hotspot/internal/recording"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
 	"github.com/hotspot-dev/hotspot/internal/shardclient"
 	"github.com/hotspot-dev/hotspot/internal/webhook"
@@ -44,13 +46,14 @@ var (
 	_ aggregator.Peers       = (*shardclient.Client)(nil)
 	_ aggregator.Recorder    = (*history.Store)(nil)
 	_ aggregator.Recorder    = (*webhook.Dispatcher)(nil)
+	_ aggregator.Recorder    = (*recording.Recording)(nil)
 	_ httpapi.Aggregators    = (*shardclient.Client)(nil)
 	_ httpapi.Lists          = (*pinstore.Store)(nil)
 	_ httpapi.Rules          = (*rulestore.Store)(nil)
 )
 
-// process is one hotspotd's parts, wired; nil roles are off.
-type process struct {
+// parts are one hotspotd's parts, wired; nil roles are off.
+type parts struct {
 	cfg     config
 	log     *slog.Logger
 	reg     *prometheus.Registry
@@ -62,7 +65,7 @@ type process struct {
 	det     *detector.Detector
 	rules   *rulestore.Watcher              // every app's rules, handed to ruleSinks
 	guard   func(http.Handler) http.Handler // checks the cluster's signatures on the internal routes
-	rec     *recording                      // the history and the webhooks
+	rec     *recording.Recording            // the history and the webhooks
 }
 
 // run serves until ctx is canceled, then shuts down in dependency order: the
@@ -70,7 +73,7 @@ type process struct {
 // still serving), then the aggregator publishes its final hot set and leaves
 // ZooKeeper, then the HTTP server closes.
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	p := &process{cfg: cfg, log: log, reg: newRegistry()}
+	p := &parts{cfg: cfg, log: log, reg: newRegistry()}
 	var err error
 	if p.sess, err = connectZK(ctx, cfg, log, p.reg); err != nil {
 		return err
@@ -84,12 +87,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if p.rec, err = newRecording(ctx, cfg, p.sess, log, p.reg); err != nil {
 		return err
 	}
-	defer p.rec.close() // after the aggregator's last decisions: runRoles has returned
-	p.rec.start()
-	if err := p.build(ctx); err != nil {
+	defer p.rec.Close() // after the aggregator's last decisions: runRoles has returned
+	p.rec.Start()
+	if err := build(ctx, p); err != nil {
 		return err
 	}
-	handler, err := p.handler()
+	handler, err := newHandler(p)
 	if err != nil {
 		return err
 	}
@@ -99,7 +102,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	log.Info("hotspotd serving", "http", addr, "id", cfg.id,
 		"detector", cfg.detector, "aggregator", cfg.aggregator, "zk", cfg.zk, "root", cfg.zkRoot)
-	runErr, srvErr := p.runRoles(ctx, served)
+	runErr, srvErr := runRoles(ctx, p, served)
 	shutdown(srv, log)
 	return errors.Join(runErr, srvErr)
 }
@@ -124,8 +127,8 @@ func connectZK(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 }
 
 // build makes the aggregator client and hot-set watcher every process has,
-// and the roles cfg turns on.
-func (p *process) build(ctx context.Context) error {
+// and the roles p.cfg turns on.
+func build(ctx context.Context, p *parts) error {
 	cfg, log := p.cfg, p.log
 	tlsConf, wrap, guard, err := clusterAPI(cfg, log, p.reg)
 	if err != nil {
@@ -148,7 +151,11 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	if cfg.aggregator {
-		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, p.rec.recorder(), log, p.reg); err != nil {
+		var rec aggregator.Recorder
+		if p.rec.Records() {
+			rec = p.rec
+		}
+		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, rec, log, p.reg); err != nil {
 			return err
 		}
 	}
@@ -157,7 +164,7 @@ func (p *process) build(ctx context.Context) error {
 			return err
 		}
 	}
-	sinks := p.ruleSinks()
+	sinks := ruleSinks(p)
 	p.rules, err = rulestore.NewWatcher(p.sess, rulestore.WatchConfig{
 		Root: cfg.zkRoot, Default: cfg.defaultRule(), Logger: log, Registerer: p.reg,
 	}, func(app string, s *rules.Set) {
@@ -173,7 +180,7 @@ func (p *process) build(ctx context.Context) error {
 // (an empty Set once its list is deleted). Each returns once the rules are
 // in effect: the aggregator re-resolves the app's tracked keys first, up
 // to 0.3 s for 100 000 keys and 100 rules (BENCHMARKS.md U4).
-func (p *process) ruleSinks() []func(app string, s *rules.Set) {
+func ruleSinks(p *parts) []func(app string, s *rules.Set) {
 	var sinks []func(app string, s *rules.Set)
 	if p.agg != nil {
 		sinks = append(sinks, p.agg.SetRules)
@@ -182,6 +189,35 @@ func (p *process) ruleSinks() []func(app string, s *rules.Set) {
 		sinks = append(sinks, p.det.SetRules)
 	}
 	return sinks
+}
+
+// newRecording opens the history (with --redis) and the webhooks; an
+// aggregator records its decisions to them.
+func newRecording(ctx context.Context, cfg config, sess *zkgroup.Session, log *slog.Logger, reg prometheus.Registerer) (*recording.Recording, error) {
+	rcfg := recording.Config{
+		Root: cfg.zkRoot, HistoryMaxLen: cfg.historyMaxLen, HistoryRetention: cfg.historyRetention,
+		Logger: log, Registerer: reg,
+	}
+	if rcfg.HistoryRetention == 0 {
+		rcfg.HistoryRetention = -1 // the flag's 0 keeps events until the length bound
+	}
+	if cfg.aggregator {
+		rcfg.Shard = cfg.id
+	}
+	if cfg.redis != "" {
+		opts := &redis.Options{Addr: cfg.redis}
+		if strings.Contains(cfg.redis, "://") {
+			var err error
+			if opts, err = redis.ParseURL(cfg.redis); err != nil {
+				return nil, fmt.Errorf("--redis: %w", err)
+			}
+		}
+		if err := cfg.redisOptions(opts); err != nil {
+			return nil, err
+		}
+		rcfg.Redis = opts
+	}
+	return recording.New(ctx, sess, rcfg)
 }
 
 // newAggregator returns the aggregator role, publishing to ZooKeeper.
@@ -247,23 +283,24 @@ func ensureTopic(ctx context.Context, cfg config, log *slog.Logger) error {
 
 // consumedTopic is the topic /v1/config names: only a detector consumes
 // one; with --input, the file's topics, comma-separated.
-func (p *process) consumedTopic() string {
-	if p.cfg.detector {
-		return strings.Join(p.cfg.topics(), ",")
+func consumedTopic(cfg config) string {
+	if cfg.detector {
+		return strings.Join(cfg.topics(), ",")
 	}
 	return ""
 }
 
-// handler builds the HTTP routes: the public API and page, the aggregator's
-// internal API when that role runs, and the profiler when asked for.
-func (p *process) handler() (http.Handler, error) {
+// newHandler builds the HTTP routes: the public API and page, the
+// aggregator's internal API when that role runs, and the profiler when asked
+// for.
+func newHandler(p *parts) (http.Handler, error) {
 	public, err := httpapi.New(httpapi.Config{
 		HotSet: p.watcher.Snapshot, Aggregators: p.aggs, Gatherer: p.reg, Logger: p.log,
-		Events: p.events, Threshold: p.cfg.threshold, Topic: p.consumedTopic(),
+		Events: p.events, Threshold: p.cfg.threshold, Topic: consumedTopic(p.cfg),
 		Lists: pinstore.New(p.sess, p.cfg.zkRoot), AdminToken: p.cfg.adminToken,
 		Rules:   rulestore.New(p.sess, p.cfg.zkRoot),
-		History: p.rec.api(), Webhooks: p.rec.webhooks(),
-		Ready: p.ready,
+		History: p.rec.History(), Webhooks: p.rec.Webhooks(),
+		Ready: func() error { return ready(p) },
 	})
 	if err != nil {
 		return nil, err
@@ -283,7 +320,7 @@ func (p *process) handler() (http.Handler, error) {
 
 // ready is /readyz: the hot set and every app's rules were read, and a
 // detector has somewhere to send its counts.
-func (p *process) ready() error {
+func ready(p *parts) error {
 	select {
 	case <-p.watcher.Ready():
 	default:
@@ -338,7 +375,7 @@ func shutdown(srv *http.Server, log *slog.Logger) {
 // watcher, the aggregator) outlive the detector: they stop on their own
 // context, canceled only after the detector returned. It returns the roles'
 // error and the server's, if it stopped by itself.
-func (p *process) runRoles(ctx context.Context, served <-chan error) (runErr, srvErr error) {
+func runRoles(ctx context.Context, p *parts, served <-chan error) (runErr, srvErr error) {
 	bg, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	g, gctx := errgroup.WithContext(bg)

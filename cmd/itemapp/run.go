@@ -8,9 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,77 +16,18 @@ import (
 
 	"github.com/hotspot-dev/hotspot/hotcache"
 	"github.com/hotspot-dev/hotspot/internal/httpjson"
+	"github.com/hotspot-dev/hotspot/internal/itemdb"
 )
-
-// source simulates the app's database: every read takes a fixed latency and
-// is counted. Items 0..n-1 exist; writes override them.
-type source struct {
-	latency time.Duration
-	n       int
-	reads   atomic.Int64
-	mu      sync.Mutex        // guards written
-	written map[string][]byte // overrides by PUT; nil value: deleted
-}
-
-func (s *source) Load(ctx context.Context, key string) ([]byte, error) {
-	s.reads.Add(1)
-	if s.latency > 0 {
-		t := time.NewTimer(s.latency)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	v, ok := s.written[key]
-	s.mu.Unlock()
-	if ok {
-		if v == nil {
-			return nil, hotcache.ErrNotFound
-		}
-		return v, nil
-	}
-	id, found := itemID(key)
-	if !found || id >= s.n {
-		return nil, hotcache.ErrNotFound
-	}
-	return fmt.Appendf(nil, `{"id":%d,"name":"item %d"}`, id, id), nil
-}
-
-func (s *source) Write(ctx context.Context, key string, value []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.written[key] = value
-	return nil
-}
-
-func (s *source) Delete(ctx context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.written[key] = nil
-	return nil
-}
-
-func itemID(key string) (int, bool) {
-	const p = "item:"
-	if len(key) <= len(p) || key[:len(p)] != p {
-		return 0, false
-	}
-	id, err := strconv.Atoi(key[len(p):])
-	return id, err == nil && id >= 0
-}
 
 // run serves until ctx ends, then shuts down cleanly. If ready is not nil it
 // receives the listening address once the server accepts requests.
 func run(ctx context.Context, cfg config, log *slog.Logger, ready chan<- string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	src := &source{latency: cfg.sourceLatency, n: cfg.items, written: map[string][]byte{}}
+	src := itemdb.New(cfg.items, cfg.sourceLatency, hotcache.ErrNotFound)
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "itemapp", Name: "source_reads_total", Help: "Reads of the simulated source of truth.",
-	}, func() float64 { return float64(src.reads.Load()) }))
+	}, func() float64 { return float64(src.Reads()) }))
 
 	opts := []hotcache.Option{
 		hotcache.WithApp(cfg.app), hotcache.WithLoader(src), hotcache.WithRegisterer(reg), hotcache.WithLogger(log),
@@ -138,7 +76,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready chan<- string)
 	return c.Close()
 }
 
-func handler(c *hotcache.Client, src *source, reg *prometheus.Registry, log *slog.Logger) http.Handler {
+func handler(c *hotcache.Client, src *itemdb.DB, reg *prometheus.Registry, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /item/{id}", func(w http.ResponseWriter, r *http.Request) {
 		key := "item:" + r.PathValue("id")
@@ -177,7 +115,7 @@ func handler(c *hotcache.Client, src *source, reg *prometheus.Registry, log *slo
 			SourceReads   int64             `json:"source_reads"`
 			SourceLatency string            `json:"source_latency"`
 			HotKeys       []hotcache.HotKey `json:"hot_keys"`
-		}{src.reads.Load(), src.latency.String(), c.Hot()})
+		}{src.Reads(), src.Latency().String(), c.Hot()})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
