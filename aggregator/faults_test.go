@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -301,6 +303,56 @@ func TestLaggingDetectorsReadTrue(t *testing.T) {
 		t.Errorf("key at 1.2x promoted at +%v, want by +1.7s", promoted)
 	}
 	t.Logf("worst error %v; 1.2x key promoted at +%v", worst, promoted)
+}
+
+// TestSaturatedDetectorsReadNoLower: every detector falls behind, as on a
+// saturated machine (their counts' event time stands still for 1.5 s, lags
+// 1.6 s for 2 s, then catches up). The reach trails by more than the
+// window, where the windows keep no buckets: the shard evaluates a window
+// ending a window back, with counts still missing, and reads it as unsure.
+// The hot key stays hot and its rate never reads lower than it was last
+// published; once the detectors have caught up, rates read true again.
+func TestSaturatedDetectorsReadNoLower(t *testing.T) {
+	rates := map[string]float64{"steady": 3000}
+	s := newLagSim(t, rates, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond})
+	var low, after float64 = math.Inf(1), 0
+	for ms := 0; ms < 12000; ms++ {
+		switch {
+		case ms > 3000 && ms <= 4500: // the event time stands still
+			for d := range s.lag {
+				s.lag[d] += time.Millisecond
+			}
+		case ms > 6500 && ms <= 8000: // catching up at twice the clock
+			for d := range s.lag {
+				s.lag[d] -= time.Millisecond
+			}
+		}
+		now := s.step(ms)
+		if ms%100 == 50 {
+			s.a.t.due(now, &s.a.cfg, false)
+		}
+		if ms < 2000 || ms%7 != 0 {
+			continue
+		}
+		st, _ := s.a.t.key("app", "steady", now)
+		if !st.Hot {
+			t.Fatalf("at +%dms (lag %v) the steady key is not hot", ms, s.lag[0])
+		}
+		if ms < 9500 {
+			low = min(low, st.Rate/3000)
+		} else {
+			after = max(after, math.Abs(st.Rate-3000)/3000)
+		}
+	}
+	if low < 0.97 {
+		t.Errorf("while the detectors lagged: the rate read %.2f times the truth, want >= 0.97", low)
+	}
+	if after > 0.03 {
+		t.Errorf("after they caught up: worst reported rate off by %.1f%%, want <= 3%%", 100*after)
+	}
+	if got := testutil.ToFloat64(s.a.m.unsure); got < 1 {
+		t.Errorf("reach_behind_total = %v, want at least 1", got)
+	}
 }
 
 // TestDeadDetectorReleasesReach: a detector that dies stops holding the

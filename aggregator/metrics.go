@@ -25,12 +25,16 @@ type metrics struct {
 	trackedBytes     prometheus.Gauge       // what the tracked keys cost (keyBytes)
 	effect           *prometheus.CounterVec // the apps' reads of hot keys, by app and outcome
 	instancesDropped prometheus.Counter     // instance reports left out: maxInstances held
+	unsure           prometheus.Counter     // times the reach fell more than a window behind (table.unsure)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg) // nil reg: counts, exports nothing
 	const ns, sub = "hotspot", "aggregator"
 	m := &metrics{
+		unsure: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "reach_behind_total",
+			Help: "Times the detectors' reach fell more than a window behind the clock: rates were unsure (hot keys neither demoted nor read lower) until it caught up."}),
 		batches: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "partial_batches_total", Help: "Partial-count batches accepted from detectors."}),
 		entries: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,

@@ -63,21 +63,19 @@ func (t *table) source(name string) *source {
 // reach returns the event time, Unix ms, up to which every live detector's
 // counts have arrived: the minimum of the Ends of the live detectors whose
 // last batch had counts. A detector is live when it sent a batch within
-// Stall and its End is at most maxLag behind now: one that lags more,
-// replaying a backlog after a rebalance or an outage, is left out (its
-// missing counts make rates read low until it catches up), and a dead one
-// stops holding the reach back after Stall. A detector whose last batch
-// had no counts has nothing outstanding and does not hold the reach back;
-// when no live detector had counts (each reads a record only now and then),
-// the reach is the newest End any live detector reported: what they read
-// next happened after it. It is never the clock, whose newest buckets the
-// detectors have not reported yet. ok is false without live detectors with
-// event times (version 1 and 2 batches, Add). It also forgets sources
-// silent for sourceIdle. The caller holds t.mu.
+// Stall, however far its End lags the clock: one replaying a backlog after
+// a rebalance or an outage holds the reach back (setReach bounds how far
+// the evaluated window follows it), and a dead one stops holding it back
+// after Stall. A detector whose last batch had no counts has nothing
+// outstanding and does not hold the reach back; when no live detector had
+// counts (each reads a record only now and then), the reach is the newest
+// End any live detector reported: what they read next happened after it.
+// It is never the clock, whose newest buckets the detectors have not
+// reported yet. ok is false without live detectors with event times
+// (version 1 and 2 batches, Add). It also forgets sources silent for
+// sourceIdle. The caller holds t.mu.
 func (t *table) reach(now time.Time) (ms int64, ok bool) {
-	nowMs := now.UnixMilli()
-	maxLag := t.p.maxLag.Milliseconds()
-	ms = nowMs
+	ms = now.UnixMilli()
 	var newest int64 // of the live detectors, busy or idle
 	for name, s := range t.sources {
 		age := now.Sub(s.heard)
@@ -85,7 +83,7 @@ func (t *table) reach(now time.Time) (ms int64, ok bool) {
 			delete(t.sources, name)
 			continue
 		}
-		if s.end == 0 || age >= t.p.stall || nowMs-s.end > maxLag {
+		if s.end == 0 || age >= t.p.stall {
 			continue
 		}
 		newest = max(newest, s.end)

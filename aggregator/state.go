@@ -140,6 +140,10 @@ type table struct {
 	// evalEnd is the newest bucket of the window that rates and the rule
 	// read, as of the last batch or sweep (see setReach).
 	evalEnd int64
+	// behind is when the reach fell more than maxLag behind the clock,
+	// zero while it is not: the evaluated window then ends maxLag back,
+	// with the detectors' newest counts still missing (see unsure).
+	behind time.Time
 	// fresh lists the keys that got counts since the reach last moved
 	// past them (entry.fresh), the only ones that can cross the threshold
 	// when the reach moves forward: a key with no counts after the
@@ -164,18 +168,41 @@ type table struct {
 // setReach moves the evaluated window to end at now's reach: the last
 // whole bucket before the event time up to which every live detector has
 // reported (see reach), so that a key's rate is its count over a full
-// window of complete buckets divided by the window, however far the
-// detectors lag. Without live event times (old detectors, Add) counts are
+// window of complete buckets divided by the window while the detectors lag
+// up to maxLag. The windows keep no older buckets: a reach further back
+// (every detector busy, a backlog replayed) is evaluated maxLag behind the
+// clock, where counts are still missing, and the rates are unsure until it
+// catches up. Without live event times (old detectors, Add) counts are
 // placed at receipt and the window ends at now's bucket, as before event
 // times. The caller holds t.mu.
 func (t *table) setReach(now time.Time) {
 	b := t.bucket(now)
 	ms, ok := t.reach(now)
 	if !ok {
-		t.evalEnd = b
+		t.evalEnd, t.behind = b, time.Time{}
 		return
 	}
-	t.evalEnd = min(ms*int64(time.Millisecond)/t.p.bucketNs-1, b)
+	end := min(ms*int64(time.Millisecond)/t.p.bucketNs-1, b)
+	oldest := b - t.p.maxLag.Nanoseconds()/t.p.bucketNs
+	if end >= oldest {
+		t.evalEnd, t.behind = end, time.Time{}
+		return
+	}
+	t.evalEnd = oldest
+	if t.behind.IsZero() {
+		t.behind = now
+		t.m.unsure.Inc()
+	}
+}
+
+// unsure reports whether the evaluated window lacks counts that are still
+// on their way: the reach has trailed the clock by more than maxLag, for
+// less than maxStall (after that it is an outage, and the window is read as
+// it is). Meanwhile a hot key is not demoted and its rate is not read lower
+// than it was last published: a count that has not arrived yet is not a
+// key turning cold. The caller holds t.mu.
+func (t *table) unsure(now time.Time) bool {
+	return !t.behind.IsZero() && now.Sub(t.behind) < t.p.maxStall
 }
 
 // heard records that a partials batch arrived at now. The caller holds t.mu.
@@ -477,6 +504,9 @@ func (t *table) rate(e *entry, now time.Time) float64 {
 		end = e.crossed
 	}
 	r := float64(e.win.evalTo(end)) / e.r.winSec
+	if e.hot && e.pubRate > r && t.unsure(now) {
+		return e.pubRate
+	}
 	// Only a hot key has a seed (demote clears it): testing hot first
 	// spares the sweep a cache miss per key on seed, at the entry's end.
 	if e.hot && e.seed > r && now.Before(e.holdFrom) {
@@ -566,9 +596,9 @@ func (t *table) hold(e *entry, now time.Time) {
 	switch {
 	case float64(e.win.evalTo(t.evalEnd)) >= e.r.lowSum:
 		e.below, e.confirmed = time.Time{}, now
-	case t.stalled:
-		// A stall says nothing about the key: its hold starts over once
-		// the detectors are back.
+	case t.stalled, t.unsure(now):
+		// A stall, or counts still on their way, say nothing about the
+		// key: its hold starts over once the detectors are back.
 		e.below = time.Time{}
 	case now.Before(e.holdFrom):
 		// restored key: the live stream has not had a full window yet

@@ -720,8 +720,8 @@ func TestClusterZooKeeperPartition(t *testing.T) {
 	samples := slices.Clone(r.views.samples)
 	r.views.mu.Unlock()
 	for _, key := range []string{"fixed:2x", "fixed:3x"} {
-		lo, hi, n := ratesBetween(res.stats.Truth, samples, key, gone.Add(3*time.Second), healed)
-		t.Logf("%s while n3 was cut off, in the others' views: published %.2f to %.2f times the true rate (%d samples)", key, lo, hi, n)
+		lo, hi, mean, n := ratesBetween(res.stats.Truth, samples, key, gone.Add(3*time.Second), healed)
+		t.Logf("%s while n3 was cut off, in the others' views: published %.2f to %.2f times the true rate, bias %+.1f%% (%d samples)", key, lo, hi, 100*(mean-1), n)
 		switch {
 		case n == 0:
 			t.Errorf("%s: no sample of the others' views while n3 was cut off", key)
@@ -809,10 +809,10 @@ func (h *healWatch) check(t *testing.T) {
 // shows at any time (docs/aggregator.md, "Rate").
 const partitionUnderRead = 0.8
 
-// ratesBetween returns the lowest and the highest published rate of key,
-// relative to its true trailing-window rate, in the samples taken in [from,
-// to), and how many there were.
-func ratesBetween(truth *loadgen.Truth, samples []sample, key string, from, to time.Time) (lo, hi float64, n int) {
+// ratesBetween returns the lowest, the highest and the mean published rate
+// of key, relative to its true trailing-window rate, in the samples taken in
+// [from, to), and how many there were.
+func ratesBetween(truth *loadgen.Truth, samples []sample, key string, from, to time.Time) (lo, hi, mean float64, n int) {
 	var counts []uint64
 	for _, k := range truth.Keys {
 		if k.App == "shop" && k.Key == key {
@@ -828,9 +828,12 @@ func ratesBetween(truth *loadgen.Truth, samples []sample, key string, from, to t
 			continue
 		}
 		q := s.rates[i] / tr[slot]
-		lo, hi, n = min(lo, q), max(hi, q), n+1
+		lo, hi, mean, n = min(lo, q), max(hi, q), mean+q, n+1
 	}
-	return lo, hi, n
+	if n > 0 {
+		mean /= float64(n)
+	}
+	return lo, hi, mean, n
 }
 
 // TestClusterWriterFollowsLeader: two Writers (acks=all, retrying as the

@@ -317,8 +317,9 @@ func (r *faultRun) duplicates(st loadgen.Stats) int64 {
 // while the true rate has held for a window within rateTolerance, those
 // during a fault at most overRead above; the excused outages are not
 // checked (the truth does not hold while records are lost). It logs the
-// median, the 95th percentile and the largest error of each, and the lowest
-// and highest published rate relative to the truth.
+// median, the 95th percentile and the largest error of each, their bias (the
+// mean signed error: negative reads low), and the lowest and highest
+// published rate relative to the truth.
 func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, faults [][2]time.Time, bound time.Duration, overRead float64, strict bool) {
 	t.Helper()
 	within := func(at time.Time, spans [][2]time.Time) bool {
@@ -343,7 +344,7 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 		}
 		tr := trailing(counts, truth.SlotMs)
 		first := map[string]time.Time{}
-		var steady, faulty []float64
+		var steady, faulty []float64        // signed errors: published/true - 1
 		lo, hi := math.Inf(1), math.Inf(-1) // published/true during faults
 		failed, logged := 0, 0
 		for _, s := range samples {
@@ -372,14 +373,14 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 			var bad string
 			switch {
 			case within(s.at, faults):
-				faulty = append(faulty, e)
 				q := s.rates[i] / tr[slot]
+				faulty = append(faulty, q-1)
 				lo, hi = min(lo, q), max(hi, q)
 				if q > 1+overRead {
 					bad = fmt.Sprintf("want at most %.0f%% above during a fault", 100*overRead)
 				}
 			case steadyNow:
-				steady = append(steady, e)
+				steady = append(steady, s.rates[i]/tr[slot]-1)
 				if e > rateTolerance {
 					bad = fmt.Sprintf("want within %.0f%%", 100*rateTolerance)
 				}
@@ -404,9 +405,15 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 			if len(g.errs) == 0 {
 				continue
 			}
-			slices.Sort(g.errs)
-			t.Logf("%s, %s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%",
-				key, g.name, len(g.errs), 100*g.errs[len(g.errs)/2], 100*g.errs[len(g.errs)*95/100], 100*g.errs[len(g.errs)-1])
+			var bias float64
+			abs := make([]float64, len(g.errs))
+			for i, d := range g.errs {
+				bias += d / float64(len(g.errs))
+				abs[i] = math.Abs(d)
+			}
+			slices.Sort(abs)
+			t.Logf("%s, %s: published rate vs true trailing rate over %d samples: error median %.1f%%, p95 %.1f%%, max %.1f%%, bias %+.1f%%",
+				key, g.name, len(abs), 100*abs[len(abs)/2], 100*abs[len(abs)*95/100], 100*abs[len(abs)-1], 100*bias)
 		}
 		if len(faulty) > 0 {
 			t.Logf("%s, during faults: published between %.2f and %.2f times the true rate", key, lo, hi)
