@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 )
@@ -150,15 +151,32 @@ func (c *sharedConn) hasFailed() bool {
 // fail marks the connection failed and closes it: the reader's read ends,
 // and it fails the items left.
 func (c *sharedConn) fail() {
+	c.markFailed()
+	c.nc.Close()
+}
+
+// failWrite is fail after a write failed (Redis closed the connection, say):
+// the replies Redis sent before are still read, a second at most, so the
+// commands it answered are answered; the reader then fails the others.
+// Closing at once would drop them unread.
+func (c *sharedConn) failWrite() {
+	c.markFailed()
+	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+}
+
+// markFailed takes no command any more and stops the writer.
+func (c *sharedConn) markFailed() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.failed {
 		c.failed = true
 		c.out = nil
 		close(c.dead)
 		c.space.Broadcast()
 	}
-	c.mu.Unlock()
-	c.nc.Close()
 }
 
 // writeLoop writes what the sessions have appended, all of it in one write,
@@ -179,7 +197,7 @@ func (c *sharedConn) writeLoop() {
 			continue
 		}
 		if _, err := c.nc.Write(buf); err != nil {
-			c.fail()
+			c.failWrite()
 			return
 		}
 		if cap(buf) > 1<<20 { // a big command passed: don't keep its room
