@@ -321,3 +321,32 @@ func TestSharedUpstreamKilled(t *testing.T) {
 		t.Fatalf("the fake accepted %d connections: the pool did not reconnect", conns)
 	}
 }
+
+// TestUpstreamConfig: Config.Upstream is dedicated by default, shared
+// takes 2 connections by default, and shared is refused in cluster mode.
+func TestUpstreamConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		want  string
+		conns int
+		err   bool
+	}{
+		{cfg: Config{}, want: UpstreamDedicated, conns: 2},
+		{cfg: Config{Upstream: UpstreamShared}, want: UpstreamShared, conns: 2},
+		{cfg: Config{Upstream: UpstreamShared, UpstreamConns: 5}, want: UpstreamShared, conns: 5},
+		{cfg: Config{Upstream: "pooled"}, err: true},
+		{cfg: Config{UpstreamConns: -1}, err: true},
+		{cfg: Config{Upstream: UpstreamShared, RedisCluster: []string{"c:1"}}, err: true},
+	} {
+		tc.cfg.App, tc.cfg.Redis = "a", "r:1"
+		got, err := tc.cfg.withDefaults()
+		switch {
+		case tc.err && err == nil:
+			t.Errorf("%+v: no error", tc.cfg)
+		case !tc.err && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case !tc.err && (got.Upstream != tc.want || got.UpstreamConns != tc.conns):
+			t.Errorf("%q, %d: got %q, %d; want %q, %d", tc.cfg.Upstream, tc.cfg.UpstreamConns, got.Upstream, got.UpstreamConns, tc.want, tc.conns)
+		}
+	}
+}
