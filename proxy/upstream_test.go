@@ -214,17 +214,101 @@ func TestSharedUpstreamKilled(t *testing.T) {
 		t.Fatalf("SET: %q", r)
 	}
 
+	stop := ownReplies(t, tp.addr, "kill:", 8)
+
+	for i := range 20 {
+		// The SET may meet the connection the last round killed, before
+		// the proxy has seen it closed: then the client's connection is
+		// closed, and it connects again.
+		var v *rawConn
+		for v == nil {
+			v = dialRaw(t, tp.addr)
+			v.send("SET", "kill:victim", "v"+strconv.Itoa(i))
+			if r, err := v.tryRead(10 * time.Second); err != nil {
+				v.close()
+				v = nil
+			} else if string(r) != "+OK\r\n" {
+				t.Fatalf("round %d: SET %q", i, r)
+			}
+		}
+		got := [][]byte{}
+		v.send("GET", "kill:victim")
+		v.send("ECHO", "die")
+		v.send("GET", "kill:victim")
+		var end error
+		for {
+			r, err := v.tryRead(10 * time.Second)
+			if err != nil {
+				end = err
+				break
+			}
+			got = append(got, r)
+		}
+		v.close()
+		if want := bulk("v" + strconv.Itoa(i)); len(got) != 1 || !bytes.Equal(got[0], want) {
+			t.Fatalf("round %d: the victim got %q then %v, want %q then its connection closed", i, got, end, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	served, closed := stop()
+	t.Logf("%d replies to the other clients; %d of their connections closed under them", served, closed)
+	if r := string(idle.do("GET", "kill:idle")); r != string(bulk("mine")) {
+		t.Fatalf("the idle client after 20 kills: %q", r)
+	}
+	f.mu.Lock()
+	conns := f.conns
+	f.mu.Unlock()
+	if conns < 20 {
+		t.Fatalf("the fake accepted %d connections: the pool did not reconnect", conns)
+	}
+}
+
+// TestUpstreamConfig: Config.Upstream is dedicated by default, shared
+// takes 2 connections by default, and shared is refused in cluster mode.
+func TestUpstreamConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		want  string
+		conns int
+		err   bool
+	}{
+		{cfg: Config{}, want: UpstreamDedicated, conns: 2},
+		{cfg: Config{Upstream: UpstreamShared}, want: UpstreamShared, conns: 2},
+		{cfg: Config{Upstream: UpstreamShared, UpstreamConns: 5}, want: UpstreamShared, conns: 5},
+		{cfg: Config{Upstream: "pooled"}, err: true},
+		{cfg: Config{UpstreamConns: -1}, err: true},
+		{cfg: Config{Upstream: UpstreamShared, RedisCluster: []string{"c:1"}}, err: true},
+	} {
+		tc.cfg.App, tc.cfg.Redis = "a", "r:1"
+		got, err := tc.cfg.withDefaults()
+		switch {
+		case tc.err && err == nil:
+			t.Errorf("%+v: no error", tc.cfg)
+		case !tc.err && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case !tc.err && (got.Upstream != tc.want || got.UpstreamConns != tc.conns):
+			t.Errorf("%q, %d: got %q, %d; want %q, %d", tc.cfg.Upstream, tc.cfg.UpstreamConns, got.Upstream, got.UpstreamConns, tc.want, tc.conns)
+		}
+	}
+}
+
+// ownReplies has clients connections pipeline GETs of values of their own
+// through addr, each connecting again whenever its connection is closed
+// under it, until stop is called; a reply that is not the client's own
+// fails the test. stop returns the replies they got and how many of their
+// connections were closed under commands.
+func ownReplies(t *testing.T, addr, prefix string, clients int) (stop func() (served, closed int)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() }) // before the proxy stops, after a Fatal too
 	var mu sync.Mutex
 	closed, served := 0, 0
-	for w := range 8 {
+	for w := range clients {
 		wg.Go(func() {
-			key, val := fmt.Sprintf("kill:c%d", w), fmt.Sprintf("value-of-%d", w)
+			key, val := fmt.Sprintf("%sc%d", prefix, w), fmt.Sprintf("value-of-%d", w)
 			batch := bytes.Repeat(encode("GET", key), 50)
 			for ctx.Err() == nil {
-				nc, err := net.DialTimeout("tcp", tp.addr, 2*time.Second)
+				nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
 				if err != nil {
 					t.Errorf("client %d: %v", w, err)
 					return
@@ -274,79 +358,46 @@ func TestSharedUpstreamKilled(t *testing.T) {
 			}
 		})
 	}
-	for i := range 20 {
-		// The SET may meet the connection the last round killed, before
-		// the proxy has seen it closed: then the client's connection is
-		// closed, and it connects again.
-		var v *rawConn
-		for v == nil {
-			v = dialRaw(t, tp.addr)
-			v.send("SET", "kill:victim", "v"+strconv.Itoa(i))
-			if r, err := v.tryRead(10 * time.Second); err != nil {
-				v.close()
-				v = nil
-			} else if string(r) != "+OK\r\n" {
-				t.Fatalf("round %d: SET %q", i, r)
-			}
-		}
-		got := [][]byte{}
-		v.send("GET", "kill:victim")
-		v.send("ECHO", "die")
-		v.send("GET", "kill:victim")
-		var end error
-		for {
-			r, err := v.tryRead(10 * time.Second)
-			if err != nil {
-				end = err
-				break
-			}
-			got = append(got, r)
-		}
-		v.close()
-		if want := bulk("v" + strconv.Itoa(i)); len(got) != 1 || !bytes.Equal(got[0], want) {
-			t.Fatalf("round %d: the victim got %q then %v, want %q then its connection closed", i, got, end, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	t.Logf("%d replies to the other clients; %d of their connections closed under them", served, closed)
-	if r := string(idle.do("GET", "kill:idle")); r != string(bulk("mine")) {
-		t.Fatalf("the idle client after 20 kills: %q", r)
-	}
-	f.mu.Lock()
-	conns := f.conns
-	f.mu.Unlock()
-	if conns < 20 {
-		t.Fatalf("the fake accepted %d connections: the pool did not reconnect", conns)
+	return func() (int, int) {
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return served, closed
 	}
 }
 
-// TestUpstreamConfig: Config.Upstream is dedicated by default, shared
-// takes 2 connections by default, and shared is refused in cluster mode.
-func TestUpstreamConfig(t *testing.T) {
-	for _, tc := range []struct {
-		cfg   Config
-		want  string
-		conns int
-		err   bool
-	}{
-		{cfg: Config{}, want: UpstreamDedicated, conns: 2},
-		{cfg: Config{Upstream: UpstreamShared}, want: UpstreamShared, conns: 2},
-		{cfg: Config{Upstream: UpstreamShared, UpstreamConns: 5}, want: UpstreamShared, conns: 5},
-		{cfg: Config{Upstream: "pooled"}, err: true},
-		{cfg: Config{UpstreamConns: -1}, err: true},
-		{cfg: Config{Upstream: UpstreamShared, RedisCluster: []string{"c:1"}}, err: true},
-	} {
-		tc.cfg.App, tc.cfg.Redis = "a", "r:1"
-		got, err := tc.cfg.withDefaults()
-		switch {
-		case tc.err && err == nil:
-			t.Errorf("%+v: no error", tc.cfg)
-		case !tc.err && err != nil:
-			t.Errorf("%+v: %v", tc.cfg, err)
-		case !tc.err && (got.Upstream != tc.want || got.UpstreamConns != tc.conns):
-			t.Errorf("%q, %d: got %q, %d; want %q, %d", tc.cfg.Upstream, tc.cfg.UpstreamConns, got.Upstream, got.UpstreamConns, tc.want, tc.conns)
+// TestSharedUpstreamKilledRedis: Redis itself kills the shared connection
+// (CLIENT KILL ID), 10 times, while 8 clients pipeline GETs of values of
+// their own on it: each gets only its own replies, and the proxy serves on
+// a new shared connection after each kill.
+func TestSharedUpstreamKilledRedis(t *testing.T) {
+	redisAddr := stacktest.Redis(t)
+	tp := startProxy(t, redisAddr, shared(1))
+	prefix := stacktest.Name(t) + ":"
+	cleanKeys(t, redisAddr, prefix)
+	stop := ownReplies(t, tp.addr, prefix, 8)
+	admin := newRedis(redisAddr)
+	defer admin.Close()
+	killed := map[string]bool{}
+	for len(killed) < 10 {
+		c := dialRaw(t, tp.addr)
+		c.send("CLIENT", "ID")
+		r, err := c.tryRead(10 * time.Second) // fails if it met the connection just killed
+		c.close()
+		if err != nil {
+			continue
 		}
+		id := strings.TrimSpace(string(r[1:]))
+		if r[0] != ':' || killed[id] {
+			t.Fatalf("CLIENT ID through the proxy: %q, after the connections %v were killed", r, killed)
+		}
+		if n, err := admin.Do(context.Background(), "CLIENT", "KILL", "ID", id).Int(); err != nil || n != 1 {
+			t.Fatalf("CLIENT KILL ID %s: %d %v", id, n, err)
+		}
+		killed[id] = true
+		time.Sleep(30 * time.Millisecond)
 	}
+	served, closed := stop()
+	t.Logf("%d replies; %d connections closed under commands in flight", served, closed)
 }
