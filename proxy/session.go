@@ -347,11 +347,13 @@ func (s *session) reader() {
 			case it.local != nil:
 			case s.uw != nil:
 				if _, err := s.uw.Write(cmd.Raw); err != nil {
+					s.doneWith(it) // not queued: what it keeps goes back now
 					return
 				}
 			case it.kind == kindQuit: // not to a shared connection: answered as Redis answers it
 				it.local = okReply
 			case !s.sendShared(cmd.Raw, it):
+				s.doneWith(it)
 				return
 			}
 			if it.barrier {
