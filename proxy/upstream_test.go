@@ -401,3 +401,42 @@ func TestSharedUpstreamKilledRedis(t *testing.T) {
 	served, closed := stop()
 	t.Logf("%d replies; %d connections closed under commands in flight", served, closed)
 }
+
+// TestSharedQuit: QUIT in a pipeline on a shared connection is answered as
+// Redis answers it (+OK after the replies before it, nothing after it runs,
+// the client's connection closes) without closing the shared connection
+// under another client.
+func TestSharedQuit(t *testing.T) {
+	redisAddr := stacktest.Redis(t)
+	tp := startProxy(t, redisAddr, shared(1))
+	prefix := stacktest.Name(t) + ":"
+	cleanKeys(t, redisAddr, prefix)
+	by := dialRaw(t, tp.addr)
+	defer by.close()
+	id := string(by.do("CLIENT", "ID"))
+	c := dialRaw(t, tp.addr)
+	defer c.close()
+	if _, err := c.c.Write(append(append(encode("SET", prefix+"k", "v"), encode("QUIT")...), encode("SET", prefix+"k", "after")...)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		r, err := c.tryRead(10 * time.Second)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !isNetErr(err) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, string(r))
+	}
+	if strings.Join(got, "") != "+OK\r\n+OK\r\n" {
+		t.Fatalf("SET, QUIT, SET: %q, want +OK, +OK, then the connection closed", got)
+	}
+	if r := string(by.do("GET", prefix+"k")); r != string(bulk("v")) {
+		t.Fatalf("GET after the QUIT: %q (the SET after QUIT ran?)", r)
+	}
+	if r := string(by.do("CLIENT", "ID")); r != id {
+		t.Fatalf("the bystander's shared connection %q became %q: QUIT closed it", id, r)
+	}
+}
