@@ -41,9 +41,16 @@ type sharedPool struct {
 }
 
 type sharedSlot struct {
-	mu  sync.Mutex // guards cur; held while dialling
-	cur *sharedConn
+	mu      sync.Mutex // guards the fields; held while dialling
+	cur     *sharedConn
+	lastErr error     // the last dial's error, if it failed
+	errAt   time.Time // when
 }
+
+// redialAfter is how long after a failed dial a slot answers with its error
+// instead of dialling again: the sessions waiting on a Redis that does not
+// answer are not each held for a dial timeout in turn.
+const redialAfter = 250 * time.Millisecond
 
 var errPoolClosed = errors.New("shared upstream pool closed")
 
@@ -63,10 +70,15 @@ func (sp *sharedPool) conn(i int) (*sharedConn, error) {
 	if c := sl.cur; c != nil && !c.hasFailed() {
 		return c, nil
 	}
+	if sl.lastErr != nil && time.Since(sl.errAt) < redialAfter {
+		return nil, sl.lastErr
+	}
 	nc, err := sp.p.dialUpstream()
 	if err != nil {
+		sl.lastErr, sl.errAt = err, time.Now()
 		return nil, err
 	}
+	sl.lastErr = nil
 	c := &sharedConn{nc: nc, wake: make(chan struct{}, 1), dead: make(chan struct{})}
 	c.space = sync.NewCond(&c.mu)
 	sp.mu.Lock()
