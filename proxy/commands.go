@@ -20,10 +20,11 @@ type cmdInfo struct {
 
 	// The proxy's own classification.
 	kind    cmdKind
-	barrier bool // a later answer from L1 waits until its reply is in (the connection's state may change)
-	pipe    bool // the session becomes a plain pipe both ways with it, for good
-	state   bool // cluster mode: connection state, replayed on each new upstream connection
-	noCache bool // read-only with one key, but its reply is not a function of the key's value and arguments alone
+	barrier bool    // a later answer from L1 waits until its reply is in (the connection's state may change)
+	pipe    bool    // the session becomes a plain pipe both ways with it, for good
+	state   bool    // cluster mode: connection state, replayed on each new upstream connection
+	noCache bool    // read-only with one key, but its reply is not a function of the key's value and arguments alone
+	own     ownRule // shared upstream mode: whether the session needs an upstream connection of its own for it
 
 	// From Redis' COMMAND table (key positions may also be the proxy's own).
 	redis      bool // the entry has Redis' information
@@ -66,6 +67,44 @@ const (
 	kindGet                 // GET: a hot key's value answers it from L1
 	kindMGet                // MGET: answered from L1 when every key is hot
 )
+
+// ownRule says whether a command needs an upstream connection of the
+// session's own (Config.Upstream "shared"): one whose effect is on the
+// connection that runs it (its state, its reply mode, its blocking) cannot
+// run on a connection other clients share.
+type ownRule uint8
+
+const (
+	ownNo      ownRule = iota // runs on a shared connection (but see needsOwn: pipe mode and Redis' blocking flag)
+	ownAlways                 // the connection's state, blocking, or per-connection behaviour
+	ownSelect                 // SELECT: unless of database 0, the shared connections' own
+	ownHello                  // HELLO: unless without arguments or "HELLO 2" alone (RESP2, no AUTH, no SETNAME)
+	ownIfBlock                // XREAD, XREADGROUP: with a BLOCK option
+)
+
+// needsOwn reports whether the command args (of entry in) must run on an
+// upstream connection of the session's own.
+func (in *cmdInfo) needsOwn(args [][]byte) bool {
+	switch in.own {
+	case ownAlways:
+		return true
+	case ownSelect:
+		return len(args) != 2 || string(args[1]) != "0"
+	case ownHello:
+		return len(args) > 2 || (len(args) == 2 && string(args[1]) != "2")
+	case ownIfBlock:
+		for _, a := range args[1:] {
+			if eqFold(a, "streams") { // the options end here; keys and IDs follow
+				break
+			}
+			if eqFold(a, "block") {
+				return true
+			}
+		}
+		return false
+	}
+	return in.pipe || in.blocking
+}
 
 // builtin is the proxy's own classification of commands: the one place
 // that says which command changes the connection's state, turns it into a
@@ -131,6 +170,30 @@ var builtin = func() map[string]*cmdInfo {
 	for _, name := range []string{"eval", "evalsha", "fcall"} {
 		m[name].write = true
 	}
+	// What needs an upstream connection of its own in shared mode, beyond
+	// pipe mode and Redis' blocking flag: so classified without Redis'
+	// COMMAND table too.
+	own := func(r ownRule, names ...string) {
+		for _, n := range names {
+			c, sub, ok := strings.Cut(n, "|")
+			e := m[c]
+			if ok && e != nil {
+				e = e.sub[sub]
+			}
+			if e == nil {
+				add(cmdInfo{own: r}, n)
+				continue
+			}
+			e.own = r
+		}
+	}
+	own(ownAlways, "auth", "multi", "watch", "reset", "readonly", "readwrite", "asking", "replconf",
+		"client|setname", "client|no-evict", "client|no-touch", "client|caching",
+		"blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait", "waitaof",
+		"subscribe", "psubscribe", "ssubscribe", "monitor", "sync", "psync", "client|reply", "client|tracking")
+	own(ownSelect, "select")
+	own(ownHello, "hello")
+	own(ownIfBlock, "xread", "xreadgroup")
 	return m
 }()
 
@@ -184,7 +247,7 @@ func parseCommandTable(v any) (*commandTable, error) {
 					s = merge(b, s)
 				} else if b := builtin[in.name]; b != nil {
 					// The container's classification (CLUSTER's, OBJECT's...).
-					s.kind, s.barrier, s.pipe, s.state, s.noCache = b.kind, b.barrier, b.pipe, b.state, b.noCache
+					s.kind, s.barrier, s.pipe, s.state, s.noCache, s.own = b.kind, b.barrier, b.pipe, b.state, b.noCache, b.own
 					s.cacheable = s.cacheable && !s.noCache
 				}
 				in.sub[subName] = s

@@ -132,3 +132,40 @@ func joinArgs(bs [][]byte) []byte {
 	}
 	return out
 }
+
+// TestNeedsOwn: what moves a session on a shared upstream connection to one
+// of its own, the same with Redis' COMMAND table and without it.
+func TestNeedsOwn(t *testing.T) {
+	loaded := realCommandTable(t)
+	for _, tc := range []struct {
+		cmd string
+		own bool
+	}{
+		{"GET k", false}, {"SET k v", false}, {"MGET a b", false}, {"EVAL s 1 k", false}, {"PING", false},
+		{"SELECT 0", false}, {"select 1", true}, {"SELECT 00", true}, {"SELECT", true},
+		{"HELLO", false}, {"HELLO 2", false}, {"HELLO 3", true}, {"HELLO 2 SETNAME x", true}, {"hello 2 AUTH u p", true},
+		{"AUTH p", true}, {"AUTH u p", true}, {"MULTI", true}, {"WATCH k", true}, {"RESET", true},
+		{"EXEC", false}, {"DISCARD", false}, {"UNWATCH", false},
+		{"BLPOP a 0", true}, {"BRPOP a 0", true}, {"BLMOVE a b LEFT RIGHT 0", true}, {"BZPOPMIN z 0", true},
+		{"BLMPOP 0 1 a LEFT", true}, {"BZMPOP 0 1 z MIN", true}, {"BRPOPLPUSH a b 0", true},
+		{"WAIT 1 0", true}, {"WAITAOF 1 0 0", true},
+		{"XREAD COUNT 1 STREAMS s 0", false}, {"XREAD BLOCK 0 STREAMS s $", true}, {"xread count 1 block 10 streams s $", true},
+		{"XREAD STREAMS block 0", false}, {"XREADGROUP GROUP g c BLOCK 0 STREAMS s >", true}, {"XREADGROUP GROUP g c STREAMS s >", false},
+		{"SUBSCRIBE a", true}, {"PSUBSCRIBE a*", true}, {"SSUBSCRIBE a", true}, {"UNSUBSCRIBE", false},
+		{"MONITOR", true}, {"SYNC", true}, {"PSYNC ? -1", true}, {"REPLCONF listening-port 1", true},
+		{"CLIENT SETNAME x", true}, {"CLIENT TRACKING ON", true}, {"CLIENT REPLY OFF", true}, {"CLIENT CACHING yes", true},
+		{"CLIENT NO-EVICT on", true}, {"CLIENT NO-TOUCH on", true}, {"READONLY", true}, {"READWRITE", true}, {"ASKING", true},
+		{"CLIENT ID", false}, {"CLIENT LIST", false}, {"CLIENT GETNAME", false}, {"CLIENT SETINFO lib-name x", false},
+		{"QUIT", false}, {"NOSUCHCOMMAND", false},
+	} {
+		args := bytesArgs(strings.Fields(tc.cmd))
+		for _, table := range []struct {
+			name string
+			t    *commandTable
+		}{{"loaded", loaded}, {"unloaded", nil}} {
+			if got := table.t.classify(args).needsOwn(args); got != tc.own {
+				t.Errorf("%s, %s table: needs its own connection %v, want %v", tc.cmd, table.name, got, tc.own)
+			}
+		}
+	}
+}

@@ -104,126 +104,130 @@ func approxInt(t *testing.T, r []byte, d int64) []byte {
 }
 
 func TestCompatDataTypes(t *testing.T) {
-	redisAddr := stacktest.Redis(t)
-	tp := startProxy(t, redisAddr, nil)
-	prefix := stacktest.Name(t) + ":"
-	cleanKeys(t, redisAddr, prefix)
-	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
-	bin := "{p}bin\x00\r\n\xff\xfe key"
-	runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
-		// strings
-		s("SET", "{p}s", "hello"), s("GET", "{p}s"), s("APPEND", "{p}s", " world"), s("GETRANGE", "{p}s", "0", "4"),
-		s("STRLEN", "{p}s"), s("INCR", "{p}n"), s("INCRBY", "{p}n", "41"), s("INCRBYFLOAT", "{p}f", "1.5"),
-		s("MSET", "{p}a", "1", "{p}b", "2"), s("MGET", "{p}a", "{p}b", "{p}missing"), s("SETNX", "{p}a", "x"),
-		s("GETSET", "{p}a", "3"), s("GETDEL", "{p}a"), s("GET", "{p}a"), s("SET", "{p}s2", "v", "NX", "GET"),
-		// hashes
-		s("HSET", "{p}h", "f1", "v1", "f2", "v2"), s("HGET", "{p}h", "f1"), s("HGETALL", "{p}h"), s("HMGET", "{p}h", "f1", "nope"),
-		s("HINCRBY", "{p}h", "n", "5"), s("HKEYS", "{p}h"), s("HVALS", "{p}h"), s("HLEN", "{p}h"), s("HEXISTS", "{p}h", "f2"),
-		s("HDEL", "{p}h", "f2"),
-		// lists
-		s("RPUSH", "{p}l", "a", "b", "c"), s("LPUSH", "{p}l", "z"), s("LRANGE", "{p}l", "0", "-1"), s("LPOP", "{p}l"),
-		s("RPOP", "{p}l", "2"), s("LLEN", "{p}l"), s("LINDEX", "{p}l", "0"), s("LPOS", "{p}l", "a"),
-		// sets
-		s("SADD", "{p}set", "x", "y", "z"), s("SISMEMBER", "{p}set", "y"), s("SCARD", "{p}set"), s("SREM", "{p}set", "z"),
-		s("SINTERCARD", "1", "{p}set"), s("SMISMEMBER", "{p}set", "x", "q"),
-		// sorted sets
-		s("ZADD", "{p}z", "1", "one", "2.5", "two", "3", "three"), s("ZRANGE", "{p}z", "0", "-1", "WITHSCORES"),
-		s("ZSCORE", "{p}z", "two"), s("ZRANK", "{p}z", "three"), s("ZINCRBY", "{p}z", "0.25", "one"),
-		s("ZRANGEBYSCORE", "{p}z", "(1", "+inf"), s("ZREVRANGE", "{p}z", "0", "1"), s("ZCARD", "{p}z"),
-		s("ZUNIONSTORE", "{p}zu", "2", "{p}z", "{p}z"), s("ZRANGE", "{p}zu", "0", "-1", "WITHSCORES"),
-		// expiry (TTLs compared within a second: the runs are not at the same instant)
-		s("SET", "{p}e", "v", "EX", "100"), {args: []string{"TTL", "{p}e"}, approx: 1},
-		{args: []string{"PTTL", "{p}e"}, approx: 1000}, s("PERSIST", "{p}e"), s("TTL", "{p}e"), s("EXPIRE", "{p}e", "50"),
-		s("SET", "{p}px", "v", "PX", "60000"), s("EXISTS", "{p}e", "{p}px"), // 50 ms expired before EXISTS on a busy machine
-		// a big value and binary keys
-		s("SET", "{p}big", big), s("GET", "{p}big"), s("STRLEN", "{p}big"),
-		s("SET", bin, "\x00\x01\x02\r\n"), s("GET", bin), s("DEL", bin, "{p}big"),
-		// errors
-		s("GET", "{p}h"), s("LPUSH", "{p}s", "x"), s("NOSUCHCOMMAND", "{p}x", "y"), s("GET"), s("INCR", "{p}s"),
-		s("SELECT", "99"), s("HOTSPOTX"),
-		// types and scans
-		s("TYPE", "{p}z"), s("SCAN", "0", "MATCH", "{p}nomatch*", "COUNT", "1000"), s("DEL", "{p}s", "{p}n", "{p}nope"),
-	}))
+	eachUpstream(t, func(t *testing.T, mode func(*Config)) {
+		redisAddr := stacktest.Redis(t)
+		tp := startProxy(t, redisAddr, mode)
+		prefix := stacktest.Name(t) + ":"
+		cleanKeys(t, redisAddr, prefix)
+		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+		bin := "{p}bin\x00\r\n\xff\xfe key"
+		runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
+			// strings
+			s("SET", "{p}s", "hello"), s("GET", "{p}s"), s("APPEND", "{p}s", " world"), s("GETRANGE", "{p}s", "0", "4"),
+			s("STRLEN", "{p}s"), s("INCR", "{p}n"), s("INCRBY", "{p}n", "41"), s("INCRBYFLOAT", "{p}f", "1.5"),
+			s("MSET", "{p}a", "1", "{p}b", "2"), s("MGET", "{p}a", "{p}b", "{p}missing"), s("SETNX", "{p}a", "x"),
+			s("GETSET", "{p}a", "3"), s("GETDEL", "{p}a"), s("GET", "{p}a"), s("SET", "{p}s2", "v", "NX", "GET"),
+			// hashes
+			s("HSET", "{p}h", "f1", "v1", "f2", "v2"), s("HGET", "{p}h", "f1"), s("HGETALL", "{p}h"), s("HMGET", "{p}h", "f1", "nope"),
+			s("HINCRBY", "{p}h", "n", "5"), s("HKEYS", "{p}h"), s("HVALS", "{p}h"), s("HLEN", "{p}h"), s("HEXISTS", "{p}h", "f2"),
+			s("HDEL", "{p}h", "f2"),
+			// lists
+			s("RPUSH", "{p}l", "a", "b", "c"), s("LPUSH", "{p}l", "z"), s("LRANGE", "{p}l", "0", "-1"), s("LPOP", "{p}l"),
+			s("RPOP", "{p}l", "2"), s("LLEN", "{p}l"), s("LINDEX", "{p}l", "0"), s("LPOS", "{p}l", "a"),
+			// sets
+			s("SADD", "{p}set", "x", "y", "z"), s("SISMEMBER", "{p}set", "y"), s("SCARD", "{p}set"), s("SREM", "{p}set", "z"),
+			s("SINTERCARD", "1", "{p}set"), s("SMISMEMBER", "{p}set", "x", "q"),
+			// sorted sets
+			s("ZADD", "{p}z", "1", "one", "2.5", "two", "3", "three"), s("ZRANGE", "{p}z", "0", "-1", "WITHSCORES"),
+			s("ZSCORE", "{p}z", "two"), s("ZRANK", "{p}z", "three"), s("ZINCRBY", "{p}z", "0.25", "one"),
+			s("ZRANGEBYSCORE", "{p}z", "(1", "+inf"), s("ZREVRANGE", "{p}z", "0", "1"), s("ZCARD", "{p}z"),
+			s("ZUNIONSTORE", "{p}zu", "2", "{p}z", "{p}z"), s("ZRANGE", "{p}zu", "0", "-1", "WITHSCORES"),
+			// expiry (TTLs compared within a second: the runs are not at the same instant)
+			s("SET", "{p}e", "v", "EX", "100"), {args: []string{"TTL", "{p}e"}, approx: 1},
+			{args: []string{"PTTL", "{p}e"}, approx: 1000}, s("PERSIST", "{p}e"), s("TTL", "{p}e"), s("EXPIRE", "{p}e", "50"),
+			s("SET", "{p}px", "v", "PX", "60000"), s("EXISTS", "{p}e", "{p}px"), // 50 ms expired before EXISTS on a busy machine
+			// a big value and binary keys
+			s("SET", "{p}big", big), s("GET", "{p}big"), s("STRLEN", "{p}big"),
+			s("SET", bin, "\x00\x01\x02\r\n"), s("GET", bin), s("DEL", bin, "{p}big"),
+			// errors
+			s("GET", "{p}h"), s("LPUSH", "{p}s", "x"), s("NOSUCHCOMMAND", "{p}x", "y"), s("GET"), s("INCR", "{p}s"),
+			s("SELECT", "99"), s("HOTSPOTX"),
+			// types and scans
+			s("TYPE", "{p}z"), s("SCAN", "0", "MATCH", "{p}nomatch*", "COUNT", "1000"), s("DEL", "{p}s", "{p}n", "{p}nope"),
+		}))
+	})
 }
 
 func TestCompatSessionState(t *testing.T) {
-	redisAddr := stacktest.Redis(t)
-	tp := startProxy(t, redisAddr, nil)
-	prefix := stacktest.Name(t) + ":"
-	cleanKeys(t, redisAddr, prefix)
+	eachUpstream(t, func(t *testing.T, mode func(*Config)) {
+		redisAddr := stacktest.Redis(t)
+		tp := startProxy(t, redisAddr, mode)
+		prefix := stacktest.Name(t) + ":"
+		cleanKeys(t, redisAddr, prefix)
 
-	t.Run("select", func(t *testing.T) {
-		runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
-			s("SELECT", "1"), s("SET", "{p}db1", "one"), s("GET", "{p}db1"), s("SELECT", "0"), s("GET", "{p}db1"),
-			s("SELECT", "1"), s("DEL", "{p}db1"), s("SELECT", "0"),
-		}))
-	})
-	t.Run("resp3", func(t *testing.T) {
-		runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
-			hello := c.do("HELLO", "3")
-			out := [][]byte{redactHello(hello)}
-			return append(out, steps(t, []step{
-				s("HSET", "{p}h3", "a", "1", "b", "2"), s("HGETALL", "{p}h3"), s("SADD", "{p}s3", "x"), s("SMEMBERS", "{p}s3"),
-				s("ZADD", "{p}z3", "1.5", "m"), s("ZSCORE", "{p}z3", "m"), s("ZRANGE", "{p}z3", "0", "-1", "WITHSCORES"),
-				s("GET", "{p}none"), s("MGET", "{p}none", "{p}h3"), s("CONFIG", "GET", "maxmemory-policy"),
-				s("HELLO", "2"), s("HGETALL", "{p}h3"),
-			})(c, p)...)
+		t.Run("select", func(t *testing.T) {
+			runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
+				s("SELECT", "1"), s("SET", "{p}db1", "one"), s("GET", "{p}db1"), s("SELECT", "0"), s("GET", "{p}db1"),
+				s("SELECT", "1"), s("DEL", "{p}db1"), s("SELECT", "0"),
+			}))
 		})
-	})
-	t.Run("multi-watch", func(t *testing.T) {
-		runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
-			other := newRedis(redisAddr)
-			defer other.Close()
-			var out [][]byte
-			out = append(out, c.do("SET", p+"w", "0"), c.do("WATCH", p+"w"))
-			other.Set(context.Background(), p+"w", "changed", 0) // the conflict
-			out = append(out, c.do("MULTI"), c.do("SET", p+"w", "mine"), c.do("INCR", p+"cnt"), c.do("EXEC"), c.do("GET", p+"w"))
-			// Without a conflict, and with a command error inside.
-			out = append(out, c.do("MULTI"), c.do("SET", p+"w", "mine"), c.do("LPUSH", p+"w", "x"), c.do("GET", p+"w"), c.do("EXEC"))
-			out = append(out, c.do("MULTI"), c.do("NOSUCH"), c.do("EXEC"), c.do("DISCARD"))
-			return out
+		t.Run("resp3", func(t *testing.T) {
+			runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
+				hello := c.do("HELLO", "3")
+				out := [][]byte{redactHello(hello)}
+				return append(out, steps(t, []step{
+					s("HSET", "{p}h3", "a", "1", "b", "2"), s("HGETALL", "{p}h3"), s("SADD", "{p}s3", "x"), s("SMEMBERS", "{p}s3"),
+					s("ZADD", "{p}z3", "1.5", "m"), s("ZSCORE", "{p}z3", "m"), s("ZRANGE", "{p}z3", "0", "-1", "WITHSCORES"),
+					s("GET", "{p}none"), s("MGET", "{p}none", "{p}h3"), s("CONFIG", "GET", "maxmemory-policy"),
+					s("HELLO", "2"), s("HGETALL", "{p}h3"),
+				})(c, p)...)
+			})
 		})
-	})
-	t.Run("pipeline", func(t *testing.T) {
-		runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
-			var batch []byte
-			for i := range 100 {
-				switch i % 4 {
-				case 0:
-					batch = append(batch, encode("SET", p+"pl"+strconv.Itoa(i), strconv.Itoa(i))...)
-				case 1:
-					batch = append(batch, encode("GET", p+"pl"+strconv.Itoa(i-1))...)
-				case 2:
-					batch = append(batch, encode("INCR", p+"plc")...)
-				case 3:
-					batch = append(batch, encode("LPUSH", p+"pl0", "x")...) // WRONGTYPE
+		t.Run("multi-watch", func(t *testing.T) {
+			runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
+				other := newRedis(redisAddr)
+				defer other.Close()
+				var out [][]byte
+				out = append(out, c.do("SET", p+"w", "0"), c.do("WATCH", p+"w"))
+				other.Set(context.Background(), p+"w", "changed", 0) // the conflict
+				out = append(out, c.do("MULTI"), c.do("SET", p+"w", "mine"), c.do("INCR", p+"cnt"), c.do("EXEC"), c.do("GET", p+"w"))
+				// Without a conflict, and with a command error inside.
+				out = append(out, c.do("MULTI"), c.do("SET", p+"w", "mine"), c.do("LPUSH", p+"w", "x"), c.do("GET", p+"w"), c.do("EXEC"))
+				out = append(out, c.do("MULTI"), c.do("NOSUCH"), c.do("EXEC"), c.do("DISCARD"))
+				return out
+			})
+		})
+		t.Run("pipeline", func(t *testing.T) {
+			runBoth(t, redisAddr, tp.addr, prefix, func(c *rawConn, p string) [][]byte {
+				var batch []byte
+				for i := range 100 {
+					switch i % 4 {
+					case 0:
+						batch = append(batch, encode("SET", p+"pl"+strconv.Itoa(i), strconv.Itoa(i))...)
+					case 1:
+						batch = append(batch, encode("GET", p+"pl"+strconv.Itoa(i-1))...)
+					case 2:
+						batch = append(batch, encode("INCR", p+"plc")...)
+					case 3:
+						batch = append(batch, encode("LPUSH", p+"pl0", "x")...) // WRONGTYPE
+					}
 				}
-			}
-			if _, err := c.c.Write(batch); err != nil {
+				if _, err := c.c.Write(batch); err != nil {
+					t.Fatal(err)
+				}
+				var out [][]byte
+				for range 100 {
+					out = append(out, c.read())
+				}
+				return out
+			})
+		})
+		t.Run("acl-user", func(t *testing.T) {
+			admin := newRedis(redisAddr)
+			defer admin.Close()
+			user := "proxytest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+			ctx := context.Background()
+			if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw-"+user, "~"+prefix+"*", "+@all", "-flushall").Err(); err != nil {
 				t.Fatal(err)
 			}
-			var out [][]byte
-			for range 100 {
-				out = append(out, c.read())
-			}
-			return out
+			t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+			runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
+				s("AUTH", user, "wrong"), s("AUTH", user, "pw-"+user), s("SET", "{p}acl", "1"), s("GET", "{p}acl"),
+				s("GET", "elsewhere:key"), s("ACL", "WHOAMI"), s("FLUSHALL"), s("HELLO", "2", "AUTH", "default", "nopass-wrong"),
+			}))
 		})
+		compatBlockingAndPubSub(t, redisAddr, tp.addr, prefix)
 	})
-	t.Run("acl-user", func(t *testing.T) {
-		admin := newRedis(redisAddr)
-		defer admin.Close()
-		user := "proxytest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
-		ctx := context.Background()
-		if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw-"+user, "~"+prefix+"*", "+@all", "-flushall").Err(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
-		runBoth(t, redisAddr, tp.addr, prefix, steps(t, []step{
-			s("AUTH", user, "wrong"), s("AUTH", user, "pw-"+user), s("SET", "{p}acl", "1"), s("GET", "{p}acl"),
-			s("GET", "elsewhere:key"), s("ACL", "WHOAMI"), s("FLUSHALL"), s("HELLO", "2", "AUTH", "default", "nopass-wrong"),
-		}))
-	})
-	compatBlockingAndPubSub(t, redisAddr, tp.addr, prefix)
 }
 
 // compatBlockingAndPubSub: BLPOP served by a push and timing out, and

@@ -22,6 +22,15 @@ type Config struct {
 	// to stand in front of instead of Redis: the proxy shows its clients a
 	// cluster of itself and routes each command to its slot's master.
 	RedisCluster []string
+	// Upstream is how clients' commands reach Redis in single-Redis mode:
+	// UpstreamDedicated ("" means it), one upstream connection per client
+	// connection, or UpstreamShared, a few pipelined connections shared by
+	// every client until its connection acquires state (docs/proxy.md,
+	// "Shared upstream connections"). Cluster mode is always dedicated.
+	Upstream string
+	// UpstreamConns is, with UpstreamShared, how many shared connections
+	// the proxy keeps to Redis; 0 means 2.
+	UpstreamConns int
 	// RedisUser and RedisPassword are the ACL user of the proxy's own Redis
 	// connections (value loads, invalidations, client tracking); "" means
 	// the default user. Clients authenticate themselves.
@@ -111,6 +120,12 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// The values of Config.Upstream.
+const (
+	UpstreamDedicated = "dedicated"
+	UpstreamShared    = "shared"
+)
+
 // withDefaults returns cfg with every zero field given its default, or an
 // error naming the first invalid field.
 func (cfg Config) withDefaults() (Config, error) {
@@ -127,9 +142,17 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("proxy: Config.MaxApps: %d must be >= 0", cfg.MaxApps)
 	case cfg.L1Bytes < 0 || cfg.ReplyCacheBytes < 0 || cfg.MaxClientBuffer < 0 || cfg.MaxBuffer < 0:
 		return cfg, errors.New("proxy: Config.L1Bytes, ReplyCacheBytes, MaxClientBuffer and MaxBuffer must be >= 0")
+	case cfg.Upstream != "" && cfg.Upstream != UpstreamDedicated && cfg.Upstream != UpstreamShared:
+		return cfg, fmt.Errorf("proxy: Config.Upstream: %q, want %q or %q", cfg.Upstream, UpstreamDedicated, UpstreamShared)
+	case cfg.Upstream == UpstreamShared && len(cfg.RedisCluster) > 0:
+		return cfg, errors.New("proxy: Config.Upstream: shared upstream connections are for a single Redis, not RedisCluster")
+	case cfg.UpstreamConns < 0:
+		return cfg, fmt.Errorf("proxy: Config.UpstreamConns: %d must be >= 0", cfg.UpstreamConns)
 	case cfg.L1TTL < 0 || cfg.ShutdownGrace < 0 || cfg.CommandTableWait < 0:
 		return cfg, errors.New("proxy: Config.L1TTL, ShutdownGrace and CommandTableWait must be >= 0")
 	}
+	cfg.Upstream = cmp.Or(cfg.Upstream, UpstreamDedicated)
+	cfg.UpstreamConns = cmp.Or(cfg.UpstreamConns, 2)
 	cfg.ZooKeeperRoot = cmp.Or(cfg.ZooKeeperRoot, hotset.DefaultRoot)
 	cfg.Topic = cmp.Or(cfg.Topic, hotset.DefaultTopic)
 	cfg.HotReadLimit = cmp.Or(cfg.HotReadLimit, 400)

@@ -6,6 +6,11 @@
 // (which its clients see as a cluster of the proxy alone). cmd/hotspot-proxy
 // runs it as a sidecar; docs/proxy.md is its manual.
 //
+// In front of one Redis each client connection has an upstream connection
+// of its own (Config.Upstream "dedicated"), or shares a few pipelined ones
+// until its connection acquires state, then gets its own ("shared",
+// upstream.go).
+//
 // New checks a Config and starts the SDK Client of the default app; Serve
 // serves a listener until its context ends and owns every goroutine the
 // proxy starts.

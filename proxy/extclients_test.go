@@ -75,26 +75,30 @@ func testExtClient(t *testing.T, c extClient) {
 		c.run(t, argv, env, "patterns", redisAddr, prefix+":d", nil, "directly against Redis", "the program, the client or Redis")
 		directOK = !t.Failed()
 	})
-	t.Run("proxy", func(t *testing.T) {
-		tp := startProxy(t, redisAddr, nil)
-		where, blame := through(directOK)
-		c.run(t, argv, env, "patterns", tp.addr, prefix+":p", nil, where, blame)
-	})
+	for _, mode := range []string{UpstreamDedicated, UpstreamShared} {
+		t.Run("proxy-"+mode, func(t *testing.T) {
+			tp := startProxy(t, redisAddr, func(c *Config) { c.Upstream = mode })
+			where, blame := through(directOK)
+			c.run(t, argv, env, "patterns", tp.addr, prefix+":p-"+mode, nil, where, blame)
+		})
+	}
 	var restartOK bool
 	t.Run("restart-direct", func(t *testing.T) {
 		rs := stacktest.StartRedisServer(t)
 		c.run(t, argv, env, "restart", rs.Addr, prefix, rs, "directly against a private Redis", "the program, the client or Redis")
 		restartOK = !t.Failed()
 	})
-	t.Run("restart-proxy", func(t *testing.T) {
-		rs := stacktest.StartRedisServer(t)
-		tp := startProxy(t, rs.Addr, nil)
-		where, blame := through(restartOK)
-		c.run(t, argv, env, "restart", tp.addr, prefix, rs, where, blame)
-		if r := string(dialRaw(t, tp.addr).do("PING")); r != "+PONG\r\n" {
-			t.Fatalf("PING through the proxy after the restart: %q", r)
-		}
-	})
+	for _, mode := range []string{UpstreamDedicated, UpstreamShared} {
+		t.Run("restart-proxy-"+mode, func(t *testing.T) {
+			rs := stacktest.StartRedisServer(t)
+			tp := startProxy(t, rs.Addr, func(c *Config) { c.Upstream = mode })
+			where, blame := through(restartOK)
+			c.run(t, argv, env, "restart", tp.addr, prefix, rs, where, blame)
+			if r := string(dialRaw(t, tp.addr).do("PING")); r != "+PONG\r\n" {
+				t.Fatalf("PING through the proxy after the restart: %q", r)
+			}
+		})
+	}
 }
 
 // through names a run through the proxy and, for its failure, whom it

@@ -17,7 +17,10 @@ import (
 // behaviour only in outline: strings and hashes, SELECT, HELLO (RESP2
 // only), CLIENT, Pub/Sub confirmations, and the COMMAND table of a real
 // Redis 7.0 (testdata/command-redis-7.0.resp). It counts the commands it
-// runs, by lowercase name.
+// runs, by lowercase name, and which connection (numbered from 1 in the
+// order accepted) set each key last. ECHO die closes the connection at once,
+// after the replies before it, as Redis killed there would: the commands
+// after it on the connection are never answered.
 type fakeRedis struct {
 	ln net.Listener
 
@@ -25,7 +28,9 @@ type fakeRedis struct {
 	strs       map[string]string
 	hashes     map[string]map[string]string
 	calls      map[string]int
-	commandErr string // COMMAND's reply while set (an ACL refusal)
+	commandErr string         // COMMAND's reply while set (an ACL refusal)
+	conns      int            // connections accepted
+	setBy      map[string]int // key: the connection that set it last
 }
 
 var commandTableReply = sync.OnceValue(func() []byte {
@@ -42,7 +47,8 @@ func newFakeRedis(t *testing.T) *fakeRedis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeRedis{ln: ln, strs: map[string]string{}, hashes: map[string]map[string]string{}, calls: map[string]int{}}
+	f := &fakeRedis{ln: ln, strs: map[string]string{}, hashes: map[string]map[string]string{}, calls: map[string]int{},
+		setBy: map[string]int{}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -64,7 +70,11 @@ func newFakeRedis(t *testing.T) *fakeRedis {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			wg.Go(func() { f.serve(c) })
+			f.mu.Lock()
+			f.conns++
+			id := f.conns
+			f.mu.Unlock()
+			wg.Go(func() { f.serve(c, id) })
 		}
 	})
 	return f
@@ -85,7 +95,18 @@ func (f *fakeRedis) setCommandErr(e string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeRedis) serve(c net.Conn) {
+// setters returns how many connections set the keys named.
+func (f *fakeRedis) setters(keys []string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	by := map[int]bool{}
+	for _, k := range keys {
+		by[f.setBy[k]] = true
+	}
+	return len(by)
+}
+
+func (f *fakeRedis) serve(c net.Conn, id int) {
 	defer c.Close()
 	rd := redcon.NewReader(c)
 	w := bufio.NewWriter(c)
@@ -95,6 +116,15 @@ func (f *fakeRedis) serve(c net.Conn) {
 			return
 		}
 		for _, cmd := range cmds {
+			if len(cmd.Args) == 2 && strings.EqualFold(string(cmd.Args[0]), "echo") && string(cmd.Args[1]) == "die" {
+				_ = w.Flush()
+				return
+			}
+			if len(cmd.Args) > 1 && strings.EqualFold(string(cmd.Args[0]), "set") {
+				f.mu.Lock()
+				f.setBy[string(cmd.Args[1])] = id
+				f.mu.Unlock()
+			}
 			reply, quit := f.run(cmd.Args)
 			_, _ = w.Write(reply)
 			if quit {

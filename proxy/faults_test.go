@@ -18,85 +18,87 @@ import (
 // is its key's value, a null (the restarted server is empty), OK, or the
 // connection closes; never another key's value. The proxy then serves again.
 func TestFaultRedisRestart(t *testing.T) {
-	rs := stacktest.StartRedisServer(t)
-	tp := startProxy(t, rs.Addr, nil)
-	stop := make(chan struct{})
-	var wrong, good, closed atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := net.DialTimeout("tcp", tp.addr, time.Second)
-				if err != nil {
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				rc := &rawConn{t: t, c: c, br: newReader(c)}
-				for i := 0; ; i++ {
-					key := fmt.Sprintf("fault:%d:%d", w, i%10)
-					val := fmt.Sprintf("value-of-%s", key)
-					// SET then GET pipelined: the GET's reply must be val or null.
-					if _, err := c.Write(append(encode("SET", key, val), encode("GET", key)...)); err != nil {
-						break
-					}
-					r1, err := rc.tryRead(2 * time.Second)
-					if err != nil {
-						break
-					}
-					r2, err := rc.tryRead(2 * time.Second)
-					if err != nil {
-						break
-					}
-					want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
-					switch {
-					case string(r1) == "+OK\r\n" && string(r2) == want:
-						good.Add(1)
-					case r1[0] == '-' || r2[0] == '-' || string(r2) == "$-1\r\n":
-					default:
-						wrong.Add(1)
-						t.Errorf("worker %d: SET/GET %s: %q %q", w, key, r1, r2)
-					}
+	eachUpstream(t, func(t *testing.T, mode func(*Config)) {
+		rs := stacktest.StartRedisServer(t)
+		tp := startProxy(t, rs.Addr, mode)
+		stop := make(chan struct{})
+		var wrong, good, closed atomic.Int64
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
 					select {
 					case <-stop:
-						c.Close()
 						return
 					default:
 					}
+					c, err := net.DialTimeout("tcp", tp.addr, time.Second)
+					if err != nil {
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					rc := &rawConn{t: t, c: c, br: newReader(c)}
+					for i := 0; ; i++ {
+						key := fmt.Sprintf("fault:%d:%d", w, i%10)
+						val := fmt.Sprintf("value-of-%s", key)
+						// SET then GET pipelined: the GET's reply must be val or null.
+						if _, err := c.Write(append(encode("SET", key, val), encode("GET", key)...)); err != nil {
+							break
+						}
+						r1, err := rc.tryRead(2 * time.Second)
+						if err != nil {
+							break
+						}
+						r2, err := rc.tryRead(2 * time.Second)
+						if err != nil {
+							break
+						}
+						want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
+						switch {
+						case string(r1) == "+OK\r\n" && string(r2) == want:
+							good.Add(1)
+						case r1[0] == '-' || r2[0] == '-' || string(r2) == "$-1\r\n":
+						default:
+							wrong.Add(1)
+							t.Errorf("worker %d: SET/GET %s: %q %q", w, key, r1, r2)
+						}
+						select {
+						case <-stop:
+							c.Close()
+							return
+						default:
+						}
+					}
+					closed.Add(1)
+					c.Close()
 				}
-				closed.Add(1)
-				c.Close()
-			}
-		}()
-	}
-	time.Sleep(time.Second)
-	before := good.Load()
-	rs.Stop()
-	time.Sleep(500 * time.Millisecond)
-	rs.Start()
-	restarted := time.Now()
-	waitUntil(t, 10*time.Second, "the clients served again", func() bool { return good.Load() > before+1000 })
-	t.Logf("served again %v after the restart", time.Since(restarted).Round(time.Millisecond))
-	close(stop)
-	wg.Wait()
-	t.Logf("%d good SET/GET pairs, %d connections closed under them, %d wrong replies", good.Load(), closed.Load(), wrong.Load())
-	if wrong.Load() > 0 {
-		t.Fatalf("%d replies of another key or out of order", wrong.Load())
-	}
-	if closed.Load() == 0 {
-		t.Error("no connection saw the restart")
-	}
-	c := dialRaw(t, tp.addr)
-	defer c.close()
-	if r := string(c.do("PING")); r != "+PONG\r\n" {
-		t.Fatalf("PING after the restart: %q", r)
-	}
+			}()
+		}
+		time.Sleep(time.Second)
+		before := good.Load()
+		rs.Stop()
+		time.Sleep(500 * time.Millisecond)
+		rs.Start()
+		restarted := time.Now()
+		waitUntil(t, 10*time.Second, "the clients served again", func() bool { return good.Load() > before+1000 })
+		t.Logf("served again %v after the restart", time.Since(restarted).Round(time.Millisecond))
+		close(stop)
+		wg.Wait()
+		t.Logf("%d good SET/GET pairs, %d connections closed under them, %d wrong replies", good.Load(), closed.Load(), wrong.Load())
+		if wrong.Load() > 0 {
+			t.Fatalf("%d replies of another key or out of order", wrong.Load())
+		}
+		if closed.Load() == 0 {
+			t.Error("no connection saw the restart")
+		}
+		c := dialRaw(t, tp.addr)
+		defer c.close()
+		if r := string(c.do("PING")); r != "+PONG\r\n" {
+			t.Fatalf("PING after the restart: %q", r)
+		}
+	})
 }
 
 // cutter forwards TCP to target until cut.

@@ -255,3 +255,11 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...
 	}
 	return 0
 }
+
+// eachUpstream runs fn as a subtest per Config.Upstream mode (dedicated,
+// then shared), with the Config modifier that sets it.
+func eachUpstream(t *testing.T, fn func(t *testing.T, mode func(*Config))) {
+	for _, m := range []string{UpstreamDedicated, UpstreamShared} {
+		t.Run(m, func(t *testing.T) { fn(t, func(c *Config) { c.Upstream = m }) })
+	}
+}

@@ -46,14 +46,19 @@ func TestNewFailsWithoutLeaks(t *testing.T) {
 
 // TestServeStopsEverything: once Serve returns, every goroutine the proxy
 // started has ended, with a client connected through a fake Redis and in
-// cluster mode with a slot table that never reads.
+// cluster mode with a slot table that never reads, and with shared
+// upstream connections.
 func TestServeStopsEverything(t *testing.T) {
 	node := newFakeNode(t, func(cmd string, asking bool) string { return "+PONG\r\n" })
-	for _, cluster := range []bool{false, true} {
+	for _, mode := range []string{"single", "shared", "cluster"} {
+		cluster := mode == "cluster"
 		before := runtime.NumGoroutine()
 		cfg := Config{Redis: node.addr(), App: "leak", CommandTableWait: time.Millisecond, ShutdownGrace: 100 * time.Millisecond}
 		if cluster {
 			cfg.RedisCluster = []string{node.addr()}
+		}
+		if mode == "shared" {
+			cfg.Upstream = UpstreamShared
 		}
 		p, err := New(cfg)
 		if err != nil {
@@ -78,7 +83,7 @@ func TestServeStopsEverything(t *testing.T) {
 		}
 		c.close()
 		if n, stacks := settledGoroutines(before); stacks != "" {
-			t.Errorf("cluster %v: %d goroutines before New, %d after Serve returned:\n%s", cluster, before, n, stacks)
+			t.Errorf("%s: %d goroutines before New, %d after Serve returned:\n%s", mode, before, n, stacks)
 		}
 	}
 }

@@ -42,6 +42,7 @@ type stats struct {
 	next        atomic.Uint32 // the stripe of the next session
 	bcastFailed atomic.Uint64
 	conns       atomic.Int64
+	owned       atomic.Uint64 // shared mode: sessions moved to an upstream connection of their own
 }
 
 const statStripes = 8
@@ -102,6 +103,7 @@ type Proxy struct {
 	sessions map[clientConn]struct{} // nil once shutting down
 	sessWG   sync.WaitGroup          // the sessions' goroutines (also in Serve's group): shutdown waits for them, grace at most
 	cluster  *clusterMap             // cluster mode: the slot table (nil: single mode)
+	shared   *sharedPool             // single mode, Config.Upstream "shared": the shared upstream connections (nil: dedicated)
 
 	bcast     chan bcastReq
 	bg        context.Context // ends when the proxy stops: the background goroutines' and new apps' context
@@ -137,6 +139,9 @@ func New(cfg Config) (*Proxy, error) {
 		p.startCluster()
 	} else {
 		p.rdb = redis.NewClient(p.ownOptions(cfg.Redis))
+		if cfg.Upstream == UpstreamShared {
+			p.shared = newSharedPool(p, cfg.UpstreamConns)
+		}
 	}
 	ctx, cancel := context.WithTimeout(p.bg, 10*time.Second)
 	defer cancel()
@@ -226,6 +231,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	ln.Close()
 	p.log.Info("hotspot-proxy: shutting down")
 	p.shutdown(p.cfg.ShutdownGrace)
+	if p.shared != nil { // after the sessions: their replies had the grace
+		p.shared.close()
+	}
 	p.stop()
 	_ = g.Wait()
 	if cerr := p.Close(); cerr != nil {
@@ -404,15 +412,30 @@ func (p *Proxy) handleConn(cc net.Conn) {
 		p.handleClusterConn(cc)
 		return
 	}
-	uc, err := p.dialUpstream()
-	if err != nil {
-		// Redis is not there: say so to the first command, and close.
-		p.log.Debug("hotspot-proxy: upstream", "err", err)
-		_, _ = cc.Write([]byte("-ERR hotspot-proxy: Redis unavailable\r\n"))
-		cc.Close()
+	if p.shared != nil {
+		slot := p.shared.pick()
+		sh, err := p.shared.conn(slot)
+		if err != nil {
+			p.unavailable(cc, err)
+			return
+		}
+		p.track(newSession(p, cc, nil, sh, slot, p.defaultApp), func() { cc.Close() })
 		return
 	}
-	p.track(newSession(p, cc, uc, p.defaultApp), func() { cc.Close(); uc.Close() })
+	uc, err := p.dialUpstream()
+	if err != nil {
+		p.unavailable(cc, err)
+		return
+	}
+	p.track(newSession(p, cc, uc, nil, 0, p.defaultApp), func() { cc.Close(); uc.Close() })
+}
+
+// unavailable tells a client that connected while Redis cannot be reached
+// so, at its first command, and closes its connection.
+func (p *Proxy) unavailable(cc net.Conn, err error) {
+	p.log.Debug("hotspot-proxy: upstream", "err", err)
+	_, _ = cc.Write(errUnavailable)
+	cc.Close()
 }
 
 // clientConn is a client connection being served: a session, or a
@@ -536,6 +559,8 @@ func (p *Proxy) registerMetrics() error {
 	counter("broadcasts_failed_total", "Invalidations of hot keys written through the proxy that could not be broadcast.", func() float64 { return float64(s.bcastFailed.Load()) })
 	counter("buffer_refused_total", "Client connections closed because a command would pass the buffer bounds (MaxClientBuffer, MaxBuffer).",
 		func() float64 { return float64(p.mem.refused.Load()) })
+	counter("dedicated_upstreams_total", "With shared upstream connections: client connections moved to an upstream connection of their own (connection state, blocking, Pub/Sub...).",
+		func() float64 { return float64(s.owned.Load()) })
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_connections", Help: "Client connections open."},
 		func() float64 { return float64(s.conns.Load()) }))
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hotspot_proxy_buffered_bytes",

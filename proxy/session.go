@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mediocregopher/radix/v4/resp/resp3"
@@ -34,16 +35,36 @@ import (
 // SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, MONITOR, CLIENT REPLY, CLIENT TRACKING
 // and the replication commands turn the session into a plain pipe both ways
 // for good.
+//
+// With shared upstream connections (Config.Upstream "shared") a session
+// starts without a connection of its own: the reader appends each command
+// to a connection of the shared pool (upstream.go) with its item, whose
+// reply the pool hands over; the writer waits for it in turn. At the first
+// command that needs a connection of its own (cmdInfo.needsOwn: state,
+// blocking, Pub/Sub...) the reader waits until every command it sent on
+// the shared connection is answered, dials one, and from then on the
+// session is as above.
 type session struct {
 	p  *Proxy
 	c  *counts  // the proxy's stripe of counts this session adds to
 	cc net.Conn // client
-	uc net.Conn // upstream
+	uc net.Conn // upstream; nil while on a shared connection (set by the reader, under mu)
 	rd *reqReader
-	uw *bufio.Writer // to upstream; the reader's
-	ur *bufio.Reader // from upstream; the writer's
+	uw *bufio.Writer // to upstream; the reader's; nil while on a shared connection
+	ur *bufio.Reader // from upstream; the writer's (set by the reader before the first item that uses it)
 	cw *bufio.Writer // to the client; the writer's
 	q  chan *item
+
+	// Shared upstream mode, while uw is nil.
+	sh       *sharedConn   // the reader's: the shared connection the session's commands go to
+	slot     int           // sh's slot in the pool
+	inflight atomic.Int64  // commands sent on a shared connection, not answered yet
+	shFailed atomic.Bool   // a shared connection failed under one of them: the session ends
+	draining atomic.Bool   // the reader waits for inflight to reach 0
+	drained  chan struct{} // cap 1: inflight reached 0 while draining
+	wake     chan struct{} // cap 1: an item of the session's was answered
+	stop     chan struct{} // closed when the writer must stop waiting (grace over, killed)
+	stopOnce sync.Once
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -59,6 +80,8 @@ type session struct {
 	// settle, in cluster mode, answers the commands sent and not answered
 	// yet (clusterSession.answerBatch); settled calls it first.
 	settle func() error
+
+	graceTimer *time.Timer // shared mode, shutting down: ends the wait for replies; guarded by mu
 }
 
 // connState is what the replies have told of the connection.
@@ -91,6 +114,14 @@ type item struct {
 	// argBytes is, for a write, the bytes of its arguments after the first
 	// key (what a write reports).
 	argBytes int
+
+	// Sent on a shared upstream connection (upstream.go): the pool sets
+	// reply or upErr, then ready, and wakes sess's writer.
+	shared bool
+	sess   *session
+	reply  []byte
+	upErr  error
+	ready  atomic.Bool
 }
 
 // own copies the arguments and keys the item keeps out of the reader's
@@ -120,14 +151,36 @@ func (it *item) own() int {
 	return n
 }
 
-func newSession(p *Proxy, cc, uc net.Conn, app *appClient) *session {
-	s := &session{p: p, c: p.stats.stripe(), cc: cc, uc: uc,
-		uw: bufio.NewWriterSize(uc, 32<<10), ur: bufio.NewReaderSize(uc, 64<<10), cw: bufio.NewWriterSize(cc, 32<<10),
-		q: make(chan *item, 4096)}
+// newSession makes the session of client connection cc: with its own
+// upstream connection uc, or, uc nil, on the shared connection sh of the
+// pool's slot.
+func newSession(p *Proxy, cc, uc net.Conn, sh *sharedConn, slot int, app *appClient) *session {
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, cw: bufio.NewWriterSize(cc, 32<<10), q: make(chan *item, 4096),
+		sh: sh, slot: slot, stop: make(chan struct{})}
+	if uc != nil {
+		s.setUpstream(uc)
+	} else {
+		s.wake, s.drained = make(chan struct{}, 1), make(chan struct{}, 1)
+	}
 	s.rd = newReqReader(cc, s.grow, s.shrink)
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: app}
 	return s
+}
+
+// setUpstream gives the session its own upstream connection.
+func (s *session) setUpstream(uc net.Conn) {
+	s.mu.Lock()
+	s.uc = uc
+	s.mu.Unlock()
+	s.uw, s.ur = bufio.NewWriterSize(uc, 32<<10), bufio.NewReaderSize(uc, 64<<10)
+}
+
+// upstream is the session's own upstream connection, nil if it has none.
+func (s *session) upstream() net.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uc
 }
 
 // run serves the session until either side closes.
@@ -140,7 +193,14 @@ func (s *session) run() {
 	s.reader()
 	<-done
 	s.cc.Close()
-	s.uc.Close()
+	s.mu.Lock()
+	if s.uc != nil {
+		s.uc.Close()
+	}
+	if s.graceTimer != nil {
+		s.graceTimer.Stop()
+	}
+	s.mu.Unlock()
 }
 
 // shutdown stops reading the client's commands; the replies of those already
@@ -148,15 +208,32 @@ func (s *session) run() {
 func (s *session) shutdown(grace time.Duration) {
 	s.mu.Lock()
 	s.closing = true
+	uc := s.uc
+	if s.wake != nil { // began on a shared connection: its replies come to the writer, which the timer stops waiting
+		s.graceTimer = time.AfterFunc(grace, s.expire)
+	}
 	s.mu.Unlock()
 	_ = s.cc.SetReadDeadline(time.Now())
-	_ = s.uc.SetReadDeadline(time.Now().Add(grace))
+	if uc != nil {
+		_ = uc.SetReadDeadline(time.Now().Add(grace))
+	}
+}
+
+// expire ends the writer's wait for replies: the grace is over.
+func (s *session) expire() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	if uc := s.upstream(); uc != nil {
+		_ = uc.SetReadDeadline(time.Now())
+	}
 }
 
 // kill closes both connections: the session's goroutines end.
 func (s *session) kill() {
+	s.stopOnce.Do(func() { close(s.stop) })
 	s.cc.Close()
-	s.uc.Close()
+	if uc := s.upstream(); uc != nil {
+		uc.Close()
+	}
 }
 
 // grow reserves n bytes more for the client's commands, within its bound
@@ -176,7 +253,7 @@ func (s *session) grow(n int) bool {
 		}
 		held := s.held
 		s.mu.Unlock()
-		err := s.uw.Flush() // the replies waited for may belong to commands in the buffer
+		err := s.flushUp() // the replies waited for may belong to commands in the buffer
 		s.mu.Lock()
 		if err != nil {
 			return false
@@ -237,7 +314,7 @@ func (s *session) reader() {
 			if !pipe {
 				s.readErr(err)
 			}
-			_ = s.uw.Flush()
+			_ = s.flushUp()
 			s.closeUpstreamWrite()
 			return
 		}
@@ -248,12 +325,16 @@ func (s *session) reader() {
 				}
 				continue
 			}
-			it := s.handle(cmd, s.p.cmds.get().classify(cmd.Args))
+			in := s.p.cmds.get().classify(cmd.Args)
+			if s.uw == nil && in.needsOwn(cmd.Args) && !s.ownUpstream() {
+				return
+			}
+			it := s.handle(cmd, in)
 			if n := it.own(); n > 0 {
 				if !s.grow(n) {
 					s.p.mem.refused.Add(1)
 					s.q <- &item{local: overBudgetReply}
-					_ = s.uw.Flush()
+					_ = s.flushUp()
 					s.closeUpstreamWrite()
 					return
 				}
@@ -262,10 +343,18 @@ func (s *session) reader() {
 				s.held += it.held
 				s.mu.Unlock()
 			}
-			if it.local == nil {
+			switch {
+			case it.local != nil:
+			case s.uw != nil:
 				if _, err := s.uw.Write(cmd.Raw); err != nil {
+					s.doneWith(it) // not queued: what it keeps goes back now
 					return
 				}
+			case it.kind == kindQuit: // not to a shared connection: answered as Redis answers it
+				it.local = okReply
+			case !s.sendShared(cmd.Raw, it):
+				s.doneWith(it)
+				return
 			}
 			if it.barrier {
 				s.mu.Lock()
@@ -275,7 +364,7 @@ func (s *session) reader() {
 			select {
 			case s.q <- it:
 			default: // the writer is behind: let it have the commands it waits for
-				if s.uw.Flush() != nil {
+				if s.flushUp() != nil {
 					return
 				}
 				s.q <- it
@@ -284,21 +373,103 @@ func (s *session) reader() {
 				pipe = true
 			}
 			if it.kind == kindQuit { // Redis runs nothing after it, answers it and closes
-				_ = s.uw.Flush()
+				_ = s.flushUp()
 				s.closeUpstreamWrite()
 				return
 			}
 		}
-		if err := s.uw.Flush(); err != nil {
+		if err := s.flushUp(); err != nil {
 			return
 		}
 	}
 }
 
+var okReply = []byte("+OK\r\n")
+
+// flushUp sends what the reader has written: to the session's own upstream
+// connection, or, on a shared one, has the pool's writer write it.
+func (s *session) flushUp() error {
+	if s.uw != nil {
+		return s.uw.Flush()
+	}
+	if s.sh != nil {
+		s.sh.flush()
+	}
+	return nil
+}
+
 func (s *session) closeUpstreamWrite() {
-	if tc, ok := s.uc.(interface{ CloseWrite() error }); ok {
+	if tc, ok := s.upstream().(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 	}
+}
+
+// sendShared appends a forwarded command to the session's shared
+// connection. If that connection has failed, the session moves to the
+// slot's next one once its commands on it are all answered, unless one of
+// them failed. false ends the session: a command of its failed (the writer
+// closes the client there), or no connection can be dialled (the client is
+// told Redis is unavailable, as when it connects then).
+func (s *session) sendShared(raw []byte, it *item) bool {
+	it.sess, it.shared = s, true
+	for {
+		s.inflight.Add(1)
+		if s.sh.send(raw, it) {
+			return true
+		}
+		s.inflight.Add(-1)
+		if !s.drain() || s.shFailed.Load() {
+			return false
+		}
+		c, err := s.p.shared.conn(s.slot)
+		if err != nil {
+			s.p.log.Debug("hotspot-proxy: upstream", "err", err)
+			s.q <- &item{local: errUnavailable}
+			return false
+		}
+		s.sh = c
+	}
+}
+
+// drain flushes the shared connection and waits until every command the
+// session sent on a shared connection is answered (or failed); false if
+// the session must stop first.
+func (s *session) drain() bool {
+	if s.sh != nil {
+		s.sh.flush()
+	}
+	s.draining.Store(true)
+	defer s.draining.Store(false)
+	for s.inflight.Load() > 0 {
+		select {
+		case <-s.drained:
+		case <-s.stop:
+			return false
+		}
+	}
+	return true
+}
+
+// ownUpstream moves a session on a shared connection to an upstream
+// connection of its own, for the rest of its life. It first waits until
+// every command the session sent on the shared connection is answered, so
+// that Redis runs them before the commands that follow on the new one.
+// false ends the session: a shared command failed, the session is
+// stopping, or Redis cannot be dialled (the client is told so).
+func (s *session) ownUpstream() bool {
+	if !s.drain() || s.shFailed.Load() {
+		return false
+	}
+	uc, err := s.p.dialUpstream()
+	if err != nil {
+		s.p.log.Debug("hotspot-proxy: upstream", "err", err)
+		s.q <- &item{local: errUnavailable}
+		return false
+	}
+	s.setUpstream(uc)
+	s.sh = nil
+	s.p.stats.owned.Add(1)
+	return true
 }
 
 func isNetErr(err error) bool {
@@ -319,7 +490,7 @@ func (s *session) settled() (connState, bool) {
 	if s.done < s.sent {
 		// The replies waited for may belong to commands still in the buffer.
 		s.mu.Unlock()
-		err := s.uw.Flush()
+		err := s.flushUp()
 		s.mu.Lock()
 		if err != nil {
 			return s.st, false
@@ -569,6 +740,15 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 			return false
 		}
 		s.pass(it, nil)
+	case it.shared:
+		if !s.awaitShared(it) {
+			return false
+		}
+		if _, err := s.cw.Write(it.reply); err != nil {
+			return false
+		}
+		s.after(it, it.reply)
+		it.reply = nil
 	case it.pipe:
 		// Everything before it has been answered: what comes next from
 		// upstream is its replies and whatever follows them (messages,
@@ -598,6 +778,25 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 		s.after(it, *rm)
 	}
 	return true
+}
+
+// awaitShared waits for the reply of an item sent on a shared connection;
+// false if the connection failed under it or the session must stop. The
+// replies written before it go out first if it is not there yet.
+func (s *session) awaitShared(it *item) bool {
+	if !it.ready.Load() {
+		if s.cw.Flush() != nil {
+			return false
+		}
+		for !it.ready.Load() {
+			select {
+			case <-s.wake:
+			case <-s.stop:
+				return false
+			}
+		}
+	}
+	return it.upErr == nil
 }
 
 // readReply reads one reply from upstream into rm: a push message before it
@@ -640,12 +839,17 @@ func (s *session) pipe() {
 // closed.
 func (s *session) release() {
 	_ = s.cw.Flush() // the replies read before upstream closed (after QUIT, say)
+	// A reader waiting for the replies of its shared commands (drain) stops.
+	s.stopOnce.Do(func() { close(s.stop) })
 	s.mu.Lock()
 	s.closing = true
 	s.cond.Broadcast()
+	uc := s.uc
 	s.mu.Unlock()
 	s.cc.Close()
-	s.uc.Close()
+	if uc != nil {
+		uc.Close()
+	}
 	for it := range s.q {
 		s.doneWith(it)
 	}

@@ -44,3 +44,40 @@ func TestRedisChoice(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamFlag: --upstream and HOTSPOT_UPSTREAM choose the upstream
+// mode, dedicated by default; shared is refused with a Redis Cluster.
+func TestUpstreamFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		want  string
+		conns int
+		err   string
+	}{
+		{name: "default", want: "dedicated", conns: 2},
+		{name: "flag", args: []string{"--upstream", "shared", "--upstream-conns", "3"}, want: "shared", conns: 3},
+		{name: "variables", env: map[string]string{"HOTSPOT_UPSTREAM": "shared", "HOTSPOT_UPSTREAM_CONNS": "1"}, want: "shared", conns: 1},
+		{name: "flag over variable", args: []string{"--upstream", "dedicated"}, env: map[string]string{"HOTSPOT_UPSTREAM": "shared"}, want: "dedicated", conns: 2},
+		{name: "unknown", args: []string{"--upstream", "pooled"}, err: "--upstream"},
+		{name: "no connection", args: []string{"--upstream", "shared", "--upstream-conns", "0"}, err: "--upstream-conns"},
+		{name: "cluster", args: []string{"--upstream", "shared", "--redis-cluster", "c:1"}, err: "--redis-cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig(append([]string{"--app", "a"}, tc.args...), func(k string) string { return tc.env[k] })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.proxy.Upstream != tc.want || cfg.proxy.UpstreamConns != tc.conns {
+				t.Errorf("upstream %q, %d connections; want %q, %d", cfg.proxy.Upstream, cfg.proxy.UpstreamConns, tc.want, tc.conns)
+			}
+		})
+	}
+}
