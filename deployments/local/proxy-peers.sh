@@ -9,7 +9,13 @@
 #                        commit: git worktree add /tmp/old REV && go build -C
 #                        /tmp/old -o /tmp/hotspot-proxy.old ./cmd/hotspot-proxy),
 #                        with hotspotd on the stack reporting its accesses
+#   hotspot-shared=BIN   the same with --upstream shared (docs/proxy.md)
 #   twemproxy            Debian's nutcracker (installed when missing)
+#   camellia=JAR         NetEase camellia-redis-proxy's bootstrap jar, built by
+#                        deployments/local/camellia-proxy.sh, with its hot-key
+#                        cache plugin on for every key (its defaults: 100 GETs
+#                        in 1 s make a key hot, cached 10 s); run by $JAVA
+#                        (default: a JDK of 21 or later under /usr/lib/jvm)
 #
 # Each round runs, per target: cold GET and SET at -P 1 (-n N1) and -P 16
 # (-n N16), -c 50 -r 100000; then one hot key (promoted by the proxy first)
@@ -18,6 +24,8 @@
 # during the hot-key runs.
 # Env: ROUNDS (3), N1 (200000), N16 (1000000). Run on a quiet machine.
 set -euo pipefail
+# newjdk prints the first JDK of 21 or later under /usr/lib/jvm.
+newjdk() { for d in /usr/lib/jvm/*-2[1-9]* /usr/lib/jvm/*-[3-9][0-9]*; do [[ -x $d/bin/java ]] && { echo "$d"; return; }; done; }
 cd "$(dirname "$0")/../.."
 (($#)) || { sed -n '2,21p' "$0" >&2; exit 2; }
 eval "$(deployments/local/stack.sh env)"
@@ -33,7 +41,7 @@ trap cleanup EXIT
 hz=$(getconf CLK_TCK)
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 gets() { redis-cli -h "$rhost" -p "$rport" info commandstats | sed -n 's/^cmdstat_get:calls=\([0-9]*\),.*/\1/p'; }
-wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "nothing answers on $1" >&2; exit 1; }
+wait_port() { for _ in $(seq 300); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "nothing answers on $1" >&2; exit 1; }
 
 names=() ports=() procs=() hot=()
 port=26500
@@ -41,8 +49,9 @@ for t in "$@"; do
 	case $t in
 	direct)
 		names+=(direct) ports+=("$rport") procs+=("") hot+=("") ;;
-	hotspot=*)
-		bin=${t#hotspot=}
+	hotspot=* | hotspot-shared=*)
+		bin=${t#*=} mode=dedicated
+		[[ $t == hotspot-shared=* ]] && mode=shared
 		if [[ -z ${hotspotd:-} ]]; then
 			go build -o bin/hotspotd ./cmd/hotspotd
 			bin/hotspotd --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk-root "/$id" --topic "$id" --group "$id" \
@@ -51,9 +60,10 @@ for t in "$@"; do
 			pids+=("$hotspotd")
 		fi
 		"$bin" --app "$id$port" --brokers "$HOTSPOT_KAFKA" --zk "$HOTSPOT_ZK" --zk-root "/$id" --topic "$id" \
-			--redis "$HOTSPOT_REDIS" --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" >"$log/proxy$port.log" 2>&1 &
+			--redis "$HOTSPOT_REDIS" --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" \
+			$([[ $mode == shared ]] && echo --upstream shared) >"$log/proxy$port.log" 2>&1 &
 		pids+=($!)
-		names+=("hotspot($bin)") ports+=("$port") procs+=($!) hot+=(1)
+		names+=("hotspot-$mode($bin)") ports+=("$port") procs+=($!) hot+=(1)
 		port=$((port + 2)) ;;
 	twemproxy)
 		command -v nutcracker >/dev/null || { s=$([ "$(id -u)" = 0 ] || echo sudo); $s apt-get update -qq &&
@@ -68,6 +78,19 @@ for t in "$@"; do
 		nutcracker -c "$log/nutcracker.yml" -s $((port + 1)) -o "$log/nutcracker.log" &
 		pids+=($!)
 		names+=(twemproxy) ports+=("$port") procs+=($!) hot+=("")
+		port=$((port + 2)) ;;
+	camellia=*)
+		java=${JAVA:-$(newjdk)/bin/java}
+		cat >"$log/camellia.properties" <<-EOF
+			port=$port
+			route.conf=redis://@$HOTSPOT_REDIS
+			proxy.plugin.list=hotKeyCachePlugin
+			hot.key.cache.key.prefix=[""]
+		EOF
+		"$java" -Xms512m -Xmx512m -Ddynamic.conf.file.path="$PWD/$log/camellia.properties" -jar "${t#camellia=}" \
+			--server.port=$((port + 1)) >"$log/camellia.log" 2>&1 &
+		pids+=($!)
+		names+=(camellia) ports+=("$port") procs+=($!) hot+=("")
 		port=$((port + 2)) ;;
 	*) echo "unknown target $t" >&2; exit 2 ;;
 	esac
@@ -108,6 +131,11 @@ promote() {
 	echo "   the hot key was not promoted through ${names[$1]}"
 }
 redis-cli -h "$rhost" -p "$rport" set "$id:hot" v >/dev/null
+# A warm-up of every target (a JVM compiles its hot paths in the first seconds).
+for i in "${!ports[@]}"; do
+	redis-benchmark -p "${ports[$i]}" -c 50 -q -t get,set -r 100000 -P 16 -n 300000 >/dev/null 2>&1
+	redis-benchmark -p "${ports[$i]}" -c 50 -q -t get,set -r 100000 -n 50000 >/dev/null 2>&1
+done
 for r in $(seq "$rounds"); do
 	echo "== round $r ($(uptime | sed 's/.*load/load/'))"
 	for i in "${!ports[@]}"; do
