@@ -210,6 +210,7 @@ type lagSim struct {
 	reach []time.Duration    // per share: event time reported, since start
 	keys  []string
 	seq   uint64
+	quiet bool // the traffic stopped: batches carry no counts and no End
 }
 
 func newLagSim(t *testing.T, rates map[string]float64, lag []time.Duration) *lagSim {
@@ -230,6 +231,14 @@ func (s *lagSim) step(ms int) time.Time {
 	now := s.start.Add(time.Duration(ms) * time.Millisecond)
 	for d, ph := range s.phase {
 		if s.dead[d] || time.Duration(ms)*time.Millisecond < ph || (time.Duration(ms)*time.Millisecond-ph)%(100*time.Millisecond) != 0 {
+			continue
+		}
+		if s.quiet {
+			s.seq++
+			b := &wire.PartialBatch{Source: fmt.Sprint("d", d), Seq: s.seq, At: now.UnixMilli()}
+			if _, err := s.a.apply(wire.AppendPartials(nil, b), now); err != nil {
+				s.t.Fatal(err)
+			}
 			continue
 		}
 		end := now.Add(-s.lag[d])
@@ -353,6 +362,38 @@ func TestSaturatedDetectorsReadNoLower(t *testing.T) {
 	if got := testutil.ToFloat64(s.a.m.unsure); got < 1 {
 		t.Errorf("reach_behind_total = %v, want at least 1", got)
 	}
+}
+
+// TestTrafficStopsDemotes: the traffic stops, and the detectors go on
+// sending empty rounds, which carry no End. Nothing is on its way, so the
+// reach they last reported must not make the shard unsure: the hot key is
+// demoted a window and a Hold after its last access, as with no lag.
+func TestTrafficStopsDemotes(t *testing.T) {
+	s := newLagSim(t, map[string]float64{"steady": 3000}, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond})
+	const stop = 3000
+	cold := -1
+	for ms := 0; ms < 8000 && cold < 0; ms++ {
+		s.quiet = ms >= stop
+		now := s.step(ms)
+		if ms%100 == 50 {
+			s.a.t.due(now, &s.a.cfg, false)
+		}
+		st, _ := s.a.t.key("app", "steady", now)
+		switch {
+		case ms == stop-1 && !st.Hot:
+			t.Fatal("the steady key is not hot before the traffic stops")
+		case ms >= stop && !st.Hot:
+			cold = ms - stop
+		}
+	}
+	// window (1 s) + Hold (2 s) + a sweep and the detectors' 100 ms lag
+	if cold < 0 || cold > 3500 {
+		t.Fatalf("demoted %d ms after the traffic stopped, want within 3500 ms", cold)
+	}
+	if got := testutil.ToFloat64(s.a.m.unsure); got != 0 {
+		t.Errorf("reach_behind_total = %v after the traffic stopped, want 0", got)
+	}
+	t.Logf("demoted %d ms after the traffic stopped", cold)
 }
 
 // TestDeadDetectorReleasesReach: a detector that dies stops holding the

@@ -69,14 +69,16 @@ func (t *table) source(name string) *source {
 // after Stall. A detector whose last batch had no counts has nothing
 // outstanding and does not hold the reach back; when no live detector had
 // counts (each reads a record only now and then), the reach is the newest
-// End any live detector reported: what they read next happened after it.
-// It is never the clock, whose newest buckets the detectors have not
-// reported yet. ok is false without live detectors with event times
-// (version 1 and 2 batches, Add). It also forgets sources silent for
-// sourceIdle. The caller holds t.mu.
-func (t *table) reach(now time.Time) (ms int64, ok bool) {
+// End any live detector reported within maxLag: what they read next
+// happened after it, if it is at least oldest. It is never the clock, whose
+// newest buckets the detectors have not reported yet. ok is false without
+// live detectors with event times (version 1 and 2 batches, Add), and when
+// the idle ones' Ends are all older than oldest (the traffic stopped:
+// nothing is on its way, and the window follows the clock). It also forgets
+// sources silent for sourceIdle. The caller holds t.mu.
+func (t *table) reach(now time.Time, oldest int64) (ms int64, ok bool) {
 	ms = now.UnixMilli()
-	var newest int64 // of the live detectors, busy or idle
+	var newest int64 // of the live idle detectors
 	for name, s := range t.sources {
 		age := now.Sub(s.heard)
 		if age >= sourceIdle {
@@ -86,10 +88,13 @@ func (t *table) reach(now time.Time) (ms int64, ok bool) {
 		if s.end == 0 || age >= t.p.stall {
 			continue
 		}
-		newest = max(newest, s.end)
-		if !s.idle {
-			ms, ok = min(ms, s.end), true
+		if s.idle {
+			if s.end >= oldest {
+				newest = max(newest, s.end)
+			}
+			continue
 		}
+		ms, ok = min(ms, s.end), true
 	}
 	if !ok && newest > 0 {
 		return newest, true

@@ -177,13 +177,13 @@ type table struct {
 // times. The caller holds t.mu.
 func (t *table) setReach(now time.Time) {
 	b := t.bucket(now)
-	ms, ok := t.reach(now)
+	oldest := b - t.p.maxLag.Nanoseconds()/t.p.bucketNs
+	ms, ok := t.reach(now, (oldest+1)*t.p.bucketNs/int64(time.Millisecond))
 	if !ok {
 		t.evalEnd, t.behind = b, time.Time{}
 		return
 	}
 	end := min(ms*int64(time.Millisecond)/t.p.bucketNs-1, b)
-	oldest := b - t.p.maxLag.Nanoseconds()/t.p.bucketNs
 	if end >= oldest {
 		t.evalEnd, t.behind = end, time.Time{}
 		return
