@@ -34,6 +34,7 @@ type sharedPool struct {
 	p     *Proxy
 	slots []sharedSlot
 	next  atomic.Uint32 // the slot of the next session
+	up    atomic.Int64  // when a slot last dialled Redis, Unix ns
 
 	mu     sync.Mutex     // guards closed and wg.Add
 	closed bool           // close has run: no connection is dialled any more
@@ -49,7 +50,8 @@ type sharedSlot struct {
 
 // redialAfter is how long after a failed dial a slot answers with its error
 // instead of dialling again: the sessions waiting on a Redis that does not
-// answer are not each held for a dial timeout in turn.
+// answer are not each held for a dial timeout in turn. A dial that works on
+// any slot ends the wait on every slot: Redis is back.
 const redialAfter = 250 * time.Millisecond
 
 var errPoolClosed = errors.New("shared upstream pool closed")
@@ -70,7 +72,7 @@ func (sp *sharedPool) conn(i int) (*sharedConn, error) {
 	if c := sl.cur; c != nil && !c.hasFailed() {
 		return c, nil
 	}
-	if sl.lastErr != nil && time.Since(sl.errAt) < redialAfter {
+	if sl.lastErr != nil && time.Since(sl.errAt) < redialAfter && sp.up.Load() < sl.errAt.UnixNano() {
 		return nil, sl.lastErr
 	}
 	nc, err := sp.p.dialUpstream()
@@ -79,6 +81,7 @@ func (sp *sharedPool) conn(i int) (*sharedConn, error) {
 		return nil, err
 	}
 	sl.lastErr = nil
+	sp.up.Store(time.Now().UnixNano())
 	c := &sharedConn{nc: nc, wake: make(chan struct{}, 1), dead: make(chan struct{})}
 	c.space = sync.NewCond(&c.mu)
 	sp.mu.Lock()

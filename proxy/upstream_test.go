@@ -440,3 +440,44 @@ func TestSharedQuit(t *testing.T) {
 		t.Fatalf("the bystander's shared connection %q became %q: QUIT closed it", id, r)
 	}
 }
+
+// TestSharedRedialOnceBack: while Redis is down, each slot answers its
+// failed dial's error for redialAfter instead of dialling again; once a
+// dial works on one slot, the others dial at once (Jedis's PING, right
+// after a restart, landed on a slot still answering the outage's error).
+func TestSharedRedialOnceBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	sp := newSharedPool(&Proxy{cfg: Config{Redis: addr}}, 2)
+	defer sp.close()
+	if _, err := sp.conn(0); err == nil {
+		t.Fatal("slot 0 dialled a Redis that is down")
+	}
+	time.Sleep(redialAfter)
+	if _, err := sp.conn(1); err == nil {
+		t.Fatal("slot 1 dialled a Redis that is down")
+	}
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	if _, err := sp.conn(0); err != nil {
+		t.Fatalf("slot 0, redialAfter after its failed dial: %v", err)
+	}
+	if _, err := sp.conn(1); err != nil {
+		t.Fatalf("slot 1, within redialAfter of its failed dial but after slot 0 dialled Redis: %v", err)
+	}
+}
