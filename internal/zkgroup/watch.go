@@ -140,6 +140,8 @@ func (w *groupWatch) sync() error {
 			continue
 		}
 		data, stat, ch, err := conn.GetW(child(w.dir, name))
+		w.s.m.watchReads.Inc()
+		w.s.m.watchBytes.Add(float64(len(data)))
 		if errors.Is(err, zk.ErrNoNode) {
 			// Gone since the listing; the child watch reports it too.
 			delete(w.members, name)
@@ -165,6 +167,7 @@ func (w *groupWatch) sync() error {
 func (w *groupWatch) list(conn *zk.Conn) ([]string, <-chan zk.Event, error) {
 	for {
 		names, _, ch, err := conn.ChildrenW(w.dir)
+		w.s.m.watchReads.Inc()
 		if !errors.Is(err, zk.ErrNoNode) {
 			return names, ch, err
 		}
