@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -29,6 +30,20 @@ type Publisher struct {
 	s    *zkgroup.Session
 	root string
 	log  *slog.Logger
+
+	mu      sync.Mutex // guards written
+	written map[nodeID]*parts
+}
+
+type nodeID struct{ app, shard string }
+
+// parts is what the Publisher last wrote of a shard's part nodes: the
+// parts' bytes (nil: not written, or the write failed) and the lease's
+// Updated (0: no lease written). After a restart nothing is known and the
+// first Publish rewrites every part.
+type parts struct {
+	data  [hotset.NumParts][]byte
+	lease int64
 }
 
 // New returns a Publisher that uses s.
@@ -40,14 +55,21 @@ func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
 	if !path.IsAbs(root) || path.Clean(root) != root {
 		return nil, fmt.Errorf("zkpublish: root %q must be a clean absolute path", root)
 	}
-	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		written: map[nodeID]*parts{}}, nil
 }
 
-// Publish writes s to <root>/hot/<app>/<shard>, creating the node and its
-// parents when missing.
+// Publish writes s to its part nodes and lease (see hotset.Lease): the
+// parts whose keys changed since the last Publish, then the lease if no
+// part changed or it is due; and then, whole, to <root>/hot/<app>/<shard>
+// for readers that do not follow the parts. It creates missing nodes and
+// their parents.
 func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 	data, err := hotset.Encode(s)
 	if err != nil {
+		return err
+	}
+	if err := p.publishParts(ctx, s); err != nil {
 		return err
 	}
 	node := hotset.ShardPath(p.root, s.App, s.Shard)
@@ -57,14 +79,93 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 	return nil
 }
 
-// Remove deletes app's node of shard. A missing node is not an error.
+// publishParts writes the part nodes of s that differ from what this
+// Publisher last wrote, and the lease when no part changed (a renewal),
+// when there is none yet, or when its Updated is TTL/4 old: a reader that
+// starts then judges the shard's age by it. Publishes of one shard do not
+// overlap (the aggregator publishes from one goroutine); p.mu guards only
+// the map.
+func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
+	id := nodeID{s.App, s.Shard}
+	p.mu.Lock()
+	w := p.written[id]
+	if w == nil {
+		w = &parts{}
+		p.written[id] = w
+	}
+	p.mu.Unlock()
+	dir := hotset.PartsShardDir(p.root, s.App, s.Shard)
+	changed := false
+	for i, keys := range hotset.Split(s, hotset.NumParts) {
+		data, err := hotset.EncodePart(keys)
+		if err != nil {
+			return err
+		}
+		if w.data[i] != nil && string(w.data[i]) == string(data) {
+			continue
+		}
+		node := path.Join(dir, hotset.PartName(i))
+		w.data[i] = nil // unknown until the write succeeds
+		if err := p.s.Put(ctx, node, data); err != nil {
+			return fmt.Errorf("zkpublish: write %s: %w", node, err)
+		}
+		w.data[i], changed = data, true
+	}
+	if changed && w.lease != 0 && s.Updated-w.lease < s.TTL/4 {
+		return nil // the parts written are the renewal
+	}
+	node := path.Join(dir, hotset.LeaseNode)
+	lease := hotset.EncodeLease(hotset.Lease{App: s.App, Shard: s.Shard, Updated: s.Updated, TTL: s.TTL, Parts: hotset.NumParts})
+	w.lease = 0
+	if err := p.s.Put(ctx, node, lease); err != nil {
+		return fmt.Errorf("zkpublish: write %s: %w", node, err)
+	}
+	w.lease = s.Updated
+	return nil
+}
+
+// Remove deletes app's node of shard and its part nodes. Missing nodes are
+// not an error.
 func (p *Publisher) Remove(ctx context.Context, app, shard string) error {
+	p.mu.Lock()
+	delete(p.written, nodeID{app, shard})
+	p.mu.Unlock()
 	node := hotset.ShardPath(p.root, app, shard)
 	err := p.s.Delete(ctx, node, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("zkpublish: delete %s: %w", node, err)
 	}
-	return nil
+	_, err = p.removeParts(ctx, hotset.PartsShardDir(p.root, app, shard), -1)
+	return err
+}
+
+// removeParts deletes the part folder dir: its lease first, if its version
+// is leaseVersion (-1: any), so that readers go back to the shard node
+// before any part goes; then the parts and the folder. It reports false,
+// having deleted nothing, if the lease changed since it was read (its shard
+// is back).
+func (p *Publisher) removeParts(ctx context.Context, dir string, leaseVersion int32) (bool, error) {
+	lease := path.Join(dir, hotset.LeaseNode)
+	err := p.s.Delete(ctx, lease, leaseVersion)
+	switch {
+	case errors.Is(err, zk.ErrBadVersion):
+		return false, nil
+	case err != nil && !errors.Is(err, zk.ErrNoNode):
+		return false, fmt.Errorf("zkpublish: delete %s: %w", lease, err)
+	}
+	names, err := p.children(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		node := path.Join(dir, n)
+		if err := p.s.Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return false, fmt.Errorf("zkpublish: delete %s: %w", node, err)
+		}
+	}
+	// Fails harmlessly (ErrNotEmpty, ErrNoNode) if the shard just wrote here.
+	_ = p.s.Delete(ctx, dir, -1)
+	return true, nil
 }
 
 // Load returns the nodes shard wrote, one per app. Nodes that do not decode
@@ -147,7 +248,73 @@ func (p *Publisher) Collect(ctx context.Context, self string, olderThan time.Dur
 			_ = p.s.Delete(ctx, dir, -1)
 		}
 	}
-	return deleted, nil
+	// The shards' part folders go by the same rule; they are not counted,
+	// each goes with (or shortly after) its shard node.
+	return deleted, p.collectParts(ctx, live, now, olderThan)
+}
+
+// collectParts deletes the part folders of shards that are not live and
+// whose lease is old enough by the rule of collectNode, then the app
+// folders left empty. A part
+// folder without a lease (its writer died while creating it) is judged by
+// its own mtime.
+func (p *Publisher) collectParts(ctx context.Context, live map[string]bool, now time.Time, olderThan time.Duration) error {
+	apps, err := p.children(ctx, hotset.PartsDir(p.root))
+	if err != nil {
+		return err
+	}
+	for _, app := range apps {
+		dir := path.Join(hotset.PartsDir(p.root), app)
+		shards, err := p.children(ctx, dir)
+		if err != nil {
+			return err
+		}
+		left := len(shards)
+		for _, name := range shards {
+			id, err := hotset.Unescape(name)
+			if err != nil || live[id] {
+				continue
+			}
+			sdir := path.Join(dir, name)
+			last, bound, version := time.Time{}, olderThan, int32(-1)
+			data, stat, err := p.get(ctx, path.Join(sdir, hotset.LeaseNode))
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				if _, stat, err = p.get(ctx, sdir); err != nil {
+					if errors.Is(err, zk.ErrNoNode) {
+						continue
+					}
+					return err
+				}
+				last = time.UnixMilli(stat.Mtime)
+			case err != nil:
+				return err
+			default:
+				last, version = time.UnixMilli(stat.Mtime), stat.Version
+				if l, err := hotset.DecodeLease(data); err == nil {
+					if u := time.UnixMilli(l.Updated); u.After(last) {
+						last = u
+					}
+					bound = max(bound, 2*time.Duration(l.TTL)*time.Millisecond)
+				}
+			}
+			if now.Sub(last) <= bound {
+				continue
+			}
+			ok, err := p.removeParts(ctx, sdir, version)
+			if err != nil {
+				return err
+			}
+			if ok {
+				p.log.Info("deleted the parts of a departed shard", "path", sdir, "updated", last)
+				left--
+			}
+		}
+		if left == 0 {
+			_ = p.s.Delete(ctx, dir, -1) // fails harmlessly if a shard just wrote here
+		}
+	}
+	return nil
 }
 
 // collectNode deletes node if it is old enough, unless it changed since read.
