@@ -21,8 +21,8 @@ type shardState struct {
 	parts    map[string][]byte
 	partKeys map[string][]hotset.Key
 	keys     []hotset.Key // nil when the node is invalid or expired
-	expiry time.Time    // local time after which keys stop counting; zero when keys is nil
-	ttl    time.Duration
+	expiry   time.Time    // local time after which keys stop counting; zero when keys is nil
+	ttl      time.Duration
 }
 
 // appState is the set of shard nodes of one app. The operators' pins node
