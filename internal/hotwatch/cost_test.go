@@ -1,7 +1,9 @@
 package hotwatch
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,14 +21,25 @@ import (
 // the real ZooKeeper of the local stack: an app's shard of n keys is
 // published through the real publisher, then changed in one of the ways an
 // aggregator rewrites it, and the watcher's ZooKeeper reads and the bytes of
-// node data they returned are counted (zkgroup's watch counters). Run with -v
-// for the table:
+// node data they returned are counted (zkgroup's watch counters). Two
+// watchers are measured: one that reads the whole shard node, as readers
+// before the part nodes did (and as this one does for a shard that has no
+// parts), and one that follows the parts. At 1,000 keys the second must
+// read at most half the bytes of the first. Run with -v for the table:
 //
 //	go test -run TestZKChangeCost -v ./internal/hotwatch
 func TestZKChangeCost(t *testing.T) {
 	addr := stacktest.ZK(t)
-	for _, n := range []int{10, 100, 1000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		parts bool
+	}{{10, false}, {100, false}, {1000, false}, {10, true}, {100, true}, {1000, true}} {
+		reader := "whole node"
+		if tc.parts {
+			reader = "parts"
+		}
+		n := tc.n
+		t.Run(fmt.Sprintf("%s/%d", reader, n), func(t *testing.T) {
 			zw := newZKWriter(t, addr) // for the root's cleanup
 			ws, err := zkgroup.Connect(t.Context(), []string{addr}, zkgroup.Config{})
 			if err != nil {
@@ -53,9 +66,18 @@ func TestZKChangeCost(t *testing.T) {
 				}
 			}
 			publish()
-			w := runWatcher(t, rs, Config{Root: zw.root, App: "shop", Registerer: reg})
+			w, err := New(rs, Config{Root: zw.root, App: "shop", Registerer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.parts {
+				w.watch = wholeNodes(rs, zw.root)
+			}
+			runStarted(t, w)
 			<-w.Ready()
 			waitLen(t, w, "shop", n)
+			t.Logf("%4d keys, %-12s: %2.0f reads, %7.0f bytes for the first read", n, "start",
+				counter(t, reg, "hotspot_zk_watch_reads_total"), counter(t, reg, "hotspot_zk_watch_read_bytes_total"))
 
 			steps := []struct {
 				name   string
@@ -80,9 +102,42 @@ func TestZKChangeCost(t *testing.T) {
 				if dr < 1 || db < 1 {
 					t.Errorf("%s: %v reads, %v bytes: the watcher read nothing", st.name, dr, db)
 				}
+				whole, err := hotset.Encode(sh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.parts && n >= 1000 && db > float64(len(whole))/2 {
+					t.Errorf("%s: %v bytes read, want at most half the shard node's %d", st.name, db, len(whole))
+				}
 			}
 		})
 	}
+}
+
+// wholeNodes is a watchFunc that sees no part folders, so that the watcher
+// reads every shard node whole, as readers before the part nodes did.
+func wholeNodes(s *zkgroup.Session, root string) watchFunc {
+	return func(ctx context.Context, dir string, read func(string) bool, fn func(map[string][]byte)) error {
+		if strings.HasPrefix(dir, hotset.PartsDir(root)) {
+			fn(map[string][]byte{})
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return s.WatchSome(ctx, dir, read, fn)
+	}
+}
+
+// runStarted runs w until the end of the test.
+func runStarted(t *testing.T, w *Watcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 // costShard is a node of n keys as the aggregator writes them: the default
