@@ -3,9 +3,9 @@ package hotwatch
 import (
 	"context"
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
