@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,6 +321,139 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 	if deleted != 1 {
 		t.Errorf("Collect by a deleted %d nodes, want 1", deleted)
 	}
+	if ok, _, _ := stacktest.ZKConn(t).Exists(hotset.PartsShardDir(root, "app", "dead")); ok {
+		t.Error("the dead shard's part folder was not collected with its node")
+	}
+}
+
+// TestPublishParts checks the two forms of a published shard: the shard
+// node, byte for byte what hotset.Encode makes of it (today's readers read
+// it unchanged, and the app folder holds nothing new), and the part nodes,
+// of which a change rewrites only those it touches and a renewal only the
+// lease.
+func TestPublishParts(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	p := publisher(t, s, root)
+	conn := stacktest.ZKConn(t)
+	ctx := t.Context()
+	t0 := time.Now().UnixMilli()
+	sh := &hotset.Shard{App: "app", Shard: "s/1", TTL: 10_000}
+	for i := range 200 {
+		sh.Keys = append(sh.Keys, hotset.Key{Key: fmt.Sprintf("item:%d", i), Rate: float64(5000 - i), Since: 1})
+	}
+	dir := hotset.PartsShardDir(root, "app", "s/1")
+	mzxids := func() map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		names, _, err := conn.Children(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			_, st, err := conn.Get(path.Join(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[n] = st.Mzxid
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		updated int64 // ms after t0
+		change  func()
+		rewrote []string // the nodes under dir it must rewrite, in any order
+	}{
+		{"first", 0, func() {}, append(partNames(), hotset.LeaseNode)},
+		{"promotion", 100, func() { sh.Keys = append(sh.Keys, hotset.Key{Key: "new", Rate: 1, Since: 2}) },
+			[]string{hotset.PartName(hotset.PartOf("new", hotset.NumParts))}},
+		{"demotion", 200, func() { sh.Keys = slices.Delete(sh.Keys, 7, 8) },
+			[]string{hotset.PartName(hotset.PartOf("item:7", hotset.NumParts))}},
+		{"rate", 300, func() { sh.Keys[0].Rate++ }, []string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts))}},
+		{"renewal", 2500, func() {}, []string{hotset.LeaseNode}},
+		{"change with the lease due", 5000, func() { sh.Keys[0].Rate++ },
+			[]string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts)), hotset.LeaseNode}},
+	}
+	before := map[string]int64{}
+	for _, st := range steps {
+		st.change()
+		sh.Updated = t0 + st.updated
+		if err := p.Publish(ctx, sh); err != nil {
+			t.Fatal(err)
+		}
+		after := mzxids()
+		var rewrote []string
+		for n, z := range after {
+			if z != before[n] {
+				rewrote = append(rewrote, n)
+			}
+		}
+		slices.Sort(rewrote)
+		slices.Sort(st.rewrote)
+		if !slices.Equal(rewrote, st.rewrote) {
+			t.Errorf("%s rewrote %v, want %v", st.name, rewrote, st.rewrote)
+		}
+		before = after
+
+		want, err := hotset.Encode(sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := conn.Get(hotset.ShardPath(root, "app", "s/1"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: shard node = %.80q, %v; want hotset.Encode's %.80q", st.name, got, err, want)
+		}
+		if kids, _, _ := conn.Children(hotset.AppDir(root, "app")); !slices.Equal(kids, []string{hotset.Escape("s/1")}) {
+			t.Errorf("%s: app folder holds %v, want the shard node alone", st.name, kids)
+		}
+		var keys []hotset.Key
+		for i := range hotset.NumParts {
+			data, _, err := conn.Get(path.Join(dir, hotset.PartName(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := hotset.DecodePart(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range part.Keys {
+				if hotset.PartOf(k.Key, hotset.NumParts) != i {
+					t.Errorf("%s: key %q in part %d", st.name, k.Key, i)
+				}
+			}
+			keys = append(keys, part.Keys...)
+		}
+		byKey := func(a, b hotset.Key) int { return strings.Compare(a.Key, b.Key) }
+		slices.SortFunc(keys, byKey)
+		wantKeys := slices.SortedFunc(slices.Values(sh.Keys), byKey)
+		if !slices.EqualFunc(keys, wantKeys, func(a, b hotset.Key) bool { return a.Key == b.Key && a.Rate == b.Rate }) {
+			t.Errorf("%s: the parts hold %d keys, want the shard's %d", st.name, len(keys), len(wantKeys))
+		}
+	}
+	if err := p.Remove(ctx, "app", "s/1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{hotset.ShardPath(root, "app", "s/1"), dir} {
+		if ok, _, _ := conn.Exists(n); ok {
+			t.Errorf("%s still there after Remove", n)
+		}
+	}
+	// After a Remove the next Publish writes everything again.
+	if err := p.Publish(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(mzxids()); got != hotset.NumParts+1 {
+		t.Errorf("after Remove and Publish, %d nodes under the part folder, want %d", got, hotset.NumParts+1)
+	}
+}
+
+func partNames() []string {
+	var out []string
+	for i := range hotset.NumParts {
+		out = append(out, hotset.PartName(i))
+	}
+	return out
 }
 
 // BenchmarkPublish measures one write of a 100-key shard node to the real
