@@ -17,7 +17,8 @@ import (
 // package hotset; tests fake it.
 type Publisher interface {
 	// Publish creates or overwrites the node of s.App written by shard
-	// s.Shard, creating its parents.
+	// s.Shard, creating its parents (internal/zkpublish also writes the
+	// parts of it that changed: docs/zookeeper.md, "Part nodes").
 	Publish(ctx context.Context, s *hotset.Shard) error
 	// Remove deletes app's node of shard; a missing node is not an error.
 	Remove(ctx context.Context, app, shard string) error
