@@ -112,7 +112,7 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 // published rates are held to (docs/aggregator.md, "Rate"), so that a rate
 // written while a key's window was still filling (2900/s for a key at
 // 3000/s) does not stand until the renewal, 2.5 s later.
-const rateMove = 0.02
+const rateMove = hotset.RateMove
 
 // ratesMoved reports whether a hot key of as has a rate that moved by more
 // than rateMove since its node was last written. The caller holds t.mu.

@@ -16,8 +16,8 @@ import (
 //	<root>/parts/<app>/<shard>/<i>     {"v":1,"keys":[..]}, the keys k with PartOf(k, parts) == i
 //
 // A writer rewrites only the parts whose keys changed (a promotion, a
-// demotion, a rate that moved) and, when none did, the lease alone (a
-// renewal); it also rewrites the lease whenever its Updated would otherwise
+// demotion, a reason, a rate that moved by more than RateMove) and, when
+// none did, the lease alone (a renewal); it also rewrites the lease whenever its Updated would otherwise
 // fall more than TTL/4 behind. A reader that follows the parts therefore
 // reads one small node per change instead of the whole set. It treats a
 // write of any node of the shard as a renewal: the keys count until TTL has
@@ -25,6 +25,13 @@ import (
 // older writer, or parts being created) is read from its Shard node.
 // Writers create every part before the lease, and the lease before they
 // rewrite parts alone, so a lease always has its parts.
+
+// RateMove is the relative change of a hot key's rate that is worth a
+// write: the aggregator rewrites a shard node when a rate moved by more, and
+// a writer of parts rewrites a part only when its keys changed or one of
+// their rates moved by more than RateMove since the part was last written.
+// A part's rates may therefore lag the shard node's by up to RateMove.
+const RateMove = 0.02
 
 // NumParts is how many part nodes a writer splits a shard's keys into.
 const NumParts = 16

@@ -20,7 +20,8 @@ import (
 // TestZKChangeCost measures what one hot-set change costs one watcher, on
 // the real ZooKeeper of the local stack: an app's shard of n keys is
 // published through the real publisher, then changed in one of the ways an
-// aggregator rewrites it, and the watcher's ZooKeeper reads and the bytes of
+// aggregator rewrites it (with every rate recomputed, as the aggregator
+// does), and the watcher's ZooKeeper reads and the bytes of
 // node data they returned are counted (zkgroup's watch counters). Two
 // watchers are measured: one that reads the whole shard node, as readers
 // before the part nodes did (and as this one does for a shard that has no
@@ -58,10 +59,18 @@ func TestZKChangeCost(t *testing.T) {
 			t.Cleanup(rs.Close)
 
 			sh := costShard(n)
+			// The aggregator recomputes every rate at every write: each
+			// write publishes every key's rate moved by up to 0.9 % from
+			// its base in sh (a rate refresh moves one base by 5 %).
 			publish := func() {
 				t.Helper()
-				sh.Updated = time.Now().UnixMilli()
-				if err := pub.Publish(t.Context(), sh); err != nil {
+				out := *sh
+				out.Keys = slices.Clone(sh.Keys)
+				for i := range out.Keys {
+					out.Keys[i].Rate *= 1 + 0.018*(rand.Float64()-0.5)
+				}
+				out.Updated = time.Now().UnixMilli()
+				if err := pub.Publish(t.Context(), &out); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -86,7 +95,7 @@ func TestZKChangeCost(t *testing.T) {
 			}{
 				{"promotion", func() { sh.Keys = append(sh.Keys, costKey(n, 1000)) }, n + 1},
 				{"demotion", func() { sh.Keys = slices.Delete(sh.Keys, n/2, n/2+1) }, n},
-				{"rate refresh", func() { sh.Keys[0].Rate *= 1.03 }, n},
+				{"rate refresh", func() { sh.Keys[0].Rate *= 1.05 }, n},
 				{"renewal", func() {}, n},
 			}
 			for _, st := range steps {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"sync"
@@ -42,7 +43,8 @@ type nodeID struct{ app, shard string }
 // Updated (0: no lease written). After a restart nothing is known and the
 // first Publish rewrites every part.
 type parts struct {
-	data  [hotset.NumParts][]byte
+	keys  [hotset.NumParts][]hotset.Key // as written; nil with ok false: unknown
+	ok    [hotset.NumParts]bool
 	lease int64
 }
 
@@ -97,19 +99,19 @@ func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
 	dir := hotset.PartsShardDir(p.root, s.App, s.Shard)
 	changed := false
 	for i, keys := range hotset.Split(s, hotset.NumParts) {
+		if w.ok[i] && samePart(w.keys[i], keys) {
+			continue
+		}
 		data, err := hotset.EncodePart(keys)
 		if err != nil {
 			return err
 		}
-		if w.data[i] != nil && string(w.data[i]) == string(data) {
-			continue
-		}
 		node := path.Join(dir, hotset.PartName(i))
-		w.data[i] = nil // unknown until the write succeeds
+		w.ok[i] = false // unknown until the write succeeds
 		if err := p.s.Put(ctx, node, data); err != nil {
 			return fmt.Errorf("zkpublish: write %s: %w", node, err)
 		}
-		w.data[i], changed = data, true
+		w.keys[i], w.ok[i], changed = keys, true, true
 	}
 	if changed && w.lease != 0 && s.Updated-w.lease < s.TTL/4 {
 		return nil // the parts written are the renewal
@@ -122,6 +124,31 @@ func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
 	}
 	w.lease = s.Updated
 	return nil
+}
+
+// samePart reports whether a part written with prev needs no rewrite for
+// next: the same keys, each with the same since, source, rule and kind, and
+// a rate that moved by at most hotset.RateMove. The aggregator recomputes
+// every rate at every write; without the tolerance each write would rewrite
+// every part.
+func samePart(prev, next []hotset.Key) bool {
+	if len(prev) != len(next) {
+		return false
+	}
+	old := make(map[string]hotset.Key, len(prev))
+	for _, k := range prev {
+		old[k.Key] = k
+	}
+	for _, k := range next {
+		p, ok := old[k.Key]
+		switch {
+		case !ok, p.Since != k.Since, p.Source != k.Source, p.Kind != k.Kind,
+			(p.Rule == nil) != (k.Rule == nil), p.Rule != nil && *p.Rule != *k.Rule,
+			math.Abs(k.Rate-p.Rate) > hotset.RateMove*p.Rate:
+			return false
+		}
+	}
+	return true
 }
 
 // Remove deletes app's node of shard and its part nodes. Missing nodes are

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -370,9 +371,15 @@ func TestPublishParts(t *testing.T) {
 			[]string{hotset.PartName(hotset.PartOf("new", hotset.NumParts))}},
 		{"demotion", 200, func() { sh.Keys = slices.Delete(sh.Keys, 7, 8) },
 			[]string{hotset.PartName(hotset.PartOf("item:7", hotset.NumParts))}},
-		{"rate", 300, func() { sh.Keys[0].Rate++ }, []string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts))}},
+		{"a rate moving 3 %", 300, func() { sh.Keys[0].Rate *= 1.03 }, []string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts))}},
+		{"every rate moving 1 %", 400, func() {
+			for i := range sh.Keys {
+				sh.Keys[i].Rate *= 1.01
+			}
+		}, []string{hotset.LeaseNode}},
 		{"renewal", 2500, func() {}, []string{hotset.LeaseNode}},
-		{"change with the lease due", 5000, func() { sh.Keys[0].Rate++ },
+		{"reason", 2600, func() { rule := 3; sh.Keys[5].Rule = &rule }, []string{hotset.PartName(hotset.PartOf("item:5", hotset.NumParts))}},
+		{"change with the lease due", 5000, func() { sh.Keys[0].Rate *= 1.03 },
 			[]string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts)), hotset.LeaseNode}},
 	}
 	before := map[string]int64{}
@@ -427,8 +434,11 @@ func TestPublishParts(t *testing.T) {
 		byKey := func(a, b hotset.Key) int { return strings.Compare(a.Key, b.Key) }
 		slices.SortFunc(keys, byKey)
 		wantKeys := slices.SortedFunc(slices.Values(sh.Keys), byKey)
-		if !slices.EqualFunc(keys, wantKeys, func(a, b hotset.Key) bool { return a.Key == b.Key && a.Rate == b.Rate }) {
-			t.Errorf("%s: the parts hold %d keys, want the shard's %d", st.name, len(keys), len(wantKeys))
+		if !slices.EqualFunc(keys, wantKeys, func(a, b hotset.Key) bool {
+			return a.Key == b.Key && math.Abs(a.Rate-b.Rate) <= 1.0201*hotset.RateMove*a.Rate &&
+				(a.Rule == nil) == (b.Rule == nil) && (a.Rule == nil || *a.Rule == *b.Rule)
+		}) {
+			t.Errorf("%s: the parts hold %d keys, want the shard's %d, with rates within %v", st.name, len(keys), len(wantKeys), hotset.RateMove)
 		}
 	}
 	if err := p.Remove(ctx, "app", "s/1"); err != nil {
