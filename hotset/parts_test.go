@@ -2,6 +2,8 @@ package hotset
 
 import (
 	"errors"
+	"math"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -46,23 +48,28 @@ func TestSplitKeepsOrderAndKeys(t *testing.T) {
 }
 
 func TestLeaseAndPartRoundTrip(t *testing.T) {
-	l := Lease{App: "shop", Shard: "n1", Updated: 1764431590512, TTL: 10_000, Parts: NumParts}
-	got, err := DecodeLease(EncodeLease(l))
+	l := Lease{App: "shop", Shard: "n1", Updated: 1764431590512, TTL: 10_000, Parts: 2,
+		Gen: []uint64{7, 9}, Rates: [][]float64{{2990, 12.5}, {}}}
+	b, err := EncodeLease(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeLease(b)
 	l.V = Version
-	if err != nil || got != l {
+	if err != nil || !reflect.DeepEqual(got, l) {
 		t.Errorf("DecodeLease(EncodeLease(%+v)) = %+v, %v", l, got, err)
 	}
 	rule := 2
 	keys := []Key{{Key: "item:42", Rate: 2991, Since: 1764431589012, Rule: &rule, Kind: "bytes"}}
-	b, err := EncodePart(keys)
+	b, err = EncodePart(3, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := DecodePart(b)
-	if err != nil || len(p.Keys) != 1 || p.Keys[0].Key != "item:42" || *p.Keys[0].Rule != 2 || p.Keys[0].Kind != "bytes" {
+	if err != nil || p.Gen != 3 || len(p.Keys) != 1 || p.Keys[0].Key != "item:42" || *p.Keys[0].Rule != 2 || p.Keys[0].Kind != "bytes" {
 		t.Errorf("DecodePart(EncodePart(%+v)) = %+v, %v", keys, p, err)
 	}
-	if b, _ := EncodePart(nil); string(b) != `{"v":1,"keys":[]}` {
+	if b, _ := EncodePart(1, nil); string(b) != `{"v":1,"gen":1,"keys":[]}` {
 		t.Errorf("EncodePart(nil) = %s, want an empty list", b)
 	}
 }
@@ -73,10 +80,13 @@ func TestDecodeLeaseAndPartReject(t *testing.T) {
 		data string
 		part bool
 	}{
-		{"lease of an unknown version", `{"v":2,"ttl":1000,"parts":16}`, false},
-		{"lease without a ttl", `{"v":1,"ttl":0,"parts":16}`, false},
-		{"lease without parts", `{"v":1,"ttl":1000,"parts":0}`, false},
+		{"lease of an unknown version", `{"v":2,"ttl":1000,"parts":1,"gen":[1],"r":[[]]}`, false},
+		{"lease without a ttl", `{"v":1,"ttl":0,"parts":1,"gen":[1],"r":[[]]}`, false},
+		{"lease without parts", `{"v":1,"ttl":1000,"parts":0,"gen":[],"r":[]}`, false},
 		{"lease with too many parts", `{"v":1,"ttl":1000,"parts":100000}`, false},
+		{"lease with a gen missing", `{"v":1,"ttl":1000,"parts":2,"gen":[1],"r":[[],[]]}`, false},
+		{"lease with a rate list missing", `{"v":1,"ttl":1000,"parts":2,"gen":[1,2],"r":[[]]}`, false},
+		{"lease with a negative rate", `{"v":1,"ttl":1000,"parts":1,"gen":[1],"r":[[-1]]}`, false},
 		{"lease that is not JSON", `{`, false},
 		{"part of an unknown version", `{"v":2,"keys":[]}`, true},
 		{"part with an empty key", `{"v":1,"keys":[{"k":"","r":1}]}`, true},
@@ -94,7 +104,7 @@ func TestDecodeLeaseAndPartReject(t *testing.T) {
 			t.Errorf("%s: decoded, want an error", tt.name)
 		}
 	}
-	if _, err := DecodeLease([]byte(`{"v":1,"ttl":-5,"parts":16}`)); !errors.Is(err, ErrInvalid) {
+	if _, err := DecodeLease([]byte(`{"v":1,"ttl":-5,"parts":1,"gen":[1],"r":[[]]}`)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative ttl: %v, want ErrInvalid", err)
 	}
 }
@@ -106,7 +116,7 @@ func FuzzDecodePart(f *testing.F) {
 		if err != nil {
 			return // reject bad input; never panic
 		}
-		again, err := EncodePart(p.Keys)
+		again, err := EncodePart(p.Gen, p.Keys)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
@@ -114,4 +124,15 @@ func FuzzDecodePart(f *testing.F) {
 			t.Fatalf("a decoded part does not decode again: %v", err)
 		}
 	})
+}
+
+func TestRoundRate(t *testing.T) {
+	tests := []struct{ in, want float64 }{
+		{2991.0432, 2990}, {12.345, 12.3}, {0.04567, 0.0457}, {0, 0}, {999.7, 1000}, {1.5e9, 1.5e9},
+	}
+	for _, tt := range tests {
+		if got := RoundRate(tt.in); math.Abs(got-tt.want) > 1e-9*tt.want {
+			t.Errorf("RoundRate(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
 }

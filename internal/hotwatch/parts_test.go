@@ -3,6 +3,7 @@ package hotwatch
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -88,18 +89,19 @@ func TestZKPartsSeeEveryChange(t *testing.T) {
 		for _, k := range sh.Keys {
 			want[k.Key] = k
 		}
-		for name, w := range map[string]*Watcher{"parts": parts, "whole node": whole} {
-			waitSnapshot(t, w, fmt.Sprintf("step %d (%s), %s reader", step, op, name), want)
-		}
+		waitSnapshot(t, whole, fmt.Sprintf("step %d (%s), whole-node reader", step, op), want, 0)
+		// The lease carries rates rounded to three digits, and a part
+		// newer than the lease its own (hotset.RateMove).
+		waitSnapshot(t, parts, fmt.Sprintf("step %d (%s), parts reader", step, op), want, hotset.RateMove+0.005)
 	}
 }
 
 // waitSnapshot waits until w's hot keys of "shop" are want: the same keys
-// with the same rate, since, rule and kind.
-func waitSnapshot(t *testing.T, w *Watcher, what string, want map[string]hotset.Key) {
+// with the same since, rule and kind, and a rate within slack of want's.
+func waitSnapshot(t *testing.T, w *Watcher, what string, want map[string]hotset.Key, slack float64) {
 	t.Helper()
 	same := func(a, b hotset.Key) bool {
-		return a.Key == b.Key && a.Rate == b.Rate && a.Since == b.Since && sameReason(a, b) && a.Kind == b.Kind
+		return a.Key == b.Key && math.Abs(a.Rate-b.Rate) <= slack*b.Rate && a.Since == b.Since && sameReason(a, b) && a.Kind == b.Kind
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -117,24 +119,38 @@ func waitSnapshot(t *testing.T, w *Watcher, what string, want map[string]hotset.
 	}
 }
 
-// putParts writes app's shard as part nodes and a lease (nil: none) with
-// keys, in a fake ZooKeeper.
-func putParts(t *testing.T, f *fakeZK, app, shard string, lease *hotset.Lease, keys ...hotset.Key) {
+// putParts writes app's shard as part nodes of generation gen and a lease
+// (nil: none) with keys, in a fake ZooKeeper. The lease carries the keys'
+// rates times leaseRate for parts of generation gen.
+func putParts(t *testing.T, f *fakeZK, app, shard string, gen uint64, lease *hotset.Lease, leaseRate float64, keys ...hotset.Key) {
 	t.Helper()
 	f.set(hotset.PartsAppDir(root, app), hotset.Escape(shard), []byte{})
 	dir := hotset.PartsShardDir(root, app, shard)
+	var gens []uint64
+	var rates [][]float64
 	for i, pk := range hotset.Split(&hotset.Shard{Keys: keys}, hotset.NumParts) {
-		b, err := hotset.EncodePart(pk)
+		b, err := hotset.EncodePart(gen, pk)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.set(dir, hotset.PartName(i), b)
+		gens = append(gens, gen)
+		rates = append(rates, []float64{})
+		for _, k := range pk {
+			rates[i] = append(rates[i], k.Rate*leaseRate)
+		}
 	}
-	if lease != nil {
-		f.set(dir, hotset.LeaseNode, hotset.EncodeLease(*lease))
-	} else {
+	if lease == nil {
 		f.set(dir, hotset.LeaseNode, nil)
+		return
 	}
+	l := *lease
+	l.Gen, l.Rates = gens, rates
+	b, err := hotset.EncodeLease(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(dir, hotset.LeaseNode, b)
 }
 
 // TestPartsTakeOverAndBack checks the moves between a shard's two forms,
@@ -161,21 +177,21 @@ func TestPartsTakeOverAndBack(t *testing.T) {
 			{"a lease naming more parts than there are", func() {
 				l := *lease
 				l.Parts = hotset.NumParts + 1
-				putParts(t, f, "shop", "agg-1", &l, ab...)
+				putParts(t, f, "shop", "agg-1", 1, &l, 1, ab...)
 			}, []string{"a", "b"}},
 			{"a lease that does not decode", func() {
 				f.set(hotset.PartsShardDir(root, "shop", "agg-1"), hotset.LeaseNode, []byte(`{"v":1,"ttl":-1}`))
 			}, []string{"a", "b"}},
-			{"valid parts with the same keys", func() { putParts(t, f, "shop", "agg-1", lease, ab...) }, []string{"a", "b"}},
+			{"valid parts with the same keys", func() { putParts(t, f, "shop", "agg-1", 1, lease, 1, ab...) }, []string{"a", "b"}},
 			{"the shard node changes alone", func() {
 				putShard(t, f, "shop", "agg-1", now, 10*time.Second, hotset.Key{Key: "x", Rate: 1})
 			}, []string{"a", "b"}},
 			{"the parts change", func() {
-				putParts(t, f, "shop", "agg-1", lease, hotset.Key{Key: "a", Rate: 10}, hotset.Key{Key: "c", Rate: 1})
+				putParts(t, f, "shop", "agg-1", 2, lease, 1, hotset.Key{Key: "a", Rate: 10}, hotset.Key{Key: "c", Rate: 1})
 			}, []string{"a", "c"}},
 			{"the lease goes: the shard node is back in charge", func() {
 				putShard(t, f, "shop", "agg-1", now, 10*time.Second, hotset.Key{Key: "a", Rate: 10}, hotset.Key{Key: "c", Rate: 1})
-				putParts(t, f, "shop", "agg-1", nil)
+				putParts(t, f, "shop", "agg-1", 2, nil, 1)
 			}, []string{"a", "c"}},
 			{"the shard node changes", func() {
 				putShard(t, f, "shop", "agg-1", now, 10*time.Second, hotset.Key{Key: "a", Rate: 10})
@@ -194,6 +210,42 @@ func TestPartsTakeOverAndBack(t *testing.T) {
 						t.Errorf("%s: %q removed on the way", st.name, k)
 					}
 				}
+			}
+		}
+	})
+}
+
+// TestPartRatesFromTheLease checks that a key's rate is the lease's when the
+// lease is for the generation of the key's part, and the part's otherwise.
+func TestPartRatesFromTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeZK()
+		w, _ := start(t, f, "shop")
+		lease := &hotset.Lease{App: "shop", Shard: "agg-1", Updated: time.Now().UnixMilli(), TTL: 10_000, Parts: hotset.NumParts}
+		putShard(t, f, "shop", "agg-1", time.Now(), 10*time.Second, hotset.Key{Key: "a", Rate: 1})
+		tests := []struct {
+			name      string
+			gen       uint64
+			leaseRate float64
+			want      float64
+		}{
+			{"the lease is for the part", 1, 2, 200},
+			{"the rates move in the lease", 1, 3, 300},
+			{"the part is newer than the lease", 2, 0, 100}, // leaseRate 0: the lease keeps gen 1
+		}
+		for _, tt := range tests {
+			if tt.leaseRate == 0 {
+				b, err := hotset.EncodePart(tt.gen, []hotset.Key{{Key: "a", Rate: 100}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.set(hotset.PartsShardDir(root, "shop", "agg-1"), hotset.PartName(hotset.PartOf("a", hotset.NumParts)), b)
+			} else {
+				putParts(t, f, "shop", "agg-1", tt.gen, lease, tt.leaseRate, hotset.Key{Key: "a", Rate: 100})
+			}
+			synctest.Wait()
+			if k, ok := w.Snapshot().Key("shop", "a"); !ok || k.Rate != tt.want {
+				t.Errorf("%s: a = %+v, %v; want rate %v", tt.name, k, ok, tt.want)
 			}
 		}
 	})

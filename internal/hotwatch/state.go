@@ -16,10 +16,10 @@ import (
 type shardState struct {
 	raw []byte // the shard node's data as last read; a change is a difference in bytes
 	// parts are the lease and part nodes as last read, when the shard is
-	// followed through them (raw is then nil), and partKeys the keys of
-	// each part node as last decoded.
-	parts    map[string][]byte
-	partKeys map[string][]hotset.Key
+	// followed through them (raw is then nil), and decoded each part node
+	// as last decoded.
+	parts   map[string][]byte
+	decoded map[string]*hotset.Part
 	keys     []hotset.Key // nil when the node is invalid or expired
 	expiry   time.Time    // local time after which keys stop counting; zero when keys is nil
 	ttl      time.Duration
@@ -111,10 +111,12 @@ func (a *appState) update(nodes map[string][]byte, parts map[string]map[string][
 // fromParts returns the state of a shard followed through its lease and part
 // nodes pn (the lease valid and every part present: the watcher checks),
 // which changed since old at at. Only the parts whose bytes changed are
-// decoded; a part that does not decode keeps the keys it had. A write of
-// any node of the shard renews it, as a write of its shard node does.
+// decoded; a part that does not decode keeps what it had. A key's rate is
+// the lease's when the lease is for the part's generation, else the part's.
+// A write of any node of the shard renews it, as a write of its shard node
+// does.
 func fromParts(old *shardState, pn map[string][]byte, at time.Time, log *slog.Logger, m *metrics) *shardState {
-	st := &shardState{parts: map[string][]byte{}, partKeys: map[string][]hotset.Key{}}
+	st := &shardState{parts: map[string][]byte{}, decoded: map[string]*hotset.Part{}}
 	for n, data := range pn {
 		st.parts[n] = bytes.Clone(data)
 	}
@@ -123,36 +125,39 @@ func fromParts(old *shardState, pn map[string][]byte, at time.Time, log *slog.Lo
 		m.invalid.Inc()
 		return st
 	}
-	var keys []hotset.Key
+	keys := []hotset.Key{}
 	for i := range l.Parts {
 		n := hotset.PartName(i)
-		var prev []hotset.Key
-		if old != nil && old.partKeys != nil {
-			prev = old.partKeys[n]
-			if bytes.Equal(old.parts[n], pn[n]) {
-				st.partKeys[n] = prev
-				keys = append(keys, prev...)
-				continue
+		var p *hotset.Part
+		if old != nil && old.decoded != nil {
+			p = old.decoded[n]
+		}
+		if p == nil || old == nil || !bytes.Equal(old.parts[n], pn[n]) {
+			if np, err := hotset.DecodePart(pn[n]); err != nil {
+				m.invalid.Inc()
+				log.Warn("hotwatch: ignoring a part node", "shard", l.Shard, "part", n, "err", err)
+			} else {
+				p = np
 			}
 		}
-		p, err := hotset.DecodePart(pn[n])
-		if err != nil {
-			m.invalid.Inc()
-			log.Warn("hotwatch: ignoring a part node", "shard", l.Shard, "part", n, "err", err)
-			st.partKeys[n] = prev
-		} else {
-			st.partKeys[n] = p.Keys
+		if p == nil {
+			continue
 		}
-		keys = append(keys, st.partKeys[n]...)
+		st.decoded[n] = p
+		if l.Gen[i] == p.Gen && len(l.Rates[i]) == len(p.Keys) {
+			for j, k := range p.Keys {
+				k.Rate = l.Rates[i][j]
+				keys = append(keys, k)
+			}
+		} else {
+			keys = append(keys, p.Keys...)
+		}
 	}
 	if old == nil && (&hotset.Shard{Updated: l.Updated, TTL: l.TTL}).Expired(at) {
 		m.expired.Inc() // as for a shard node read for the first time
 		return st
 	}
 	st.keys, st.ttl = keys, time.Duration(l.TTL)*time.Millisecond
-	if st.keys == nil {
-		st.keys = []hotset.Key{}
-	}
 	st.expiry = at.Add(st.ttl)
 	return st
 }

@@ -32,20 +32,23 @@ type Publisher struct {
 	root string
 	log  *slog.Logger
 
-	mu      sync.Mutex // guards written
+	mu      sync.Mutex // guards written and gen
 	written map[nodeID]*parts
+	gen     uint64 // the last part generation handed out
 }
 
 type nodeID struct{ app, shard string }
 
-// parts is what the Publisher last wrote of a shard's part nodes: the
-// parts' bytes (nil: not written, or the write failed) and the lease's
-// Updated (0: no lease written). After a restart nothing is known and the
-// first Publish rewrites every part.
+// parts is what the Publisher last wrote of a shard's part nodes. After a
+// restart nothing is known and the first Publish rewrites every part.
 type parts struct {
-	keys  [hotset.NumParts][]hotset.Key // as written; nil with ok false: unknown
-	ok    [hotset.NumParts]bool
+	keys [hotset.NumParts][]hotset.Key // each part's keys as written, in order
+	gen  [hotset.NumParts]uint64       // and its generation
+	ok   [hotset.NumParts]bool         // false: unknown (never written, or the write failed)
+	// lease is the Updated of the last lease written (0: none, or its
+	// write failed), and rates the rates it carried, by key.
 	lease int64
+	rates map[string]float64
 }
 
 // New returns a Publisher that uses s.
@@ -57,8 +60,10 @@ func New(s *zkgroup.Session, cfg Config) (*Publisher, error) {
 	if !path.IsAbs(root) || path.Clean(root) != root {
 		return nil, fmt.Errorf("zkpublish: root %q must be a clean absolute path", root)
 	}
+	// Generations start at the clock so that those of a restarted
+	// Publisher do not repeat the ones its predecessor left in the parts.
 	return &Publisher{s: s, root: root, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		written: map[nodeID]*parts{}}, nil
+		written: map[nodeID]*parts{}, gen: uint64(time.Now().UnixNano())}, nil
 }
 
 // Publish writes s to its part nodes and lease (see hotset.Lease): the
@@ -81,12 +86,14 @@ func (p *Publisher) Publish(ctx context.Context, s *hotset.Shard) error {
 	return nil
 }
 
-// publishParts writes the part nodes of s that differ from what this
-// Publisher last wrote, and the lease when no part changed (a renewal),
-// when there is none yet, or when its Updated is TTL/4 old: a reader that
-// starts then judges the shard's age by it. Publishes of one shard do not
-// overlap (the aggregator publishes from one goroutine); p.mu guards only
-// the map.
+// publishParts writes the part nodes of s whose keys differ from what this
+// Publisher last wrote (rates aside), then the lease with every key's rate,
+// unless parts were written and no rate moved by more than hotset.RateMove
+// since the last lease and that lease is less than TTL/4 old: a promotion
+// costs a reader one part, a rate refresh or a renewal the lease (a reader
+// takes the rates of a part newer than the lease from the part). Publishes
+// of one shard do not overlap (the aggregator publishes from one
+// goroutine); p.mu guards only the map and the generations.
 func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
 	id := nodeID{s.App, s.Shard}
 	p.mu.Lock()
@@ -97,12 +104,16 @@ func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
 	}
 	p.mu.Unlock()
 	dir := hotset.PartsShardDir(p.root, s.App, s.Shard)
-	changed := false
+	wrote := false
 	for i, keys := range hotset.Split(s, hotset.NumParts) {
-		if w.ok[i] && samePart(w.keys[i], keys) {
+		if w.ok[i] && sameKeys(w.keys[i], keys) {
 			continue
 		}
-		data, err := hotset.EncodePart(keys)
+		p.mu.Lock()
+		p.gen++
+		gen := p.gen
+		p.mu.Unlock()
+		data, err := hotset.EncodePart(gen, keys)
 		if err != nil {
 			return err
 		}
@@ -111,27 +122,46 @@ func (p *Publisher) publishParts(ctx context.Context, s *hotset.Shard) error {
 		if err := p.s.Put(ctx, node, data); err != nil {
 			return fmt.Errorf("zkpublish: write %s: %w", node, err)
 		}
-		w.keys[i], w.ok[i], changed = keys, true, true
+		w.keys[i], w.gen[i], w.ok[i], wrote = keys, gen, true, true
 	}
-	if changed && w.lease != 0 && s.Updated-w.lease < s.TTL/4 {
+	cur := make(map[string]float64, len(s.Keys))
+	moved := w.lease == 0
+	for _, k := range s.Keys {
+		cur[k.Key] = k.Rate
+		if r, ok := w.rates[k.Key]; ok && math.Abs(k.Rate-r) > hotset.RateMove*r {
+			moved = true
+		}
+	}
+	if wrote && !moved && s.Updated-w.lease < s.TTL/4 {
 		return nil // the parts written are the renewal
 	}
+	l := hotset.Lease{App: s.App, Shard: s.Shard, Updated: s.Updated, TTL: s.TTL, Parts: hotset.NumParts,
+		Gen: w.gen[:], Rates: make([][]float64, hotset.NumParts)}
+	rates := make(map[string]float64, len(s.Keys))
+	for i, keys := range w.keys {
+		l.Rates[i] = make([]float64, len(keys))
+		for j, k := range keys {
+			l.Rates[i][j] = hotset.RoundRate(cur[k.Key])
+			rates[k.Key] = l.Rates[i][j]
+		}
+	}
+	data, err := hotset.EncodeLease(l)
+	if err != nil {
+		return err
+	}
 	node := path.Join(dir, hotset.LeaseNode)
-	lease := hotset.EncodeLease(hotset.Lease{App: s.App, Shard: s.Shard, Updated: s.Updated, TTL: s.TTL, Parts: hotset.NumParts})
 	w.lease = 0
-	if err := p.s.Put(ctx, node, lease); err != nil {
+	if err := p.s.Put(ctx, node, data); err != nil {
 		return fmt.Errorf("zkpublish: write %s: %w", node, err)
 	}
-	w.lease = s.Updated
+	w.lease, w.rates = s.Updated, rates
 	return nil
 }
 
-// samePart reports whether a part written with prev needs no rewrite for
-// next: the same keys, each with the same since, source, rule and kind, and
-// a rate that moved by at most hotset.RateMove. The aggregator recomputes
-// every rate at every write; without the tolerance each write would rewrite
-// every part.
-func samePart(prev, next []hotset.Key) bool {
+// sameKeys reports whether a part written with prev needs no rewrite for
+// next: the same keys, each with the same since, source, rule and kind.
+// Rates go in the lease.
+func sameKeys(prev, next []hotset.Key) bool {
 	if len(prev) != len(next) {
 		return false
 	}
@@ -143,8 +173,7 @@ func samePart(prev, next []hotset.Key) bool {
 		p, ok := old[k.Key]
 		switch {
 		case !ok, p.Since != k.Since, p.Source != k.Source, p.Kind != k.Kind,
-			(p.Rule == nil) != (k.Rule == nil), p.Rule != nil && *p.Rule != *k.Rule,
-			math.Abs(k.Rate-p.Rate) > hotset.RateMove*p.Rate:
+			(p.Rule == nil) != (k.Rule == nil), p.Rule != nil && *p.Rule != *k.Rule:
 			return false
 		}
 	}

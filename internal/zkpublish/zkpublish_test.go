@@ -331,8 +331,9 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 // TestPublishParts checks the two forms of a published shard: the shard
 // node, byte for byte what hotset.Encode makes of it (today's readers read
 // it unchanged, and the app folder holds nothing new), and the part nodes,
-// of which a change rewrites only those it touches and a renewal only the
-// lease.
+// of which a change of keys rewrites only those it touches, and a rate
+// refresh or a renewal only the lease; read as a reader does, they hold the
+// shard's keys with its rates (within hotset.RateMove).
 func TestPublishParts(t *testing.T) {
 	t.Parallel()
 	s, root := session(t)
@@ -372,7 +373,7 @@ func TestPublishParts(t *testing.T) {
 			[]string{hotset.PartName(hotset.PartOf("new", hotset.NumParts))}},
 		{"demotion", 200, func() { sh.Keys = slices.Delete(sh.Keys, 7, 8) },
 			[]string{hotset.PartName(hotset.PartOf("item:7", hotset.NumParts))}},
-		{"a rate moving 3 %", 300, func() { sh.Keys[0].Rate *= 1.03 }, []string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts))}},
+		{"a rate moving 3 %", 300, func() { sh.Keys[0].Rate *= 1.03 }, []string{hotset.LeaseNode}},
 		{"every rate moving 1 %", 400, func() {
 			for i := range sh.Keys {
 				sh.Keys[i].Rate *= 1.01
@@ -380,8 +381,8 @@ func TestPublishParts(t *testing.T) {
 		}, []string{hotset.LeaseNode}},
 		{"renewal", 2500, func() {}, []string{hotset.LeaseNode}},
 		{"reason", 2600, func() { rule := 3; sh.Keys[5].Rule = &rule }, []string{hotset.PartName(hotset.PartOf("item:5", hotset.NumParts))}},
-		{"change with the lease due", 5000, func() { sh.Keys[0].Rate *= 1.03 },
-			[]string{hotset.PartName(hotset.PartOf("item:0", hotset.NumParts)), hotset.LeaseNode}},
+		{"promotion with the lease due", 5000, func() { sh.Keys = append(sh.Keys, hotset.Key{Key: "newer", Rate: 1, Since: 2}) },
+			[]string{hotset.PartName(hotset.PartOf("newer", hotset.NumParts)), hotset.LeaseNode}},
 	}
 	before := map[string]int64{}
 	for _, st := range steps {
@@ -415,6 +416,14 @@ func TestPublishParts(t *testing.T) {
 		if kids, _, _ := conn.Children(hotset.AppDir(root, "app")); !slices.Equal(kids, []string{hotset.Escape("s/1")}) {
 			t.Errorf("%s: app folder holds %v, want the shard node alone", st.name, kids)
 		}
+		data, _, err := conn.Get(path.Join(dir, hotset.LeaseNode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease, err := hotset.DecodeLease(data)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var keys []hotset.Key
 		for i := range hotset.NumParts {
 			data, _, err := conn.Get(path.Join(dir, hotset.PartName(i)))
@@ -425,18 +434,21 @@ func TestPublishParts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range part.Keys {
+			for j, k := range part.Keys {
 				if hotset.PartOf(k.Key, hotset.NumParts) != i {
 					t.Errorf("%s: key %q in part %d", st.name, k.Key, i)
 				}
+				if lease.Gen[i] == part.Gen {
+					k.Rate = lease.Rates[i][j]
+				}
+				keys = append(keys, k)
 			}
-			keys = append(keys, part.Keys...)
 		}
 		byKey := func(a, b hotset.Key) int { return strings.Compare(a.Key, b.Key) }
 		slices.SortFunc(keys, byKey)
 		wantKeys := slices.SortedFunc(slices.Values(sh.Keys), byKey)
 		if !slices.EqualFunc(keys, wantKeys, func(a, b hotset.Key) bool {
-			return a.Key == b.Key && math.Abs(a.Rate-b.Rate) <= 1.0201*hotset.RateMove*a.Rate &&
+			return a.Key == b.Key && math.Abs(a.Rate-b.Rate) <= (hotset.RateMove+0.006)*b.Rate &&
 				(a.Rule == nil) == (b.Rule == nil) && (a.Rule == nil || *a.Rule == *b.Rule)
 		}) {
 			t.Errorf("%s: the parts hold %d keys, want the shard's %d, with rates within %v", st.name, len(keys), len(wantKeys), hotset.RateMove)
