@@ -20,9 +20,9 @@ type shardState struct {
 	// as last decoded.
 	parts   map[string][]byte
 	decoded map[string]*hotset.Part
-	keys     []hotset.Key // nil when the node is invalid or expired
-	expiry   time.Time    // local time after which keys stop counting; zero when keys is nil
-	ttl      time.Duration
+	keys    []hotset.Key // nil when the node is invalid or expired
+	expiry  time.Time    // local time after which keys stop counting; zero when keys is nil
+	ttl     time.Duration
 }
 
 // appState is the set of shard nodes of one app. The operators' pins node
