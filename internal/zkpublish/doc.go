@@ -13,7 +13,8 @@
 // collection never removes a key that a reader still serves. A shard's part
 // folder goes by the same rule, judged by its lease, which is deleted first.
 //
-// Publish remembers the parts it wrote (in memory: after a restart, its first
-// Publish rewrites them all) and writes the lease after every part of a new
-// folder, so a lease always has its parts.
+// Publish remembers the parts and the lease it wrote (in memory: after a
+// restart, its first Publish rewrites them all), rewrites a part only when its
+// keys changed and the lease when rates moved, and writes the lease after
+// every part of a new folder, so a lease always has its parts.
 package zkpublish
