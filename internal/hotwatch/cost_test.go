@@ -1,11 +1,9 @@
 package hotwatch
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,12 +19,12 @@ import (
 // the real ZooKeeper of the local stack: an app's shard of n keys is
 // published through the real publisher, then changed in one of the ways an
 // aggregator rewrites it (with every rate recomputed, as the aggregator
-// does), and the watcher's ZooKeeper reads and the bytes of
-// node data they returned are counted (zkgroup's watch counters). Two
-// watchers are measured: one that reads the whole shard node, as readers
-// before the part nodes did (and as this one does for a shard that has no
-// parts), and one that follows the parts. At 1,000 keys the second must
-// read at most half the bytes of the first. Run with -v for the table:
+// does), and the watcher's ZooKeeper reads and the bytes of node data they
+// returned are counted (zkgroup's watch counters). Two watchers are
+// measured: one that reads the whole shard node (Config.WholeNodes), as
+// readers before the part nodes did, and one that follows the parts. At
+// 1,000 keys the second must read at most half the bytes of the first. Run
+// with -v for the table:
 //
 //	go test -run TestZKChangeCost -v ./internal/hotwatch
 func TestZKChangeCost(t *testing.T) {
@@ -75,14 +73,7 @@ func TestZKChangeCost(t *testing.T) {
 				}
 			}
 			publish()
-			w, err := New(rs, Config{Root: zw.root, App: "shop", Registerer: reg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.parts {
-				w.watch = wholeNodes(rs, zw.root)
-			}
-			runStarted(t, w)
+			w := runWatcher(t, rs, Config{Root: zw.root, App: "shop", Registerer: reg, WholeNodes: !tc.parts})
 			<-w.Ready()
 			waitLen(t, w, "shop", n)
 			t.Logf("%4d keys, %-12s: %2.0f reads, %7.0f bytes for the first read", n, "start",
@@ -121,32 +112,6 @@ func TestZKChangeCost(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wholeNodes is a watchFunc that sees no part folders, so that the watcher
-// reads every shard node whole, as readers before the part nodes did.
-func wholeNodes(s *zkgroup.Session, root string) watchFunc {
-	return func(ctx context.Context, dir string, read func(string) bool, fn func(map[string][]byte)) error {
-		if strings.HasPrefix(dir, hotset.PartsDir(root)) {
-			fn(map[string][]byte{})
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		return s.WatchSome(ctx, dir, read, fn)
-	}
-}
-
-// runStarted runs w until the end of the test.
-func runStarted(t *testing.T, w *Watcher) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 }
 
 // costShard is a node of n keys as the aggregator writes them: the default

@@ -36,12 +36,7 @@ func TestZKPartsSeeEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := runWatcher(t, s, Config{Root: zw.root, App: "shop"})
-	whole, err := New(s, Config{Root: zw.root, App: "shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole.watch = wholeNodes(s, zw.root)
-	runStarted(t, whole)
+	whole := runWatcher(t, s, Config{Root: zw.root, App: "shop", WholeNodes: true})
 
 	zw.put("shop", "old-writer", "legacy")
 	gone := &hotset.Shard{App: "shop", Shard: "gone", TTL: 60_000, Updated: time.Now().UnixMilli(),
