@@ -17,7 +17,8 @@ import (
 // package hotset; tests fake it.
 type Publisher interface {
 	// Publish creates or overwrites the node of s.App written by shard
-	// s.Shard, creating its parents.
+	// s.Shard, creating its parents (internal/zkpublish also writes the
+	// parts of it that changed: docs/zookeeper.md, "Part nodes").
 	Publish(ctx context.Context, s *hotset.Shard) error
 	// Remove deletes app's node of shard; a missing node is not an error.
 	Remove(ctx context.Context, app, shard string) error
@@ -111,7 +112,7 @@ func (t *table) due(now time.Time, c *Config, final bool) []write {
 // published rates are held to (docs/aggregator.md, "Rate"), so that a rate
 // written while a key's window was still filling (2900/s for a key at
 // 3000/s) does not stand until the renewal, 2.5 s later.
-const rateMove = 0.02
+const rateMove = hotset.RateMove
 
 // ratesMoved reports whether a hot key of as has a rate that moved by more
 // than rateMove since its node was last written. The caller holds t.mu.

@@ -11,6 +11,8 @@
 //	<root>/members/aggregators/<id>   ephemeral; an aggregator shard (Member, JSON)
 //	<root>/members/detectors/<id>     ephemeral; a detector (Member, JSON)
 //	<root>/hot/<app>/<shard>          persistent; the keys shard <shard> holds hot for <app> (Shard, JSON)
+//	<root>/parts/<app>/<shard>/<i>    persistent; the shard's keys with PartOf(key) == i (Part, JSON; parts.go)
+//	<root>/parts/<app>/<shard>/lease  persistent; the parts' lease and every key's rate (Lease, JSON)
 //	<root>/hot/<app>/%pins            persistent; keys an operator pinned hot (Shard, Source "pinned")
 //	<root>/hot/<app>/%blocks          persistent; keys an operator blocked from ever being hot (Shard)
 //	<root>/rules/<app>                persistent; the app's rule list (package rules, EncodeNode)
@@ -21,5 +23,8 @@
 // carries a TTL. A reader treats its keys as hot until TTL has passed since it
 // last saw the node change, so a dead aggregator's keys age out within one TTL
 // instead of vanishing at once, and a live one renews the node well within TTL.
-// Each change to one shard costs a watcher one read.
+// Each change to one shard costs a watcher one read: of the whole Shard
+// node, or, for a reader that follows the shard's parts, of the one part or
+// the lease that changed. The Shard node is written with every write, so
+// readers that know nothing of the parts keep working unchanged.
 package hotset

@@ -26,6 +26,12 @@
 //     right after a freeze of the process, see above). All state is owned by
 //     the goroutine running Run; OnChange is called from it, in order, after
 //     the new Snapshot is published.
+//   - A shard whose part folder holds a valid lease and every part it names
+//     is followed through them (a change of keys reads one part, a rate
+//     refresh or a renewal the lease, whose rates, to three digits, replace
+//     those of the parts it is for); its shard node is then listed, not read. Any other shard is
+//     read from its shard node. Moving between the two keeps the shard's
+//     keys in place: the one left counts until the other has been read.
 //   - Watches fire once; the ZooKeeper layer (internal/zkgroup) re-arms them
 //     after every event and after a reconnect, and re-reads everything after a
 //     session expiry, so the Snapshot converges to what ZooKeeper holds.

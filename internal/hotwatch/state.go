@@ -3,18 +3,26 @@ package hotwatch
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/rules"
 )
 
-// shardState is what the watcher knows of one <root>/hot/<app>/<shard> node.
+// shardState is what the watcher knows of one shard of an app: of its node
+// <root>/hot/<app>/<shard>, or of its lease and part nodes when it is
+// followed through them.
 type shardState struct {
-	raw    []byte       // data as last read; a change is a difference in bytes
-	keys   []hotset.Key // nil when the node is invalid or expired
-	expiry time.Time    // local time after which keys stop counting; zero when keys is nil
-	ttl    time.Duration
+	raw []byte // the shard node's data as last read; a change is a difference in bytes
+	// parts are the lease and part nodes as last read, when the shard is
+	// followed through them (raw is then nil), and decoded each part node
+	// as last decoded.
+	parts   map[string][]byte
+	decoded map[string]*hotset.Part
+	keys    []hotset.Key // nil when the node is invalid or expired
+	expiry  time.Time    // local time after which keys stop counting; zero when keys is nil
+	ttl     time.Duration
 }
 
 // appState is the set of shard nodes of one app. The operators' pins node
@@ -26,9 +34,12 @@ type appState struct {
 	blocksRaw []byte
 }
 
-// update applies a full read of app's shard nodes received at at (local
-// clock) and reports whether anything that counts changed.
-func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logger, m *metrics) bool {
+// update applies a full read of app's shard nodes (nil data: not read, see
+// parts) and of the lease and part nodes of the shards followed through
+// them (parts, by shard node name), received at at (local clock), and
+// reports whether anything that counts changed. A shard node that was not
+// read and has no parts keeps what it had: it is being followed anew.
+func (a *appState) update(nodes map[string][]byte, parts map[string]map[string][]byte, at time.Time, log *slog.Logger, m *metrics) bool {
 	changed := false
 	if data := nodes[hotset.BlocksNode]; !bytes.Equal(data, a.blocksRaw) {
 		a.blocksRaw, a.blocks = bytes.Clone(data), nil
@@ -46,7 +57,7 @@ func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logge
 		changed = true
 	}
 	for name, data := range nodes {
-		if name == hotset.BlocksNode {
+		if name == hotset.BlocksNode || parts[name] != nil || data == nil {
 			continue
 		}
 		old := a.shards[name]
@@ -76,13 +87,79 @@ func (a *appState) update(nodes map[string][]byte, at time.Time, log *slog.Logge
 		a.shards[name] = st
 		changed = changed || st.keys != nil || (old != nil && old.keys != nil)
 	}
+	for name, pn := range parts {
+		old := a.shards[name]
+		if old != nil && old.parts != nil && maps.EqualFunc(old.parts, pn, bytes.Equal) {
+			continue // unchanged: its TTL keeps running from when it was last seen changed
+		}
+		st := fromParts(old, pn, at, log, m)
+		if a.shards == nil {
+			a.shards = map[string]*shardState{}
+		}
+		a.shards[name] = st
+		changed = changed || st.keys != nil || (old != nil && old.keys != nil)
+	}
 	for name, st := range a.shards {
-		if _, ok := nodes[name]; !ok {
+		if _, ok := nodes[name]; !ok && parts[name] == nil {
 			delete(a.shards, name)
 			changed = changed || st.keys != nil
 		}
 	}
 	return changed
+}
+
+// fromParts returns the state of a shard followed through its lease and part
+// nodes pn (the lease valid and every part present: the watcher checks),
+// which changed since old at at. Only the parts whose bytes changed are
+// decoded; a part that does not decode keeps what it had. A key's rate is
+// the lease's when the lease is for the part's generation, else the part's.
+// A write of any node of the shard renews it, as a write of its shard node
+// does.
+func fromParts(old *shardState, pn map[string][]byte, at time.Time, log *slog.Logger, m *metrics) *shardState {
+	st := &shardState{parts: map[string][]byte{}, decoded: map[string]*hotset.Part{}}
+	for n, data := range pn {
+		st.parts[n] = bytes.Clone(data)
+	}
+	l, err := hotset.DecodeLease(pn[hotset.LeaseNode])
+	if err != nil { // the watcher checked it; be safe
+		m.invalid.Inc()
+		return st
+	}
+	keys := []hotset.Key{}
+	for i := range l.Parts {
+		n := hotset.PartName(i)
+		var p *hotset.Part
+		if old != nil && old.decoded != nil {
+			p = old.decoded[n]
+		}
+		if p == nil || old == nil || !bytes.Equal(old.parts[n], pn[n]) {
+			if np, err := hotset.DecodePart(pn[n]); err != nil {
+				m.invalid.Inc()
+				log.Warn("hotwatch: ignoring a part node", "shard", l.Shard, "part", n, "err", err)
+			} else {
+				p = np
+			}
+		}
+		if p == nil {
+			continue
+		}
+		st.decoded[n] = p
+		if l.Gen[i] == p.Gen && len(l.Rates[i]) == len(p.Keys) {
+			for j, k := range p.Keys {
+				k.Rate = l.Rates[i][j]
+				keys = append(keys, k)
+			}
+		} else {
+			keys = append(keys, p.Keys...)
+		}
+	}
+	if old == nil && (&hotset.Shard{Updated: l.Updated, TTL: l.TTL}).Expired(at) {
+		m.expired.Inc() // as for a shard node read for the first time
+		return st
+	}
+	st.keys, st.ttl = keys, time.Duration(l.TTL)*time.Millisecond
+	st.expiry = at.Add(st.ttl)
+	return st
 }
 
 // expire drops the keys of shards whose expiry is not after now and returns

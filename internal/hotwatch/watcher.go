@@ -38,6 +38,14 @@ type Config struct {
 	// resume the TTLs apply at once.
 	MaxStale time.Duration
 
+	// WholeNodes reads every shard node whole at each write, as readers
+	// before the part nodes did, instead of following a shard through its
+	// part nodes when it has them (docs/zookeeper.md, "Part nodes"). It
+	// costs each watcher the whole node per write (87 KB at 1,000 keys
+	// instead of about 5.5 KB) and saves the 17 watches per shard of its
+	// parts: for a process that follows many apps but few changes.
+	WholeNodes bool
+
 	Logger     *slog.Logger          // nil discards
 	Registerer prometheus.Registerer // nil: not exported
 }
@@ -57,9 +65,11 @@ type Change struct {
 }
 
 // watchFunc calls fn with every child node of dir and its data, at first and
-// after every change, until ctx ends. It is internal/zkgroup's Watch bound to
-// a session; tests give a fake.
-type watchFunc func(ctx context.Context, dir string, fn func(map[string][]byte)) error
+// after every change, until ctx ends; the children for which read returns
+// false (read nil: none) are listed with nil data, and writes to them are
+// not changes. It is internal/zkgroup's WatchSome bound to a session; tests
+// give a fake.
+type watchFunc func(ctx context.Context, dir string, read func(name string) bool, fn func(map[string][]byte)) error
 
 // Watcher follows the published hot set. Create one with New, start Run, and
 // read Snapshot from any goroutine.
@@ -154,17 +164,34 @@ func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 // event is one full read of a directory, sent by a watch goroutine to Run.
 type event struct {
 	app   string // the app whose shards were read; "" for the list of apps
-	gen   uint64 // the app watch that sent it; stale ones are ignored
+	gen   uint64 // the watch that sent it; stale ones are ignored
 	nodes map[string][]byte
 	at    time.Time
 	err   error // the watch ended with this error
 }
 
-// appWatch is a running watch of one app's shard directory.
+// appWatch is what follows one app: a watch of its folder of shard nodes
+// (hot), which reads the operators' nodes and the shards not followed
+// through parts; a watch of its folder of part folders (list), names only;
+// and a watch of each shard's part folder. A shard whose part folder holds
+// a valid lease is followed through its parts (a change costs one small
+// read); hot is restarted, without reading its node, whenever that set of
+// shards changes.
 type appWatch struct {
-	state  appState
+	state appState
+	hot   dirWatch
+	list  dirWatch
+	parts map[string]*dirWatch // by escaped shard name
+	// leased are the shards followed through their parts; hot's watch
+	// reads the others (hotLeased: the set it was started with).
+	leased, hotLeased map[string]bool
+}
+
+// dirWatch is one running watch and its last read.
+type dirWatch struct {
 	gen    uint64
 	cancel context.CancelFunc
+	nodes  map[string][]byte
 	seen   bool // delivered its first read
 }
 
@@ -186,7 +213,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if r.listed {
 		r.follow(w.cfg.App)
 	} else {
-		r.watch(hotset.HotDir(w.cfg.Root), "", 0)
+		r.watch(hotset.HotDir(w.cfg.Root), "", 0, nil)
 	}
 
 	timer := time.NewTimer(time.Hour)
@@ -230,12 +257,12 @@ type run struct {
 // watch starts a goroutine that sends every read of dir to r.events as app's,
 // of watch generation gen, and the watch's error if it fails for good. The
 // returned function ends it.
-func (r *run) watch(dir, app string, gen uint64) context.CancelFunc {
+func (r *run) watch(dir, app string, gen uint64, read func(string) bool) context.CancelFunc {
 	wctx, wcancel := context.WithCancel(r.ctx)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		err := r.w.watch(wctx, dir, func(nodes map[string][]byte) {
+		err := r.w.watch(wctx, dir, read, func(nodes map[string][]byte) {
 			ev := event{app: app, gen: gen, nodes: maps.Clone(nodes), at: r.w.now()}
 			select {
 			case r.events <- ev:
@@ -252,10 +279,76 @@ func (r *run) watch(dir, app string, gen uint64) context.CancelFunc {
 	return wcancel
 }
 
-// follow starts watching app's shards, in a new generation.
+// follow starts watching app's shards.
 func (r *run) follow(app string) {
+	aw := &appWatch{parts: map[string]*dirWatch{}, leased: map[string]bool{}}
+	r.apps[app] = aw
+	if r.w.cfg.WholeNodes {
+		aw.list.seen = true // no part folders followed
+		r.restartHot(app, aw)
+		return
+	}
+	// The shard nodes are watched once the parts have been read (see
+	// updateLeases), so that a shard followed through its parts is not
+	// read whole first.
+	r.start(&aw.list, hotset.PartsAppDir(r.w.cfg.Root, app), app, func(string) bool { return false })
+}
+
+// start starts the watch of dir into d, in a new generation.
+func (r *run) start(d *dirWatch, dir, app string, read func(string) bool) {
 	r.gen++
-	r.apps[app] = &appWatch{gen: r.gen, cancel: r.watch(hotset.AppDir(r.w.cfg.Root, app), app, r.gen)}
+	d.gen, d.seen = r.gen, false
+	d.cancel = r.watch(dir, app, r.gen, read)
+}
+
+// restartHot (re)starts the watch of app's shard nodes, reading those not
+// in aw.leased. The last read of the previous watch stays until the new
+// one delivers.
+func (r *run) restartHot(app string, aw *appWatch) {
+	if aw.hot.cancel != nil {
+		aw.hot.cancel()
+	}
+	leased := maps.Clone(aw.leased)
+	aw.hotLeased = leased
+	seen := aw.hot.seen
+	r.start(&aw.hot, hotset.AppDir(r.w.cfg.Root, app), app, func(name string) bool { return !leased[name] })
+	aw.hot.seen = seen // Ready needs a first read, not a read since the restart
+}
+
+// stop ends every watch of aw.
+func (aw *appWatch) stop() {
+	for _, d := range aw.all() {
+		if d.cancel != nil {
+			d.cancel()
+		}
+	}
+}
+
+// seen reports whether every watch of aw delivered its first read.
+func (aw *appWatch) seen() bool {
+	return aw.hot.seen && aw.partsSeen()
+}
+
+// partsSeen reports whether the list of part folders and each of them have
+// been read.
+func (aw *appWatch) partsSeen() bool {
+	if !aw.list.seen {
+		return false
+	}
+	for _, d := range aw.parts {
+		if !d.seen {
+			return false
+		}
+	}
+	return true
+}
+
+func (aw *appWatch) all() []*dirWatch {
+	out := []*dirWatch{&aw.hot, &aw.list}
+	for _, d := range aw.parts {
+		out = append(out, d)
+	}
+	return out
 }
 
 // handle applies one read of a watch: the list of apps, or an app's shards
@@ -272,14 +365,101 @@ func (r *run) handle(ev event) error {
 	if ev.app == "" && r.w.cfg.App == "" {
 		r.listed = true
 		r.w.applyList(ev, r.apps, r.follow)
-	} else if aw := r.apps[ev.app]; aw != nil && aw.gen == ev.gen {
-		aw.seen = true
-		r.w.m.events.Inc()
-		if aw.state.update(ev.nodes, ev.at, r.w.log, r.w.m) {
-			r.w.publish(ev.app, aw.state.merged(), ev.at)
+		return nil
+	}
+	aw := r.apps[ev.app]
+	if aw == nil {
+		return nil
+	}
+	switch {
+	case ev.gen == aw.hot.gen:
+		aw.hot.nodes, aw.hot.seen = ev.nodes, true
+	case ev.gen == aw.list.gen:
+		aw.list.nodes, aw.list.seen = ev.nodes, true
+		r.followParts(ev.app, aw)
+	default:
+		d := r.partsOf(aw, ev.gen)
+		if d == nil {
+			return nil // a stale watch
+		}
+		d.nodes, d.seen = ev.nodes, true
+	}
+	r.w.m.events.Inc()
+	r.updateLeases(ev.app, aw)
+	parts := map[string]map[string][]byte{}
+	for name := range aw.leased {
+		parts[name] = aw.parts[name].nodes
+	}
+	if aw.state.update(aw.hot.nodes, parts, ev.at, r.w.log, r.w.m) {
+		r.w.publish(ev.app, aw.state.merged(), ev.at)
+	}
+	return nil
+}
+
+// partsOf returns aw's watch of a shard's parts of generation gen, or nil.
+func (r *run) partsOf(aw *appWatch, gen uint64) *dirWatch {
+	for _, d := range aw.parts {
+		if d.gen == gen {
+			return d
 		}
 	}
 	return nil
+}
+
+// followParts starts watching the part folders that appeared in app's list
+// and ends the watches of those that went.
+func (r *run) followParts(app string, aw *appWatch) {
+	for name := range aw.list.nodes {
+		if aw.parts[name] == nil {
+			d := &dirWatch{}
+			aw.parts[name] = d
+			shard, err := hotset.Unescape(name)
+			if err != nil {
+				r.w.log.Warn("hotwatch: ignoring part folder", "node", name, "err", err)
+				d.seen = true
+				continue
+			}
+			r.start(d, hotset.PartsShardDir(r.w.cfg.Root, app, shard), app, nil)
+		}
+	}
+	for name, d := range aw.parts {
+		if _, ok := aw.list.nodes[name]; !ok {
+			if d.cancel != nil {
+				d.cancel()
+			}
+			delete(aw.parts, name)
+		}
+	}
+}
+
+// updateLeases sets aw.leased to the shards whose part folder holds a valid
+// lease and all the parts it names, and (re)starts the watch of the shard
+// nodes, once every part folder has been read, if it has not started or
+// that changed which of them it must read.
+func (r *run) updateLeases(app string, aw *appWatch) {
+	leased := map[string]bool{}
+	for name, d := range aw.parts {
+		if data, ok := d.nodes[hotset.LeaseNode]; ok {
+			l, err := hotset.DecodeLease(data)
+			if err != nil {
+				r.w.m.invalid.Inc()
+				r.w.log.Warn("hotwatch: ignoring a lease; reading the shard node", "shard", name, "err", err)
+				continue
+			}
+			complete := true
+			for i := range l.Parts {
+				if _, ok := d.nodes[hotset.PartName(i)]; !ok {
+					complete = false
+				}
+			}
+			leased[name] = complete
+		}
+	}
+	maps.DeleteFunc(leased, func(_ string, ok bool) bool { return !ok })
+	aw.leased = leased
+	if aw.partsSeen() && (aw.hot.cancel == nil || !maps.Equal(leased, aw.hotLeased)) {
+		r.restartHot(app, aw)
+	}
 }
 
 // expire drops the shards whose TTL has passed at now, and publishes what
@@ -344,7 +524,7 @@ func (w *Watcher) applyList(ev event, apps map[string]*appWatch, follow func(str
 	}
 	for app, aw := range apps {
 		if !present[app] {
-			aw.cancel()
+			aw.stop()
 			delete(apps, app)
 			w.publish(app, nil, ev.at)
 		}
@@ -386,7 +566,7 @@ func (w *Watcher) markReady(listed bool, apps map[string]*appWatch) {
 		return
 	}
 	for _, aw := range apps {
-		if !aw.seen {
+		if !aw.seen() {
 			return
 		}
 	}

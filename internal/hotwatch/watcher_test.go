@@ -24,12 +24,17 @@ func newFakeZK() *fakeZK {
 	return &fakeZK{dirs: map[string]map[string][]byte{}, subs: map[string][]chan struct{}{}}
 }
 
-func (f *fakeZK) watch(ctx context.Context, dir string, fn func(map[string][]byte)) error {
+func (f *fakeZK) watch(ctx context.Context, dir string, read func(string) bool, fn func(map[string][]byte)) error {
 	for {
 		f.mu.Lock()
 		nodes := maps.Clone(f.dirs[dir])
 		if nodes == nil {
 			nodes = map[string][]byte{}
+		}
+		for name := range nodes {
+			if read != nil && !read(name) {
+				nodes[name] = nil
+			}
 		}
 		ch := make(chan struct{})
 		f.subs[dir] = append(f.subs[dir], ch)
@@ -279,7 +284,7 @@ func TestAllApps(t *testing.T) {
 
 func TestRunFailsWhenWatchFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
+		w := newWatcher(func(ctx context.Context, dir string, read func(string) bool, fn func(map[string][]byte)) error {
 			return context.DeadlineExceeded // any error other than the caller's cancel
 		}, Config{App: "shop"})
 		if err := w.Run(t.Context()); err == nil {

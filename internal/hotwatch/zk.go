@@ -17,8 +17,8 @@ func New(s *zkgroup.Session, cfg Config) (*Watcher, error) {
 	if cfg.Root != "" && (!strings.HasPrefix(cfg.Root, "/") || strings.HasSuffix(cfg.Root, "/")) {
 		return nil, fmt.Errorf("hotwatch: Root %q must start and not end with /", cfg.Root)
 	}
-	w := newWatcher(func(ctx context.Context, dir string, fn func(map[string][]byte)) error {
-		return s.Watch(ctx, dir, fn)
+	w := newWatcher(func(ctx context.Context, dir string, read func(string) bool, fn func(map[string][]byte)) error {
+		return s.WatchSome(ctx, dir, read, fn)
 	}, cfg)
 	w.connected = s.Connected
 	return w, nil

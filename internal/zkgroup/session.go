@@ -58,6 +58,11 @@ type Session struct {
 type metrics struct {
 	sessions, expiries, retries prometheus.Counter
 	connected                   prometheus.Gauge
+	// watchReads counts the reads Watch makes (getChildren and getData);
+	// watchBytes the node data they returned (children's names and
+	// ZooKeeper's framing not included): what a hot-set change costs a
+	// watcher.
+	watchReads, watchBytes prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,9 +70,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		return register(reg, prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hotspot", Subsystem: "zk", Name: name, Help: help}))
 	}
 	return &metrics{
-		sessions: c("sessions_total", "ZooKeeper sessions established (the first one and one after every expiry)."),
-		expiries: c("session_expirations_total", "ZooKeeper sessions expired by the server."),
-		retries:  c("retries_total", "ZooKeeper calls of watch and membership loops that failed and were retried."),
+		sessions:   c("sessions_total", "ZooKeeper sessions established (the first one and one after every expiry)."),
+		expiries:   c("session_expirations_total", "ZooKeeper sessions expired by the server."),
+		retries:    c("retries_total", "ZooKeeper calls of watch and membership loops that failed and were retried."),
+		watchReads: c("watch_reads_total", "Reads (getChildren, getData) made by watches of a group's nodes."),
+		watchBytes: c("watch_read_bytes_total", "Bytes of node data read by watches of a group's nodes."),
 		connected: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "zk", Name: "connected",
 			Help: "1 while the ZooKeeper connection has a session, else 0."})),
 	}

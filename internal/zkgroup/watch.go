@@ -26,6 +26,14 @@ import (
 // for a bad path or missing permissions; it retries every other failure
 // with backoff.
 func (s *Session) Watch(ctx context.Context, dir string, fn func(members map[string][]byte)) error {
+	return s.WatchSome(ctx, dir, nil, fn)
+}
+
+// WatchSome is Watch reading the data of only the children for which read
+// returns true (nil: all); the others are listed, with nil data, and a
+// write to one of them costs nothing. read is called once per child, when
+// it first appears.
+func (s *Session) WatchSome(ctx context.Context, dir string, read func(name string) bool, fn func(members map[string][]byte)) error {
 	if err := checkPath(dir); err != nil {
 		return err
 	}
@@ -50,7 +58,10 @@ func (s *Session) Watch(ctx context.Context, dir string, fn func(members map[str
 		})
 	}
 
-	w := groupWatch{s: s, dir: dir, members: map[string]*member{}, forward: forward}
+	if read == nil {
+		read = func(string) bool { return true }
+	}
+	w := groupWatch{s: s, dir: dir, members: map[string]*member{}, forward: forward, read: read}
 	r := retrier{s: s, what: "watch " + dir}
 	delivered := false
 	for {
@@ -103,6 +114,7 @@ type groupWatch struct {
 	dir     string
 	members map[string]*member
 	forward func(name string, gen uint64, ch <-chan zk.Event)
+	read    func(name string) bool // whether to read (and watch) a child's data
 
 	dirArmed bool // a child watch (or, while dir is missing, an exists watch) is pending
 	dirGen   uint64
@@ -125,7 +137,11 @@ func (w *groupWatch) sync() error {
 		for _, n := range names {
 			present[n] = true
 			if w.members[n] == nil {
-				w.members[n] = &member{}
+				m := &member{}
+				if !w.read(n) {
+					m.armed, w.changed = true, true // listed only: never read, never re-armed
+				}
+				w.members[n] = m
 			}
 		}
 		for n := range w.members {
@@ -140,6 +156,8 @@ func (w *groupWatch) sync() error {
 			continue
 		}
 		data, stat, ch, err := conn.GetW(child(w.dir, name))
+		w.s.m.watchReads.Inc()
+		w.s.m.watchBytes.Add(float64(len(data)))
 		if errors.Is(err, zk.ErrNoNode) {
 			// Gone since the listing; the child watch reports it too.
 			delete(w.members, name)
@@ -165,6 +183,7 @@ func (w *groupWatch) sync() error {
 func (w *groupWatch) list(conn *zk.Conn) ([]string, <-chan zk.Event, error) {
 	for {
 		names, _, ch, err := conn.ChildrenW(w.dir)
+		w.s.m.watchReads.Inc()
 		if !errors.Is(err, zk.ErrNoNode) {
 			return names, ch, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -564,5 +565,53 @@ func TestConnectRespectsContext(t *testing.T) {
 	}
 	if _, err := zkgroup.Connect(context.Background(), nil, zkgroup.Config{}); err == nil {
 		t.Error("Connect with no servers succeeded")
+	}
+}
+
+// TestWatchSome checks that the children WatchSome does not read are listed
+// with nil data and that writes to them cost no read and no call, while a
+// write to a child it reads costs one read of that child; the watch
+// counters count exactly those reads.
+func TestWatchSome(t *testing.T) {
+	addr, root := setup(t)
+	reg := prometheus.NewRegistry()
+	s := connect(t, addr, zkgroup.Config{Registerer: reg})
+	w := connect(t, addr, zkgroup.Config{})
+	dir := root + "/g"
+	for name, data := range map[string]string{"read": "r1", "listed": "l1"} {
+		if err := w.Create(t.Context(), dir+"/"+name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := newRecorder()
+	start(t, func(ctx context.Context) error {
+		return s.WatchSome(ctx, dir, func(name string) bool { return name == "read" }, rec.fn)
+	})
+	rec.await(t, "first read", map[string]string{"read": "r1", "listed": ""})
+	counter := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	reads, bytes := counter("hotspot_zk_watch_reads_total"), counter("hotspot_zk_watch_read_bytes_total")
+	if reads != 2 || bytes != 2 { // the listing, then "read"
+		t.Errorf("first read: %v reads of %v bytes, want 2 of 2", reads, bytes)
+	}
+	if err := w.Set(t.Context(), dir+"/listed", []byte("l2, longer"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set(t.Context(), dir+"/read", []byte("r2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	rec.await(t, "a write to the child read", map[string]string{"read": "r2", "listed": ""})
+	if d, b := counter("hotspot_zk_watch_reads_total")-reads, counter("hotspot_zk_watch_read_bytes_total")-bytes; d != 1 || b != 2 {
+		t.Errorf("two writes, one to a child not read: %v reads of %v bytes, want 1 of 2", d, b)
 	}
 }

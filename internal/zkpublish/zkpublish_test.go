@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,6 +323,160 @@ func TestCollectLeavesWorkToSmallestMember(t *testing.T) {
 	if deleted != 1 {
 		t.Errorf("Collect by a deleted %d nodes, want 1", deleted)
 	}
+	if ok, _, _ := stacktest.ZKConn(t).Exists(hotset.PartsShardDir(root, "app", "dead")); ok {
+		t.Error("the dead shard's part folder was not collected with its node")
+	}
+}
+
+// TestPublishParts checks the two forms of a published shard: the shard
+// node, byte for byte what hotset.Encode makes of it (today's readers read
+// it unchanged, and the app folder holds nothing new), and the part nodes,
+// of which a change of keys rewrites only those it touches, and a rate
+// refresh or a renewal only the lease; read as a reader does, they hold the
+// shard's keys with its rates (within hotset.RateMove).
+func TestPublishParts(t *testing.T) {
+	t.Parallel()
+	s, root := session(t)
+	p := publisher(t, s, root)
+	conn := stacktest.ZKConn(t)
+	ctx := t.Context()
+	t0 := time.Now().UnixMilli()
+	sh := &hotset.Shard{App: "app", Shard: "s/1", TTL: 10_000}
+	for i := range 200 {
+		sh.Keys = append(sh.Keys, hotset.Key{Key: fmt.Sprintf("item:%d", i), Rate: float64(5000 - i), Since: 1})
+	}
+	dir := hotset.PartsShardDir(root, "app", "s/1")
+	mzxids := func() map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		names, _, err := conn.Children(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			_, st, err := conn.Get(path.Join(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[n] = st.Mzxid
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		updated int64 // ms after t0
+		change  func()
+		rewrote []string // the nodes under dir it must rewrite, in any order
+	}{
+		{"first", 0, func() {}, append(partNames(), hotset.LeaseNode)},
+		{"promotion", 100, func() { sh.Keys = append(sh.Keys, hotset.Key{Key: "new", Rate: 1, Since: 2}) },
+			[]string{hotset.PartName(hotset.PartOf("new", hotset.NumParts))}},
+		{"demotion", 200, func() { sh.Keys = slices.Delete(sh.Keys, 7, 8) },
+			[]string{hotset.PartName(hotset.PartOf("item:7", hotset.NumParts))}},
+		{"a rate moving 3 %", 300, func() { sh.Keys[0].Rate *= 1.03 }, []string{hotset.LeaseNode}},
+		{"every rate moving 1 %", 400, func() {
+			for i := range sh.Keys {
+				sh.Keys[i].Rate *= 1.01
+			}
+		}, []string{hotset.LeaseNode}},
+		{"renewal", 2500, func() {}, []string{hotset.LeaseNode}},
+		{"reason", 2600, func() { rule := 3; sh.Keys[5].Rule = &rule }, []string{hotset.PartName(hotset.PartOf("item:5", hotset.NumParts))}},
+		{"promotion with the lease due", 5000, func() { sh.Keys = append(sh.Keys, hotset.Key{Key: "newer", Rate: 1, Since: 2}) },
+			[]string{hotset.PartName(hotset.PartOf("newer", hotset.NumParts)), hotset.LeaseNode}},
+	}
+	before := map[string]int64{}
+	for _, st := range steps {
+		st.change()
+		sh.Updated = t0 + st.updated
+		if err := p.Publish(ctx, sh); err != nil {
+			t.Fatal(err)
+		}
+		after := mzxids()
+		var rewrote []string
+		for n, z := range after {
+			if z != before[n] {
+				rewrote = append(rewrote, n)
+			}
+		}
+		slices.Sort(rewrote)
+		slices.Sort(st.rewrote)
+		if !slices.Equal(rewrote, st.rewrote) {
+			t.Errorf("%s rewrote %v, want %v", st.name, rewrote, st.rewrote)
+		}
+		before = after
+
+		want, err := hotset.Encode(sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := conn.Get(hotset.ShardPath(root, "app", "s/1"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: shard node = %.80q, %v; want hotset.Encode's %.80q", st.name, got, err, want)
+		}
+		if kids, _, _ := conn.Children(hotset.AppDir(root, "app")); !slices.Equal(kids, []string{hotset.Escape("s/1")}) {
+			t.Errorf("%s: app folder holds %v, want the shard node alone", st.name, kids)
+		}
+		data, _, err := conn.Get(path.Join(dir, hotset.LeaseNode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease, err := hotset.DecodeLease(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []hotset.Key
+		for i := range hotset.NumParts {
+			data, _, err := conn.Get(path.Join(dir, hotset.PartName(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := hotset.DecodePart(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, k := range part.Keys {
+				if hotset.PartOf(k.Key, hotset.NumParts) != i {
+					t.Errorf("%s: key %q in part %d", st.name, k.Key, i)
+				}
+				if lease.Gen[i] == part.Gen {
+					k.Rate = lease.Rates[i][j]
+				}
+				keys = append(keys, k)
+			}
+		}
+		byKey := func(a, b hotset.Key) int { return strings.Compare(a.Key, b.Key) }
+		slices.SortFunc(keys, byKey)
+		wantKeys := slices.SortedFunc(slices.Values(sh.Keys), byKey)
+		if !slices.EqualFunc(keys, wantKeys, func(a, b hotset.Key) bool {
+			return a.Key == b.Key && math.Abs(a.Rate-b.Rate) <= (hotset.RateMove+0.006)*b.Rate &&
+				(a.Rule == nil) == (b.Rule == nil) && (a.Rule == nil || *a.Rule == *b.Rule)
+		}) {
+			t.Errorf("%s: the parts hold %d keys, want the shard's %d, with rates within %v", st.name, len(keys), len(wantKeys), hotset.RateMove)
+		}
+	}
+	if err := p.Remove(ctx, "app", "s/1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{hotset.ShardPath(root, "app", "s/1"), dir} {
+		if ok, _, _ := conn.Exists(n); ok {
+			t.Errorf("%s still there after Remove", n)
+		}
+	}
+	// After a Remove the next Publish writes everything again.
+	if err := p.Publish(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(mzxids()); got != hotset.NumParts+1 {
+		t.Errorf("after Remove and Publish, %d nodes under the part folder, want %d", got, hotset.NumParts+1)
+	}
+}
+
+func partNames() []string {
+	var out []string
+	for i := range hotset.NumParts {
+		out = append(out, hotset.PartName(i))
+	}
+	return out
 }
 
 // BenchmarkPublish measures one write of a 100-key shard node to the real
@@ -356,6 +513,98 @@ func add(t testing.TB, a *aggregator.Aggregator, app, key string, n uint64) {
 	t.Helper()
 	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "test", Groups: []wire.PartialGroup{
 		{App: app, Entries: []wire.KeyCount{{Key: key, Count: n}}}}})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, shardapi.PartialsPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	a.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("POST partials: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestRewritesUnderSteadyLoad measures how often a real aggregator rewrites
+// an app's nodes when nothing changes but the noise of the rates: n keys,
+// each accessed at a steady 2,000-10,000/s with Poisson noise (100 ms
+// flushes), for a few seconds once all are hot. It reports the writes per
+// second of the shard node and of the part nodes, and the bytes per second
+// each kind of watcher reads for them (a whole-node reader reads the node at
+// every write; a parts reader reads each part or lease that was written),
+// and fails if the parts do not halve those bytes at 1,000 keys. Run with -v
+// for the figures:
+//
+//	go test -run TestRewritesUnderSteadyLoad -v ./internal/zkpublish
+func TestRewritesUnderSteadyLoad(t *testing.T) {
+	for _, n := range []int{10, 100, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s, root := session(t)
+			a, err := aggregator.New(aggregator.Config{ID: "s1", Addr: "127.0.0.1:7001"}, publisher(t, s, root))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, a)
+			rng := rand.New(rand.NewPCG(uint64(n), 7))
+			rates := make([]float64, n)
+			for i := range rates {
+				rates[i] = 2000 + 8000*rng.Float64()
+			}
+			feed := func(d time.Duration) {
+				for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+					var entries []wire.KeyCount
+					for i, r := range rates {
+						mean := r / 10 // per 100 ms flush
+						c := max(0, math.Round(mean+math.Sqrt(mean)*rng.NormFloat64()))
+						entries = append(entries, wire.KeyCount{Key: fmt.Sprintf("item:%06d", i), Count: uint64(c)})
+					}
+					post(t, a, "app", entries)
+				}
+			}
+			feed(3 * time.Second) // all hot, windows full
+			conn := stacktest.ZKConn(t)
+			if sh, _ := readShard(t, conn, root, "app", "s1"); sh == nil || len(sh.Keys) != n {
+				t.Fatalf("%d keys hot after 3 s, want %d", len(sh.Keys), n)
+			}
+			dir := hotset.PartsShardDir(root, "app", "s1")
+			nodes := append(partNames(), hotset.LeaseNode)
+			stats := func() (node *zk.Stat, parts map[string]*zk.Stat) {
+				_, node, err := conn.Get(hotset.ShardPath(root, "app", "s1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = map[string]*zk.Stat{}
+				for _, p := range nodes {
+					if _, parts[p], err = conn.Get(path.Join(dir, p)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return node, parts
+			}
+			const span = 5 * time.Second
+			node0, parts0 := stats()
+			feed(span)
+			node1, parts1 := stats()
+			sec := span.Seconds()
+			writes := float64(node1.Version - node0.Version)
+			wholeBytes := writes * float64(node1.DataLength)
+			var partWrites, partBytes float64
+			for _, p := range nodes {
+				w := float64(parts1[p].Version - parts0[p].Version)
+				partWrites += w
+				partBytes += w * float64(parts1[p].DataLength)
+			}
+			t.Logf("%4d keys: shard node %.1f writes/s of %d B: a whole-node watcher reads %.0f B/s; "+
+				"parts %.1f writes/s: a parts watcher reads %.0f B/s (%.1f parts or lease a write)",
+				n, writes/sec, node1.DataLength, wholeBytes/sec, partWrites/sec, partBytes/sec, partWrites/max(writes, 1))
+			if n >= 1000 && partBytes > wholeBytes/2 {
+				t.Errorf("a parts watcher reads %.0f B/s, want at most half of a whole-node watcher's %.0f B/s", partBytes/sec, wholeBytes/sec)
+			}
+		})
+	}
+}
+
+// post sends one detector flush of entries for app to a.
+func post(t testing.TB, a *aggregator.Aggregator, app string, entries []wire.KeyCount) {
+	t.Helper()
+	body := wire.AppendPartials(nil, &wire.PartialBatch{Source: "test", Groups: []wire.PartialGroup{{App: app, Entries: entries}}})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, shardapi.PartialsPath, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/octet-stream")
