@@ -119,11 +119,13 @@ type sharedConn struct {
 	wake chan struct{} // cap 1: out has commands to write
 	dead chan struct{} // closed once it failed: the writer stops
 
-	mu     sync.Mutex // guards out, calls and failed
-	space  *sync.Cond // out has room again, or the connection failed
-	out    []byte     // commands appended and not written yet
-	calls  []*item    // the items of the commands appended whose replies the reader has not taken, in order
-	failed bool
+	mu      sync.Mutex // guards out, spare, writing, calls and failed
+	space   *sync.Cond // out has room again, or the connection failed
+	out     []byte     // commands appended and not written yet
+	spare   []byte     // the buffer of the last write, for the next out
+	writing bool       // a goroutine is writing: the others leave out to it
+	calls   []*item    // the items of the commands appended whose replies the reader has not taken, in order
+	failed  bool
 }
 
 // maxPending bounds the bytes of commands appended and not written yet: a
@@ -138,7 +140,7 @@ func (c *sharedConn) send(raw []byte, it *item) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.out) > 0 && len(c.out)+len(raw) > maxPending && !c.failed {
-		c.flush()
+		c.wakeWriter()
 		c.space.Wait()
 	}
 	if c.failed {
@@ -149,13 +151,48 @@ func (c *sharedConn) send(raw []byte, it *item) bool {
 	return true
 }
 
-// flush has the writer write what has been appended.
+// flush writes what has been appended, on the caller's goroutine, unless a
+// write is in progress: the goroutine writing then writes it next (or has
+// the writer do it). A command costs no hand-over to another goroutine on
+// its way to Redis when the connection is not busy.
 func (c *sharedConn) flush() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writing || c.failed || len(c.out) == 0 {
+		return
+	}
+	if !c.write() {
+		return
+	}
+	if len(c.out) > 0 {
+		// Appended while this session wrote: the writer takes it, so
+		// that a session does not write for the others for long.
+		c.wakeWriter()
 	}
 }
+
+// write writes out, in one write, with c.mu held, which it releases while
+// writing; false if the write failed (the connection then fails).
+func (c *sharedConn) write() bool {
+	buf := c.out
+	c.out, c.spare = c.spare[:0], nil
+	c.writing = true
+	c.space.Broadcast()
+	c.mu.Unlock()
+	_, err := c.nc.Write(buf)
+	if err != nil {
+		c.failWrite()
+	}
+	c.mu.Lock()
+	c.writing = false
+	if cap(buf) <= 1<<20 { // a big command passed: don't keep its room
+		c.spare = buf[:0]
+	}
+	return err == nil
+}
+
+// wakeWriter has the writer goroutine write what has been appended.
+func (c *sharedConn) wakeWriter() { signal(c.wake) }
 
 func (c *sharedConn) hasFailed() bool {
 	c.mu.Lock()
@@ -194,10 +231,9 @@ func (c *sharedConn) markFailed() {
 	}
 }
 
-// writeLoop writes what the sessions have appended, all of it in one write,
-// until the connection fails.
+// writeLoop writes what the sessions have appended and left to it (see
+// flush), all of it in one write, until the connection fails.
 func (c *sharedConn) writeLoop() {
-	var buf []byte
 	for {
 		select {
 		case <-c.wake:
@@ -205,19 +241,14 @@ func (c *sharedConn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		buf, c.out = c.out, buf[:0]
-		c.space.Broadcast()
+		// A session writing now leaves what follows to this loop, and
+		// wakes it when done.
+		for !c.writing && !c.failed && len(c.out) > 0 {
+			if !c.write() {
+				break
+			}
+		}
 		c.mu.Unlock()
-		if len(buf) == 0 {
-			continue
-		}
-		if _, err := c.nc.Write(buf); err != nil {
-			c.failWrite()
-			return
-		}
-		if cap(buf) > 1<<20 { // a big command passed: don't keep its room
-			buf = nil
-		}
 	}
 }
 
