@@ -19,10 +19,12 @@ import (
 // of its own, cmdInfo.needsOwn). It appends each command it forwards, with
 // the item that waits for the reply, to the slot's connection
 // (sharedConn.send): the bytes and the item in the same order, under one
-// lock, so the n-th reply read is the n-th item's. One goroutine per
-// connection writes whatever the sessions have appended, at once (that is
-// the pipelining); another reads the replies and hands each to its item,
-// never blocking on a session. A connection that fails (a write or read
+// lock, so the n-th reply read is the n-th item's. Whatever the sessions
+// have appended is written at once, in one write (that is the pipelining):
+// by the session that flushes when no write is in progress, else by the
+// connection's writer goroutine once the write in progress is done (flush).
+// Another goroutine reads the replies and hands each to its item, never
+// blocking on a session. A connection that fails (a write or read
 // error, Redis closed it) fails every item not answered yet, and their
 // sessions close their clients; the slot dials a new connection at its next
 // use, where a session whose commands were all answered goes on.
