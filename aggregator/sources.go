@@ -69,9 +69,9 @@ func (t *table) source(name string) *source {
 // after Stall. A detector whose last batch had no counts has nothing
 // outstanding and does not hold the reach back; when no live detector had
 // counts (each reads a record only now and then), the reach is the newest
-// End any live detector reported within maxLag: what they read next
-// happened after it, if it is at least oldest. It is never the clock, whose
-// newest buckets the detectors have not reported yet. ok is false without
+// End, at least oldest, that any live detector reported: what they read
+// next happened after it. It is never the clock, whose newest buckets the
+// detectors have not reported yet. ok is false without
 // live detectors with event times (version 1 and 2 batches, Add), and when
 // the idle ones' Ends are all older than oldest (the traffic stopped:
 // nothing is on its way, and the window follows the clock). It also forgets
