@@ -210,13 +210,15 @@ type lagSim struct {
 	reach []time.Duration    // per share: event time reported, since start
 	keys  []string
 	seq   uint64
-	quiet bool // the traffic stopped: batches carry no counts and no End
+	quiet bool            // the traffic stopped: batches carry no counts and no End
+	ends  []time.Duration // per detector: the End of its last batch, since start
 }
 
 func newLagSim(t *testing.T, rates map[string]float64, lag []time.Duration) *lagSim {
 	s := &lagSim{t: t, a: mustNew(t, Config{}, &fakePub{}), start: time.Unix(1_700_000_000, 0), rates: rates,
 		lag: lag, phase: []time.Duration{0, 33 * time.Millisecond, 71 * time.Millisecond}[:len(lag)],
-		dead: make([]bool, len(lag)), sent: map[[2]int]float64{}, reach: make([]time.Duration, len(lag))}
+		dead: make([]bool, len(lag)), sent: map[[2]int]float64{}, reach: make([]time.Duration, len(lag)),
+		ends: make([]time.Duration, len(lag))}
 	for d := range lag {
 		s.owner = append(s.owner, d)
 	}
@@ -260,9 +262,16 @@ func (s *lagSim) step(ms int) time.Time {
 				}
 			}
 		}
+		// A round spans the event time it read, as a detector's does: 100
+		// ms, more while it catches up on a backlog.
+		span := 100 * time.Millisecond
+		if e := end.Sub(s.start); s.ends[d] > 0 && e-s.ends[d] > span {
+			span = e - s.ends[d]
+		}
+		s.ends[d] = end.Sub(s.start)
 		s.seq++
 		b := &wire.PartialBatch{Source: fmt.Sprint("d", d), Seq: s.seq, At: now.UnixMilli(), End: end.UnixMilli(),
-			Span: (100 * time.Millisecond).Milliseconds()}
+			Span: span.Milliseconds()}
 		if len(entries) > 0 {
 			b.Groups = []wire.PartialGroup{{App: "app", Entries: entries}}
 		}
@@ -394,6 +403,63 @@ func TestTrafficStopsDemotes(t *testing.T) {
 		t.Errorf("reach_behind_total = %v after the traffic stopped, want 0", got)
 	}
 	t.Logf("demoted %d ms after the traffic stopped", cold)
+}
+
+// TestRebalanceReadsNoLower: every detector goes silent for 1.5 s (a
+// broker restart, a rebalance), then sends empty rounds for 0.5 s while it
+// rejoins, then replays the backlog from where it stopped, catching up at
+// twice the clock. The counts of that time are late, not missing: the hot
+// key stays hot, its rate never reads below half the truth (a bucket of
+// empty rounds may pass before the reach is held again), and it reads true
+// once the detectors have caught up.
+func TestRebalanceReadsNoLower(t *testing.T) {
+	s := newLagSim(t, map[string]float64{"steady": 3000}, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond})
+	low, lowAt, high, after := math.Inf(1), 0, 0.0, 0.0
+	for ms := 0; ms < 12000; ms++ {
+		for d := range s.dead {
+			s.dead[d] = ms >= 3000 && ms < 4500
+		}
+		s.quiet = ms >= 4500 && ms < 5000
+		switch {
+		case ms == 5000: // the backlog starts where they stopped
+			for d := range s.lag {
+				s.lag[d] = 2100 * time.Millisecond
+			}
+		case ms > 5000 && s.lag[0] > 100*time.Millisecond && ms%2 == 0:
+			for d := range s.lag {
+				s.lag[d] -= 2 * time.Millisecond
+			}
+		}
+		now := s.step(ms)
+		if ms%100 == 50 {
+			s.a.t.due(now, &s.a.cfg, false)
+		}
+		if ms < 2000 || ms%7 != 0 {
+			continue
+		}
+		st, _ := s.a.t.key("app", "steady", now)
+		if !st.Hot {
+			t.Fatalf("at +%dms (lag %v) the steady key is not hot", ms, s.lag[0])
+		}
+		if ms < 9500 {
+			if r := st.Rate / 3000; r < low {
+				low, lowAt = r, ms
+			}
+			high = max(high, st.Rate/3000)
+		} else {
+			after = max(after, math.Abs(st.Rate-3000)/3000)
+		}
+	}
+	if low < 0.5 {
+		t.Errorf("at +%dms the rate read %.2f times the truth, want >= 0.5", lowAt, low)
+	}
+	if high > 1.03 {
+		t.Errorf("the rate read %.2f times the truth, want <= 1.03", high)
+	}
+	if after > 0.03 {
+		t.Errorf("after they caught up: worst reported rate off by %.1f%%, want <= 3%%", 100*after)
+	}
+	t.Logf("rate %.2f-%.2fx the truth (lowest at +%dms); after catching up, worst error %.1f%%", low, high, lowAt, 100*after)
 }
 
 // TestDeadDetectorReleasesReach: a detector that dies stops holding the

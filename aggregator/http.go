@@ -112,6 +112,9 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	var sketches []pendingSketch // merged once the table lock is released
 	t.mu.Lock()
 	src := t.source(h.Source)
+	if !src.heard.IsZero() && now.Sub(src.heard) >= t.p.stall {
+		src.back = now // silent for Stall: restarted, rejoined, resumed
+	}
 	src.heard = now
 	t.heard(now)
 	if src.applied(h.Seq) {

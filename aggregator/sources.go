@@ -15,6 +15,7 @@ type source struct {
 	heard time.Time // receipt of its last batch
 	end   int64     // event time its counts reached, Unix ms; 0: unknown
 	idle  bool      // its last batch had no counts (no End)
+	back  time.Time // when it was last heard after a silence of Stall or more
 	seqs  map[uint64]struct{}
 	ring  [seqMemory]uint64 // insertion order of seqs, for forgetting the oldest
 	next  int
@@ -74,8 +75,11 @@ func (t *table) source(name string) *source {
 // detectors have not reported yet. ok is false without
 // live detectors with event times (version 1 and 2 batches, Add), and when
 // the idle ones' Ends are all older than oldest (the traffic stopped:
-// nothing is on its way, and the window follows the clock). It also forgets
-// sources silent for sourceIdle. The caller holds t.mu.
+// nothing is on its way, and the window follows the clock). An idle
+// detector back from a silence of Stall or more (a broker's restart, a
+// rebalance) holds the reach as a busy one for maxLag after its return: it
+// is about to replay what it missed. It also forgets sources silent for
+// sourceIdle. The caller holds t.mu.
 func (t *table) reach(now time.Time, oldest int64) (ms int64, ok bool) {
 	ms = now.UnixMilli()
 	var newest int64 // of the live idle detectors
@@ -88,7 +92,7 @@ func (t *table) reach(now time.Time, oldest int64) (ms int64, ok bool) {
 		if s.end == 0 || age >= t.p.stall {
 			continue
 		}
-		if s.idle {
+		if s.idle && now.Sub(s.back) >= t.p.maxLag {
 			if s.end >= oldest {
 				newest = max(newest, s.end)
 			}

@@ -205,6 +205,15 @@ func (t *table) unsure(now time.Time) bool {
 	return !t.behind.IsZero() && now.Sub(t.behind) < t.p.maxStall
 }
 
+// silent reports whether no detector has sent a batch for Stall, but for
+// less than MaxStall: they are rejoining their group or waiting for a broker,
+// and what they counted meanwhile is late, not missing. The caller holds
+// t.mu.
+func (t *table) silent(now time.Time) bool {
+	silence := now.Sub(t.lastInput)
+	return !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
+}
+
 // heard records that a partials batch arrived at now. The caller holds t.mu.
 func (t *table) heard(now time.Time) {
 	if now.After(t.lastInput) {
@@ -497,14 +506,16 @@ func (t *table) remove(e *entry) {
 // rate is e's rule's quantity per second (accesses or bytes) over the
 // evaluated window (see setReach): its count over the rule's window that
 // ends at the detectors' reach, or, for a hot key, at the bucket it crossed
-// in if the reach is still before it.
+// in if the reach is still before it. While the detectors are silent or
+// the window is unsure, a hot key's rate is not read lower than it was
+// last published.
 func (t *table) rate(e *entry, now time.Time) float64 {
 	end := t.evalEnd
 	if e.hot && e.crossed > end {
 		end = e.crossed
 	}
 	r := float64(e.win.evalTo(end)) / e.r.winSec
-	if e.hot && e.pubRate > r && t.unsure(now) {
+	if e.hot && e.pubRate > r && (t.silent(now) || t.unsure(now)) {
 		return e.pubRate
 	}
 	// Only a hot key has a seed (demote clears it): testing hot first
@@ -541,8 +552,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 	t.lastSweep = now
 	t.setReach(now)
 	t.promoteAll(now) // the reach moved since the last batch
-	silence := now.Sub(t.lastInput)
-	t.stalled = !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
+	t.stalled = t.silent(now)
 	for _, as := range t.apps {
 		as.heap = as.heap[:0]
 	}
