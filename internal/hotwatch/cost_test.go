@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/promtest"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 	"github.com/hotspot-dev/hotspot/internal/zkpublish"
@@ -77,7 +78,7 @@ func TestZKChangeCost(t *testing.T) {
 			<-w.Ready()
 			waitLen(t, w, "shop", n)
 			t.Logf("%4d keys, %-12s: %2.0f reads, %7.0f bytes for the first read", n, "start",
-				counter(t, reg, "hotspot_zk_watch_reads_total"), counter(t, reg, "hotspot_zk_watch_read_bytes_total"))
+				promtest.Counter(t, reg, "hotspot_zk_watch_reads_total"), promtest.Counter(t, reg, "hotspot_zk_watch_read_bytes_total"))
 
 			steps := []struct {
 				name   string
@@ -90,14 +91,14 @@ func TestZKChangeCost(t *testing.T) {
 				{"renewal", func() {}, n},
 			}
 			for _, st := range steps {
-				reads, bytes := counter(t, reg, "hotspot_zk_watch_reads_total"), counter(t, reg, "hotspot_zk_watch_read_bytes_total")
-				events := counter(t, reg, "hotspot_hotwatch_events_total")
+				reads, bytes := promtest.Counter(t, reg, "hotspot_zk_watch_reads_total"), promtest.Counter(t, reg, "hotspot_zk_watch_read_bytes_total")
+				events := promtest.Counter(t, reg, "hotspot_hotwatch_events_total")
 				st.change()
 				publish()
 				waitCounter(t, reg, "hotspot_hotwatch_events_total", events+1)
 				waitLen(t, w, "shop", st.want)
-				dr := counter(t, reg, "hotspot_zk_watch_reads_total") - reads
-				db := counter(t, reg, "hotspot_zk_watch_read_bytes_total") - bytes
+				dr := promtest.Counter(t, reg, "hotspot_zk_watch_reads_total") - reads
+				db := promtest.Counter(t, reg, "hotspot_zk_watch_read_bytes_total") - bytes
 				t.Logf("%4d keys, %-12s: %2.0f reads, %7.0f bytes per watcher per change", n, st.name, dr, db)
 				if dr < 1 || db < 1 {
 					t.Errorf("%s: %v reads, %v bytes: the watcher read nothing", st.name, dr, db)
@@ -140,26 +141,12 @@ func costKey(i int, rate float64) hotset.Key {
 }
 
 // counter returns the value of the counter name in reg (0 if not there).
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 func waitCounter(t *testing.T, reg *prometheus.Registry, name string, atLeast float64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for counter(t, reg, name) < atLeast {
+	for promtest.Counter(t, reg, name) < atLeast {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s = %v, want >= %v", name, counter(t, reg, name), atLeast)
+			t.Fatalf("%s = %v, want >= %v", name, promtest.Counter(t, reg, name), atLeast)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

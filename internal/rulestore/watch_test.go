@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotspot-dev/hotspot/hotset"
+	"github.com/hotspot-dev/hotspot/internal/promtest"
 	"github.com/hotspot-dev/hotspot/internal/rulestore"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
@@ -64,21 +65,6 @@ func next(t *testing.T, ch chan change, d time.Duration) change {
 
 // threshold is the threshold a Set gives key.
 func threshold(s *rules.Set, key string) float64 { e := s.Match(key); return e.Threshold }
-
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("metric %s not registered", name)
-	return 0
-}
 
 // TestWatcher: every write, a bad node and a deletion reach the callback
 // within 1 s of the write; a bad node keeps the last good rules.
@@ -148,7 +134,7 @@ func TestWatcher(t *testing.T) {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for counter(t, reg, "hotspot_rules_bad_nodes_total") != float64(i+1) {
+		for promtest.Counter(t, reg, "hotspot_rules_bad_nodes_total") != float64(i+1) {
 			if time.Now().After(deadline) {
 				t.Fatalf("bad node %q not counted", bad)
 			}

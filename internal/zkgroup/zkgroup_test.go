@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotspot-dev/hotspot/internal/promtest"
 	"github.com/hotspot-dev/hotspot/internal/stacktest"
 	"github.com/hotspot-dev/hotspot/internal/zkgroup"
 )
@@ -588,19 +589,7 @@ func TestWatchSome(t *testing.T) {
 		return s.WatchSome(ctx, dir, func(name string) bool { return name == "read" }, rec.fn)
 	})
 	rec.await(t, "first read", map[string]string{"read": "r1", "listed": ""})
-	counter := func(name string) float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				return mf.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		return 0
-	}
-	reads, bytes := counter("hotspot_zk_watch_reads_total"), counter("hotspot_zk_watch_read_bytes_total")
+	reads, bytes := promtest.Counter(t, reg, "hotspot_zk_watch_reads_total"), promtest.Counter(t, reg, "hotspot_zk_watch_read_bytes_total")
 	if reads != 2 || bytes != 2 { // the listing, then "read"
 		t.Errorf("first read: %v reads of %v bytes, want 2 of 2", reads, bytes)
 	}
@@ -611,7 +600,7 @@ func TestWatchSome(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.await(t, "a write to the child read", map[string]string{"read": "r2", "listed": ""})
-	if d, b := counter("hotspot_zk_watch_reads_total")-reads, counter("hotspot_zk_watch_read_bytes_total")-bytes; d != 1 || b != 2 {
+	if d, b := promtest.Counter(t, reg, "hotspot_zk_watch_reads_total")-reads, promtest.Counter(t, reg, "hotspot_zk_watch_read_bytes_total")-bytes; d != 1 || b != 2 {
 		t.Errorf("two writes, one to a child not read: %v reads of %v bytes, want 1 of 2", d, b)
 	}
 }
