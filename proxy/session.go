@@ -53,7 +53,7 @@ type session struct {
 	uw *bufio.Writer // to upstream; the reader's; nil while on a shared connection
 	ur *bufio.Reader // from upstream; the writer's (set by the reader before the first item that uses it)
 	cw *bufio.Writer // to the client; the writer's
-	q  chan *item
+	q  *replyQueue
 
 	// Shared upstream mode, while uw is nil.
 	sh       *sharedConn   // the reader's: the shared connection the session's commands go to
@@ -62,7 +62,6 @@ type session struct {
 	shFailed atomic.Bool   // a shared connection failed under one of them: the session ends
 	draining atomic.Bool   // the reader waits for inflight to reach 0
 	drained  chan struct{} // cap 1: inflight reached 0 while draining
-	wake     chan struct{} // cap 1: an item of the session's was answered
 	stop     chan struct{} // closed when the writer must stop waiting (grace over, killed)
 	stopOnce sync.Once
 
@@ -155,12 +154,12 @@ func (it *item) own() int {
 // upstream connection uc, or, uc nil, on the shared connection sh of the
 // pool's slot.
 func newSession(p *Proxy, cc, uc net.Conn, sh *sharedConn, slot int, app *appClient) *session {
-	s := &session{p: p, c: p.stats.stripe(), cc: cc, cw: bufio.NewWriterSize(cc, 32<<10), q: make(chan *item, 4096),
+	s := &session{p: p, c: p.stats.stripe(), cc: cc, cw: bufio.NewWriterSize(cc, 32<<10), q: newReplyQueue(),
 		sh: sh, slot: slot, stop: make(chan struct{})}
 	if uc != nil {
 		s.setUpstream(uc)
 	} else {
-		s.wake, s.drained = make(chan struct{}, 1), make(chan struct{}, 1)
+		s.drained = make(chan struct{}, 1)
 	}
 	s.rd = newReqReader(cc, s.grow, s.shrink)
 	s.cond = sync.NewCond(&s.mu)
@@ -209,7 +208,7 @@ func (s *session) shutdown(grace time.Duration) {
 	s.mu.Lock()
 	s.closing = true
 	uc := s.uc
-	if s.wake != nil { // began on a shared connection: its replies come to the writer, which the timer stops waiting
+	if s.drained != nil { // began on a shared connection: its replies come to the writer, which the timer stops waiting
 		s.graceTimer = time.AfterFunc(grace, s.expire)
 	}
 	s.mu.Unlock()
@@ -297,15 +296,15 @@ func (s *session) readErr(err error) {
 	var pe *protoError
 	switch {
 	case errors.As(err, &pe):
-		s.q <- &item{local: pe.reply()}
+		s.q.push(&item{local: pe.reply()}, s.flushUp)
 	case errors.Is(err, errOverBudget):
 		s.p.mem.refused.Add(1)
-		s.q <- &item{local: overBudgetReply}
+		s.q.push(&item{local: overBudgetReply}, s.flushUp)
 	}
 }
 
 func (s *session) reader() {
-	defer close(s.q)
+	defer s.q.close()
 	defer s.rd.close()
 	pipe := false
 	for {
@@ -333,7 +332,7 @@ func (s *session) reader() {
 			if n := it.own(); n > 0 {
 				if !s.grow(n) {
 					s.p.mem.refused.Add(1)
-					s.q <- &item{local: overBudgetReply}
+					s.q.push(&item{local: overBudgetReply}, s.flushUp)
 					_ = s.flushUp()
 					s.closeUpstreamWrite()
 					return
@@ -361,13 +360,11 @@ func (s *session) reader() {
 				s.sent++
 				s.mu.Unlock()
 			}
-			select {
-			case s.q <- it:
-			default: // the writer is behind: let it have the commands it waits for
-				if s.flushUp() != nil {
-					return
-				}
-				s.q <- it
+			// The writer is behind when the queue is full: the reader
+			// first sends the commands it waits for.
+			if !s.q.push(it, s.flushUp) {
+				s.doneWith(it) // not queued: what it keeps goes back now
+				return
 			}
 			if it.pipe {
 				pipe = true
@@ -424,7 +421,7 @@ func (s *session) sendShared(raw []byte, it *item) bool {
 		c, err := s.p.shared.conn(s.slot)
 		if err != nil {
 			s.p.log.Debug("hotspot-proxy: upstream", "err", err)
-			s.q <- &item{local: errUnavailable}
+			s.q.push(&item{local: errUnavailable}, s.flushUp)
 			return false
 		}
 		s.sh = c
@@ -463,7 +460,7 @@ func (s *session) ownUpstream() bool {
 	uc, err := s.p.dialUpstream()
 	if err != nil {
 		s.p.log.Debug("hotspot-proxy: upstream", "err", err)
-		s.q <- &item{local: errUnavailable}
+		s.q.push(&item{local: errUnavailable}, s.flushUp)
 		return false
 	}
 	s.setUpstream(uc)
@@ -705,19 +702,18 @@ func appendBulk(b, v []byte) []byte {
 func (s *session) writer() {
 	defer s.release()
 	var rm resp3.RawMessage
-	for it := range s.q {
+	for {
+		// Before it sleeps, what is written goes out.
+		it := s.q.next(s.stop, s.cw.Flush)
+		if it == nil {
+			return
+		}
 		ok := s.write(it, &rm)
 		s.doneWith(it)
 		if !ok {
 			return
 		}
-		if len(s.q) == 0 { // nothing to write before the next command: what is ready goes out
-			if err := s.cw.Flush(); err != nil {
-				return
-			}
-		}
 	}
-	_ = s.cw.Flush()
 }
 
 // readMsg reads one message from upstream; the replies written before it
@@ -740,8 +736,8 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 			return false
 		}
 		s.pass(it, nil)
-	case it.shared:
-		if !s.awaitShared(it) {
+	case it.shared: // answered (replyQueue.next)
+		if it.upErr != nil {
 			return false
 		}
 		if _, err := s.cw.Write(it.reply); err != nil {
@@ -780,25 +776,6 @@ func (s *session) write(it *item, rm *resp3.RawMessage) bool {
 	return true
 }
 
-// awaitShared waits for the reply of an item sent on a shared connection;
-// false if the connection failed under it or the session must stop. The
-// replies written before it go out first if it is not there yet.
-func (s *session) awaitShared(it *item) bool {
-	if !it.ready.Load() {
-		if s.cw.Flush() != nil {
-			return false
-		}
-		for !it.ready.Load() {
-			select {
-			case <-s.wake:
-			case <-s.stop:
-				return false
-			}
-		}
-	}
-	return it.upErr == nil
-}
-
 // readReply reads one reply from upstream into rm: a push message before it
 // (RESP3, e.g. client tracking in the same connection) is copied to the
 // client as it comes; an attribute is kept with the reply it annotates.
@@ -829,9 +806,6 @@ func (s *session) readReply(rm *resp3.RawMessage, opts *respOpts) error {
 func (s *session) pipe() {
 	_, _ = io.Copy(s.cc, s.ur)
 	s.cc.Close()
-	for it := range s.q { // the reader stops queueing once in pipe mode
-		s.doneWith(it)
-	}
 }
 
 // release wakes a reader waiting on a barrier and drains the queue when the
@@ -850,7 +824,7 @@ func (s *session) release() {
 	if uc != nil {
 		uc.Close()
 	}
-	for it := range s.q {
+	for _, it := range s.q.stop() { // the reader's pushes are refused from now on
 		s.doneWith(it)
 	}
 }

@@ -314,7 +314,7 @@ func (it *item) answer(reply []byte, err error) {
 	if s.inflight.Add(-1) == 0 && s.draining.Load() {
 		signal(s.drained)
 	}
-	signal(s.wake)
+	signal(s.q.wake)
 }
 
 // signal sends on a channel of capacity 1 unless it is full.
