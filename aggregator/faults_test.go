@@ -409,9 +409,8 @@ func TestTrafficStopsDemotes(t *testing.T) {
 // broker restart, a rebalance), then sends empty rounds for 0.5 s while it
 // rejoins, then replays the backlog from where it stopped, catching up at
 // twice the clock. The counts of that time are late, not missing: the hot
-// key stays hot, its rate never reads below half the truth (a bucket of
-// empty rounds may pass before the reach is held again), and it reads true
-// once the detectors have caught up.
+// key stays hot, its rate never reads more than 5 % below or 3 % above
+// the truth, and it reads true once the detectors have caught up.
 func TestRebalanceReadsNoLower(t *testing.T) {
 	s := newLagSim(t, map[string]float64{"steady": 3000}, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond})
 	low, lowAt, high, after := math.Inf(1), 0, 0.0, 0.0
@@ -450,8 +449,8 @@ func TestRebalanceReadsNoLower(t *testing.T) {
 			after = max(after, math.Abs(st.Rate-3000)/3000)
 		}
 	}
-	if low < 0.5 {
-		t.Errorf("at +%dms the rate read %.2f times the truth, want >= 0.5", lowAt, low)
+	if low < 0.95 {
+		t.Errorf("at +%dms the rate read %.2f times the truth, want >= 0.95", lowAt, low)
 	}
 	if high > 1.03 {
 		t.Errorf("the rate read %.2f times the truth, want <= 1.03", high)

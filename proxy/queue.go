@@ -112,13 +112,6 @@ func (q *replyQueue) next(stop <-chan struct{}, idle func() error) *item {
 	}
 }
 
-// empty reports whether nothing is queued.
-func (q *replyQueue) empty() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.head == len(q.items)
-}
-
 // stop refuses any further push, wakes a reader waiting for room and
 // returns the items still queued.
 func (q *replyQueue) stop() []*item {
