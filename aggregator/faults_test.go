@@ -285,6 +285,24 @@ func (s *lagSim) step(ms int) time.Time {
 	return now
 }
 
+// steadyRate steps to ms, publishing half-way through each bucket, and
+// from +2s every 7 ms reads the key "steady" (3000/s): its rate as a
+// multiple of the truth, and true. It fails the test if the key is not hot.
+func (s *lagSim) steadyRate(ms int) (float64, bool) {
+	now := s.step(ms)
+	if ms%100 == 50 {
+		s.a.t.due(now, &s.a.cfg, false)
+	}
+	if ms < 2000 || ms%7 != 0 {
+		return 0, false
+	}
+	st, _ := s.a.t.key("app", "steady", now)
+	if !st.Hot {
+		s.t.Fatalf("at +%dms (lag %v) the steady key is not hot", ms, s.lag[0])
+	}
+	return st.Rate / 3000, true
+}
+
 // TestLaggingDetectorsReadTrue: the detectors' counts lag the clock by 100,
 // 300 and 500 ms. The shard evaluates each key over the window that ends
 // where every live detector has reported, so a steady key reads within 3 %
@@ -345,21 +363,14 @@ func TestSaturatedDetectorsReadNoLower(t *testing.T) {
 				s.lag[d] -= time.Millisecond
 			}
 		}
-		now := s.step(ms)
-		if ms%100 == 50 {
-			s.a.t.due(now, &s.a.cfg, false)
-		}
-		if ms < 2000 || ms%7 != 0 {
+		r, ok := s.steadyRate(ms)
+		if !ok {
 			continue
 		}
-		st, _ := s.a.t.key("app", "steady", now)
-		if !st.Hot {
-			t.Fatalf("at +%dms (lag %v) the steady key is not hot", ms, s.lag[0])
-		}
 		if ms < 9500 {
-			low = min(low, st.Rate/3000)
+			low = min(low, r)
 		} else {
-			after = max(after, math.Abs(st.Rate-3000)/3000)
+			after = max(after, math.Abs(r-1))
 		}
 	}
 	if low < 0.97 {
@@ -429,24 +440,17 @@ func TestRebalanceReadsNoLower(t *testing.T) {
 				s.lag[d] -= 2 * time.Millisecond
 			}
 		}
-		now := s.step(ms)
-		if ms%100 == 50 {
-			s.a.t.due(now, &s.a.cfg, false)
-		}
-		if ms < 2000 || ms%7 != 0 {
+		r, ok := s.steadyRate(ms)
+		if !ok {
 			continue
 		}
-		st, _ := s.a.t.key("app", "steady", now)
-		if !st.Hot {
-			t.Fatalf("at +%dms (lag %v) the steady key is not hot", ms, s.lag[0])
-		}
 		if ms < 9500 {
-			if r := st.Rate / 3000; r < low {
+			if r < low {
 				low, lowAt = r, ms
 			}
-			high = max(high, st.Rate/3000)
+			high = max(high, r)
 		} else {
-			after = max(after, math.Abs(st.Rate-3000)/3000)
+			after = max(after, math.Abs(r-1))
 		}
 	}
 	if low < 0.95 {
