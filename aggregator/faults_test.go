@@ -212,6 +212,12 @@ type lagSim struct {
 	seq   uint64
 	quiet bool            // the traffic stopped: batches carry no counts and no End
 	ends  []time.Duration // per detector: the End of its last batch, since start
+	// late[share]: the share's records stop coming (its leader moved); its
+	// detector goes on with its other shares, and sends the Reach of the
+	// late one if reachLate. Once no longer late, its backlog comes in a
+	// batch of its own that spans it.
+	late      []bool
+	reachLate bool
 }
 
 func newLagSim(t *testing.T, rates map[string]float64, lag []time.Duration) *lagSim {
@@ -248,17 +254,38 @@ func (s *lagSim) step(ms int) time.Time {
 			continue
 		}
 		var entries []wire.KeyCount
+		var reach int64 // Unix ms: the oldest reach of a late share
 		for share, o := range s.owner {
 			if o != d {
 				continue
 			}
+			if s.late != nil && s.late[share] {
+				if r := s.start.Add(s.reach[share]).UnixMilli(); s.reachLate && (reach == 0 || r < reach) {
+					reach = r
+				}
+				continue
+			}
+			from := s.reach[share]
 			s.reach[share] = end.Sub(s.start)
+			var backlog []wire.KeyCount
+			into := &entries
+			if s.late != nil && s.ends[d] > 0 && end.Sub(s.start)-from > 200*time.Millisecond {
+				into = &backlog
+			}
 			for i, k := range s.keys {
 				due := s.rates[k] / float64(len(s.owner)) * end.Sub(s.start).Seconds()
 				n := math.Floor(due - s.sent[[2]int{share, i}])
 				s.sent[[2]int{share, i}] += n
 				if n > 0 {
-					entries = append(entries, wire.KeyCount{Key: k, Count: uint64(n)})
+					*into = append(*into, wire.KeyCount{Key: k, Count: uint64(n)})
+				}
+			}
+			if len(backlog) > 0 {
+				s.seq++
+				b := &wire.PartialBatch{Source: fmt.Sprint("d", d), Seq: s.seq, At: now.UnixMilli(), End: end.UnixMilli(),
+					Span: (end.Sub(s.start) - from).Milliseconds(), Groups: []wire.PartialGroup{{App: "app", Entries: backlog}}}
+				if _, err := s.a.apply(wire.AppendPartials(nil, b), now); err != nil {
+					s.t.Fatal(err)
 				}
 			}
 		}
@@ -271,7 +298,7 @@ func (s *lagSim) step(ms int) time.Time {
 		s.ends[d] = end.Sub(s.start)
 		s.seq++
 		b := &wire.PartialBatch{Source: fmt.Sprint("d", d), Seq: s.seq, At: now.UnixMilli(), End: end.UnixMilli(),
-			Span: span.Milliseconds()}
+			Span: span.Milliseconds(), Reach: reach}
 		if len(entries) > 0 {
 			b.Groups = []wire.PartialGroup{{App: "app", Entries: entries}}
 		}
@@ -463,6 +490,37 @@ func TestRebalanceReadsNoLower(t *testing.T) {
 		t.Errorf("after they caught up: worst reported rate off by %.1f%%, want <= 3%%", 100*after)
 	}
 	t.Logf("rate %.2f-%.2fx the truth (lowest at +%dms); after catching up, worst error %.1f%%", low, high, lowAt, 100*after)
+}
+
+// TestLatePartitionHoldsReach: of four shares, detector d0 reads two; one
+// of them gets no records for 2 s (its leader moved, its producers' writes
+// wait) while d0 goes on with the other, and then its backlog comes in one
+// round. With the detector's Reach (docs/detector.md, "Stalled
+// partitions") the window waits for it: the rate reads no lower than 0.97
+// times the truth and no higher than 1.03. Without it, End moves on with
+// the other share and the late one's quarter reads missing.
+func TestLatePartitionHoldsReach(t *testing.T) {
+	for _, withReach := range []bool{true, false} {
+		s := newLagSim(t, map[string]float64{"steady": 3000}, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond})
+		s.owner, s.reach, s.late, s.reachLate = []int{0, 0, 1, 2}, make([]time.Duration, 4), make([]bool, 4), withReach
+		low, lowAt, high := math.Inf(1), 0, 0.0
+		for ms := 0; ms < 9000; ms++ {
+			s.late[1] = ms >= 3000 && ms < 5000
+			if r, ok := s.steadyRate(ms); ok {
+				if r < low {
+					low, lowAt = r, ms
+				}
+				high = max(high, r)
+			}
+		}
+		t.Logf("with Reach %v: rate %.2f-%.2fx the truth (lowest at +%dms)", withReach, low, high, lowAt)
+		switch {
+		case withReach && (low < 0.97 || high > 1.03):
+			t.Errorf("with Reach: the rate read %.2f-%.2f times the truth, want 0.97-1.03", low, high)
+		case !withReach && low > 0.8:
+			t.Errorf("without Reach: the rate read no lower than %.2f times the truth, want the late quarter missing", low)
+		}
+	}
 }
 
 // TestDeadDetectorReleasesReach: a detector that dies stops holding the

@@ -139,11 +139,20 @@ func (a *Aggregator) apply(body []byte, now time.Time) (int, error) {
 	})
 	if err == nil {
 		src.remember(h.Seq)
-		// What this detector has reported now reaches End: the window the
-		// rule reads may move, and keys that got no counts now may cross.
-		src.idle = h.End == 0
-		if h.End > 0 {
-			src.end = max(src.end, end)
+		// What this detector has reported now reaches End, or Reach when
+		// one of its partitions is late (then even a round without
+		// counts holds the reach): the window the rule reads may move,
+		// and keys that got no counts now may cross.
+		reach := end
+		if h.Reach > 0 {
+			reach = min(h.Reach, now.UnixMilli())
+			if h.End > 0 {
+				reach = min(reach, end)
+			}
+		}
+		src.idle = reach == 0
+		if reach > 0 {
+			src.end = max(src.end, reach)
 		}
 		prev := t.evalEnd
 		if t.setReach(now); t.evalEnd != prev && t.promoteAll(now) {

@@ -27,9 +27,13 @@ type Config struct {
 
 	Window time.Duration // 1s: the window of the local rate the filter looks at
 	// MaxAge is how old an entry's event time may be, by this process's
-	// clock when it is read, to be counted (Window): an older one is out of
-	// every aggregator's window already, so a replayed backlog never makes
-	// a key hot now. Negative counts every entry, however old.
+	// clock when it is read, to be counted (2 × Window): an older one is
+	// out of every aggregator's window already, which ends at most a
+	// Window behind the clock, so a replayed backlog never makes a key hot
+	// now. A younger one may be late (held up in a producer while a
+	// partition's leader moved) and still belongs to the window the
+	// aggregators are about to read. Negative counts every entry, however
+	// old.
 	MaxAge time.Duration
 	Bucket time.Duration // 100ms: the window slides by this step; must divide Window
 	Flush  time.Duration // 100ms: how often partial counts go to the Sink
@@ -50,6 +54,16 @@ type Config struct {
 	// Source.Takeover). 0 means 9s, a Kafka group's with its default
 	// timing (10s, 1s). It only sets CommitInterval's default.
 	Takeover time.Duration
+
+	// StallHold is how long a partition whose records stopped coming holds
+	// the detector's reach (5s): one that had counts round after round
+	// and then has none for twice its usual gap is taken to be late, not
+	// empty (its leader moved, or its producers' writes wait for the
+	// in-sync replicas), and the aggregators wait for it instead of
+	// reading its share of every key as missing. Past StallHold its
+	// traffic is taken to have stopped. Negative never holds
+	// (docs/detector.md, "Stalled partitions").
+	StallHold time.Duration
 
 	// Threshold is the hot-key rate, in accesses per second (1000); the
 	// filter's cutoff is derived from it. With Window it is the default
@@ -137,9 +151,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	cfg.Window = cmp.Or(cfg.Window, time.Second)
-	cfg.MaxAge = cmp.Or(cfg.MaxAge, cfg.Window)
+	cfg.MaxAge = cmp.Or(cfg.MaxAge, 2*cfg.Window)
 	cfg.Bucket = cmp.Or(cfg.Bucket, 100*time.Millisecond)
 	cfg.Flush = cmp.Or(cfg.Flush, 100*time.Millisecond)
+	cfg.StallHold = cmp.Or(cfg.StallHold, 5*time.Second)
 	if cfg.CommitInterval == 0 {
 		cfg.CommitInterval = time.Second
 		if cfg.MaxAge < 0 || cfg.MaxAge >= cmp.Or(cfg.Takeover, DefaultTakeover) {

@@ -442,9 +442,10 @@ func firstFlushes(t *testing.T, src *fakeSource, sink *fakeSink) []Flush {
 }
 
 // TestFirstRoundSpansTheBacklog: a generation that starts on a backlog (the
-// partitions of a dead owner) counts only what is still in the window, and
-// hands the Sink the event time that covers, ending at its newest event, not
-// one flush: the aggregator counts it where it happened.
+// partitions of a dead owner) counts only what is younger than MaxAge (twice
+// the window: what an aggregator's window may still cover), and hands the
+// Sink the event time that covers, ending at its newest event, not one
+// flush: the aggregator counts it where it happened.
 func TestFirstRoundSpansTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)
@@ -458,11 +459,11 @@ func TestFirstRoundSpansTheBacklog(t *testing.T) {
 		src.assign(0, 1)
 		fl := firstFlushes(t, src, sink)
 		wantEnd := now.Add(-100 * time.Millisecond).UnixMilli()
-		if got := fl[0]; got.Span != 900*time.Millisecond || got.End.UnixMilli() != wantEnd {
-			t.Errorf("first round: span %v end %d, want 900ms ending %d", got.Span, got.End.UnixMilli(), wantEnd)
+		if got := fl[0]; got.Span != 1900*time.Millisecond || got.End.UnixMilli() != wantEnd {
+			t.Errorf("first round: span %v end %d, want 1.9s ending %d", got.Span, got.End.UnixMilli(), wantEnd)
 		}
-		if got := sink.got()["default/k"]; got != 10 {
-			t.Errorf("counted %d accesses of the backlog, want the 10 of the last window", got)
+		if got := sink.got()["default/k"]; got != 20 {
+			t.Errorf("counted %d accesses of the backlog, want the 20 of the last two windows", got)
 		}
 	})
 }

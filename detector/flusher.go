@@ -30,6 +30,8 @@ type flusher struct {
 	instances  []InstanceEffect         // and of the effects per instance
 	span       time.Duration            // event time the merged counts cover (see Flush)
 	end        int64                    // newest event time of the merged counts, Unix ms; 0: none
+	reach      int64                    // the last event time of the partitions that are late, Unix ms; 0: none (see stalls)
+	stalls     *stalls                  // each partition's cadence, for reach
 	spread     spread                   // the merged counts' accesses per step of event time
 	index      map[appKey]int           // merged index by key
 	offsets    map[TopicPartition]int64 // partition -> next offset to read, as of the last round
@@ -55,6 +57,7 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		committed: make(map[TopicPartition]int64),
 		toCommit:  make(map[TopicPartition]int64),
 		spread:    spread{step: max(d.cfg.Bucket.Milliseconds(), 1)},
+		stalls:    newStalls(d.cfg),
 	}
 	f.publish()
 	return f
@@ -228,12 +231,14 @@ func (f *flusher) collect(id uint64) {
 	keys := 0
 	var oldest, newest int64
 	f.spread.reset()
+	now := time.Now()
 	for range f.workers {
 		p := <-f.partials
 		if p.round != id {
 			// A broken round protocol would lose or double counts: fail loudly.
 			panic(fmt.Sprintf("detector: partition %v answered round %d during round %d", p.partition, p.round, id))
 		}
+		f.stalls.see(p.partition, id, p.newest, now)
 		keys += p.keys
 		newest = max(newest, p.newest)
 		if p.oldest > 0 && (oldest == 0 || p.oldest < oldest) {
@@ -296,6 +301,14 @@ func (f *flusher) collect(id uint64) {
 	if newest > 0 && oldest > 0 {
 		f.span = time.Duration(newest-oldest) * time.Millisecond
 	}
+	// A late partition's accesses after its last event time are still to
+	// come: the round's reach stops there (see stalls).
+	reach, late := f.stalls.reach(id, now)
+	f.d.m.late.Set(float64(late))
+	f.reach = 0
+	if reach > 0 && (newest == 0 || reach < newest) {
+		f.reach = reach
+	}
 }
 
 // shutdownSend bounds the retries of the last counts once Run is canceled
@@ -315,6 +328,9 @@ const shutdownSend = 5 * time.Second
 func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1), Sources: f.sources, Effects: f.effects,
 		Instances: f.instances}
+	if f.reach > 0 {
+		fl.Reach = time.UnixMilli(f.reach)
+	}
 	if f.end > 0 {
 		fl.End = time.UnixMilli(f.end)
 		fl.Step, fl.Weights = time.Duration(f.spread.step)*time.Millisecond, f.spread.weights()

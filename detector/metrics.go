@@ -18,6 +18,7 @@ type metrics struct {
 	admitted    prometheus.Counter
 	keys        prometheus.Gauge
 	partitions  prometheus.Gauge
+	late        prometheus.Gauge
 	lag         *prometheus.GaugeVec
 	flushSecs   prometheus.Histogram
 	flushKeys   prometheus.Histogram
@@ -49,6 +50,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Keys tracked in the windowed counters, all partitions."}),
 		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",
 			Help: "Partitions assigned to this detector."}),
+		late: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "late_partitions",
+			Help: "Busy partitions whose records stopped coming, holding the detector's reach (Config.StallHold)."}),
 		lag: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "lag_records",
 			Help: "Records between the last one counted and the partition's high-water mark."}, []string{"topic", "partition"}),
 		flushSecs: f.NewHistogram(prometheus.HistogramOpts{Namespace: "hotspot", Subsystem: "detector", Name: "flush_seconds",

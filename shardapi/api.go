@@ -207,6 +207,14 @@ type Flush struct {
 	// End means unknown (no counts, or no event times).
 	Span time.Duration
 	End  time.Time
+	// Reach, when set, is the event time up to which the detector has read
+	// every access: one of its partitions that got records round after
+	// round has had none for longer than its cadence allows (its leader
+	// moved, or its producers' writes wait for the in-sync replicas), so
+	// its accesses after Reach are late, not absent. The aggregators'
+	// window does not move past it. It is set before End, or without End
+	// in a round with no counts (the detector is then waiting, not idle).
+	Reach time.Time
 	// Step and Weights, when both are set, say how the counts spread over
 	// [End-Span, End]: Weights[i] of the round's accesses happened in the
 	// i-th Step of event time from the Step boundary at or before End-Span.

@@ -44,6 +44,7 @@ type config struct {
 	fetchWait   time.Duration
 	fetchMin    int
 	commitEvery time.Duration
+	stallHold   time.Duration
 	partitions  int
 	replicas    int // replication factor of a created access topic; 0: the brokers' default
 	adminToken  string
@@ -115,6 +116,7 @@ func declareFlags(fs *flag.FlagSet, c *config, l *lists) {
 	fs.DurationVar(&c.fetchWait, "fetch-max-wait", 250*time.Millisecond, "longest a detector's fetch waits on a partition with no new record")
 	fs.IntVar(&c.fetchMin, "fetch-min-bytes", 1, "bytes a detector's fetch waits for (up to --fetch-max-wait) before the broker answers; 1 answers at the first record")
 	fs.DurationVar(&c.commitEvery, "commit-interval", 0, "how often a detector commits its offsets, each commit a log append on the broker (0: every 1s, or every 100ms round with a --window of 5s or more)")
+	fs.DurationVar(&c.stallHold, "stall-hold", 5*time.Second, "longest a detector's partition whose records stopped coming (a leader move, writes waiting for the in-sync\nreplicas) holds the window: hot keys keep their rate meanwhile (docs/detector.md, \"Stalled partitions\"); negative never holds")
 	fs.IntVar(&c.partitions, "partitions", 8, "partitions of the access topic when the detector has to create it")
 	fs.IntVar(&c.replicas, "replication-factor", 0, "replication factor of the access topic when the detector has to create it; 0 takes the brokers'\ndefault.replication.factor")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address")

@@ -252,7 +252,7 @@ func newDetector(ctx context.Context, cfg config, sess *zkgroup.Session, sink de
 	}
 	return detector.New(detector.Config{
 		Source: src, Takeover: src.Takeover(), Inputs: detectorInputs(cfg.inputs, 0, reg),
-		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, CommitInterval: cfg.commitEvery,
+		Window: cfg.window, Threshold: cfg.threshold, Alpha: cfg.filterLoss, CommitInterval: cfg.commitEvery, StallHold: cfg.stallHold,
 		Membership: sess, Root: cfg.zkRoot, ID: cfg.id, Addr: cfg.advertise,
 		Logger: log, Registerer: reg,
 	}, sink)

@@ -337,7 +337,10 @@ func (c *Client) postAll(ctx context.Context, f shardapi.Flush, pass int) []fail
 			o.idle = 0
 			o.batch.At, o.batch.Span = f.At.UnixMilli(), f.Span.Milliseconds()
 			o.batch.End, o.batch.Seq = 0, batchSeq(f, pass)
-			o.batch.Step, o.batch.Weights = 0, nil
+			o.batch.Step, o.batch.Weights, o.batch.Reach = 0, nil, 0
+			if !f.Reach.IsZero() {
+				o.batch.Reach = f.Reach.UnixMilli()
+			}
 			if !f.End.IsZero() {
 				o.batch.End = f.End.UnixMilli()
 				o.batch.Step, o.batch.Weights = f.Step.Milliseconds(), f.Weights

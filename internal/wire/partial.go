@@ -12,14 +12,15 @@ import (
 const partialMagic = 0xA6
 
 // partialVersion is the newest version of the partial-count batch, which
-// AppendPartials writes when the batch has instances, version 7 when it
-// has sources or effects but no instances, and version 5 otherwise (so
-// that a shard not yet upgraded still takes the counts). Version 1 had no
-// Span, version 2 no End and Seq, versions 1 to 3 carry counts only (all
-// reads, no bytes), versions 1 to 4 no Step and Weights, versions 1 to 5
-// no sources and effects, version 6 no sources' Total, and versions 1 to 7
-// no instances; DecodePartials reads all eight.
-const partialVersion = 8
+// AppendPartials writes when the batch has a Reach, version 8 when it has
+// instances, version 7 when it has sources or effects but neither, and
+// version 5 otherwise (so that a shard not yet upgraded still takes the
+// counts). Version 1 had no Span, version 2 no End and Seq, versions 1 to 3
+// carry counts only (all reads, no bytes), versions 1 to 4 no Step and
+// Weights, versions 1 to 5 no sources and effects, version 6 no sources'
+// Total, versions 1 to 7 no instances and versions 1 to 8 no Reach;
+// DecodePartials reads all nine.
+const partialVersion = 9
 
 // MaxTopSources is the most sources a partial-count batch carries for one
 // key; MaxSketchLen the longest sketch of its distinct sources.
@@ -57,6 +58,11 @@ type PartialBatch struct {
 	// same receiver carries the same (Source, Seq), so the receiver can
 	// apply each batch once. 0 means unnumbered: never deduplicated.
 	Seq uint64
+	// Reach (version 9 on), Unix milliseconds, is set when the sender has
+	// not read every access up to End yet: it has read all of them up to
+	// Reach only (one of its partitions stopped getting records, and those
+	// are late). 0 means End, or none when End is 0.
+	Reach int64
 	// Step and Weights say how the batch's accesses spread over its event
 	// time, when End is known: Weights[i] of them happened in
 	// [(s+i)*Step, (s+i+1)*Step) Unix milliseconds, s = (End-Span)/Step.
@@ -125,6 +131,7 @@ type PartialHeader struct {
 	Span   int64  // milliseconds; 0 in version 1 batches
 	End    int64  // Unix milliseconds; 0 in version 1 and 2 batches
 	Seq    uint64 // 0 in version 1 and 2 batches
+	Reach  int64  // Unix milliseconds; 0 in version 1 to 8 batches
 	// Step (milliseconds) and Weights as in PartialBatch; 0 and nil in
 	// version 1 to 4 batches.
 	Step    int64
@@ -156,8 +163,10 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	}
 	version := byte(5)
 	switch {
-	case len(b.Instances) > 0:
+	case b.Reach > 0:
 		version = partialVersion
+	case len(b.Instances) > 0:
+		version = 8
 	case len(b.Sources) > 0 || len(b.Effects) > 0:
 		version = 7
 	}
@@ -168,6 +177,9 @@ func AppendPartials(dst []byte, b *PartialBatch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(max(b.Span, 0)))
 	dst = binary.AppendUvarint(dst, uint64(max(b.End, 0)))
 	dst = binary.AppendUvarint(dst, b.Seq)
+	if version >= 9 {
+		dst = binary.AppendUvarint(dst, uint64(b.Reach))
+	}
 	if ws := b.Weights[:min(len(b.Weights), MaxWeights)]; b.Step > 0 && len(ws) > 0 {
 		dst = binary.AppendUvarint(dst, uint64(b.Step))
 		dst = binary.AppendUvarint(dst, uint64(len(ws)))
@@ -657,6 +669,11 @@ func partialHeader(b []byte) (src []byte, h PartialHeader, version byte, i int, 
 			return
 		}
 		if h.Seq, i, f = readUvarint(b, i); f.r != 0 {
+			return
+		}
+	}
+	if version >= 9 {
+		if h.Reach, i, f = readTime(b, i); f.r != 0 {
 			return
 		}
 	}

@@ -287,7 +287,7 @@ func TestDecodePartialsReasons(t *testing.T) {
 		{"empty", "", wire.ReasonEmpty, 0},
 		{"access batch", "a5 01 00 00 00", wire.ReasonBadMagic, 0},
 		{"json", "7b7d", wire.ReasonBadMagic, 0},
-		{"unknown version", "a6 09 00 00 00", wire.ReasonUnknownVersion, 1},
+		{"unknown version", "a6 0a 00 00 00", wire.ReasonUnknownVersion, 1},
 		{"v5 weights past the end", "a6 05 00 00 00 00 00 64 05 01", wire.ReasonTruncated, 8},
 		{"v5 too many weights", "a6 05 00 00 00 00 00 64 81 08" + strings.Repeat(" 00", wire.MaxWeights+2), wire.ReasonBadValue, 10},
 		{"version 0", "a6 00 00 00 00", wire.ReasonUnknownVersion, 1},

@@ -245,3 +245,43 @@ func TestPartialsInstances(t *testing.T) {
 		t.Errorf("a valid instance by hand: %v", err)
 	}
 }
+
+// TestPartialsReach: a batch with a Reach is version 9, reads back with it
+// and with everything else of version 8; without one it is written as
+// before, so that a shard not yet upgraded takes it.
+func TestPartialsReach(t *testing.T) {
+	b := &wire.PartialBatch{Source: "d", At: 900, Span: 100, End: 800, Seq: 3, Reach: 650, Step: 100, Weights: []uint64{2, 1},
+		Groups:    []wire.PartialGroup{{App: "shop", Entries: []wire.KeyCount{{Key: "k", Count: 3}}}},
+		Instances: []wire.PartialInstance{{App: "shop", Src: "pod-1", EffectCounts: wire.EffectCounts{L1Hits: 7}}}}
+	body := wire.AppendPartials(nil, b)
+	if body[1] != 9 {
+		t.Fatalf("with a reach: version %d, want 9", body[1])
+	}
+	h, err := wire.ReadPartialHeader(body)
+	want := wire.PartialHeader{Source: "d", At: 900, Span: 100, End: 800, Seq: 3, Reach: 650, Step: 100, Weights: []uint64{2, 1}}
+	if err != nil || !reflect.DeepEqual(h, want) {
+		t.Fatalf("header %+v, %v; want %+v", h, err, want)
+	}
+	var got []string
+	_, err = wire.DecodePartialsWith(body, func(app, key []byte, n, _, _, _ uint64) {
+		got = append(got, fmt.Sprintf("%s/%s %d", app, key, n))
+	}, wire.PartialExtras{Instance: func(app, src []byte, c wire.EffectCounts) {
+		got = append(got, fmt.Sprintf("instance %s/%s %d", app, src, c.L1Hits))
+	}})
+	if err != nil || !reflect.DeepEqual(got, []string{"shop/k 3", "instance shop/pod-1 7"}) {
+		t.Errorf("delivered %q, %v", got, err)
+	}
+	// A round with no counts and a reach: the detector is waiting for a
+	// partition, not idle.
+	empty := wire.AppendPartials(nil, &wire.PartialBatch{Source: "d", At: 900, Seq: 4, Reach: 650})
+	if h, err := wire.ReadPartialHeader(empty); err != nil || h.Reach != 650 || h.End != 0 {
+		t.Errorf("an empty round with a reach: %+v, %v", h, err)
+	}
+	b.Reach = 0
+	if v := wire.AppendPartials(nil, b)[1]; v != 8 {
+		t.Errorf("without a reach: version %d, want 8", v)
+	}
+	if _, err := wire.ReadPartialHeader(hx(t, "a6 09 01 64 05 00 05 01")); err == nil {
+		t.Error("a version 9 header cut before its reach was read")
+	}
+}
