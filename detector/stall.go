@@ -75,7 +75,7 @@ func (s *stalls) see(tp TopicPartition, id uint64, newest int64, now time.Time) 
 		smooth(&c.gap, time.Duration(newest-c.last)*time.Millisecond, c.n == 1)
 	}
 	c.last = newest
-	if c.since.IsZero() || !s.late(c, now) {
+	if !s.late(c, now) {
 		smooth(&c.lag, max(now.Sub(time.UnixMilli(newest)), 0), c.n == 0)
 	}
 	c.n++

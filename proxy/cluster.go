@@ -58,6 +58,13 @@ type clusterMap struct {
 	last  time.Time
 	kick  chan struct{}
 	rr    atomic.Uint32 // home node round robin
+
+	// With Config.Upstream "shared": UpstreamConns connections per master,
+	// shared by the sessions (sharedPool), dialled when first needed.
+	conns  int // 0: every session has its own connections
+	pmu    sync.Mutex
+	pools  map[string]*sharedPool // by master address
+	closed bool                   // closeShared ran: no pool is made any more
 }
 
 const (
@@ -69,7 +76,10 @@ func newClusterMap(cfg Config, log func(string, ...any)) *clusterMap {
 	var id [20]byte
 	_, _ = rand.Read(id[:])
 	m := &clusterMap{seeds: cfg.RedisCluster, user: cfg.RedisUser, pass: cfg.RedisPassword, tls: cfg.RedisTLS,
-		myID: hex.EncodeToString(id[:]), log: log, kick: make(chan struct{}, 1)}
+		myID: hex.EncodeToString(id[:]), log: log, kick: make(chan struct{}, 1), pools: map[string]*sharedPool{}}
+	if cfg.Upstream == UpstreamShared {
+		m.conns = cfg.UpstreamConns
+	}
 	t := &slotTable{}
 	for i := range t.owner {
 		t.owner[i] = noOwner
@@ -221,6 +231,39 @@ func (m *clusterMap) dial(addr string) (net.Conn, error) {
 		return tls.Client(c, m.tlsFor(addr)), nil
 	}
 	return c, nil
+}
+
+// sharedPool returns the shared connections to the master at addr, made
+// when first asked for; nil without shared connections or once
+// closeShared ran.
+func (m *clusterMap) sharedPool(addr string) *sharedPool {
+	if m.conns == 0 {
+		return nil
+	}
+	m.pmu.Lock()
+	defer m.pmu.Unlock()
+	if m.closed {
+		return nil
+	}
+	sp := m.pools[addr]
+	if sp == nil {
+		sp = newSharedPool(m.conns, func() (net.Conn, error) { return m.dial(addr) })
+		m.pools[addr] = sp
+	}
+	return sp
+}
+
+// closeShared closes every master's shared connections; their commands not
+// answered fail. The proxy calls it once the sessions have ended.
+func (m *clusterMap) closeShared() {
+	m.pmu.Lock()
+	m.closed = true
+	pools := m.pools
+	m.pools = nil
+	m.pmu.Unlock()
+	for _, sp := range pools {
+		sp.close()
+	}
 }
 
 // startCluster sets the proxy up for cluster mode: the slot table (read now

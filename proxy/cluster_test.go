@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // Cluster mode against the local stack's Redis Cluster
 // (`deployments/local/stack.sh up --redis-cluster`). Keys of these tests
 // start with "rcp:" and the test's name; nothing here kills or reshards a
-// node.
+// node. Each test runs in both upstream modes (bothUpstreams): connections
+// of the client's own, and shared ones.
 
 // startClusterProxy runs a proxy in cluster mode in front of addrs.
 func startClusterProxy(t *testing.T, addrs []string, mod func(*Config)) *testProxy {
@@ -84,10 +86,12 @@ func (f *clusterFixture) master(key string) string {
 // TestRedisClusterProxyRedisCLI: redis-cli -c through the proxy prints what
 // it prints against a node, for keys on every master, and never follows a
 // redirection (the proxy shows one address).
-func TestRedisClusterProxyRedisCLI(t *testing.T) {
+func TestRedisClusterProxyRedisCLI(t *testing.T) { bothUpstreams(t, testRedisClusterProxyRedisCLI) }
+
+func testRedisClusterProxyRedisCLI(t *testing.T, upstream string) {
 	cli := need(t, "redis-cli")
 	f := newClusterFixture(t)
-	tp := startClusterProxy(t, f.addrs, nil)
+	tp := startClusterProxy(t, f.addrs, func(c *Config) { c.Upstream = upstream })
 	host, port := hostPort(tp.addr)
 	nhost, nport := hostPort(f.addrs[0])
 	run := func(h, p string, args ...string) string {
@@ -157,9 +161,13 @@ func TestRedisClusterProxyRedisCLI(t *testing.T) {
 // TestRedisClusterProxyRedisBenchmark: redis-benchmark, cluster-aware and
 // not, through the proxy, without an error.
 func TestRedisClusterProxyRedisBenchmark(t *testing.T) {
+	bothUpstreams(t, testRedisClusterProxyRedisBenchmark)
+}
+
+func testRedisClusterProxyRedisBenchmark(t *testing.T, upstream string) {
 	bench := need(t, "redis-benchmark")
 	f := newClusterFixture(t)
-	tp := startClusterProxy(t, f.addrs, nil)
+	tp := startClusterProxy(t, f.addrs, func(c *Config) { c.Upstream = upstream })
 	host, port := hostPort(tp.addr)
 	t.Cleanup(func() { f.deletePrefix("key:") }) // redis-benchmark's keys
 	for _, mode := range [][]string{{"--cluster"}, nil} {
@@ -184,9 +192,11 @@ func TestRedisClusterProxyRedisBenchmark(t *testing.T) {
 
 // TestRedisClusterProxyGoRedis: go-redis's ClusterClient and plain Client
 // through the proxy.
-func TestRedisClusterProxyGoRedis(t *testing.T) {
+func TestRedisClusterProxyGoRedis(t *testing.T) { bothUpstreams(t, testRedisClusterProxyGoRedis) }
+
+func testRedisClusterProxyGoRedis(t *testing.T, upstream string) {
 	f := newClusterFixture(t)
-	tp := startClusterProxy(t, f.addrs, nil)
+	tp := startClusterProxy(t, f.addrs, func(c *Config) { c.Upstream = upstream })
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -300,9 +310,11 @@ func clusterGoRedisTx(t *testing.T, f *clusterFixture, c redis.UniversalClient, 
 
 // TestRedisClusterProxyCompat: replies through the proxy are the owning
 // master's bytes (raw RESP2 and RESP3 connections).
-func TestRedisClusterProxyCompat(t *testing.T) {
+func TestRedisClusterProxyCompat(t *testing.T) { bothUpstreams(t, testRedisClusterProxyCompat) }
+
+func testRedisClusterProxyCompat(t *testing.T, upstream string) {
 	f := newClusterFixture(t)
-	tp := startClusterProxy(t, f.addrs, nil)
+	tp := startClusterProxy(t, f.addrs, func(c *Config) { c.Upstream = upstream })
 	for _, proto := range []string{"2", "3"} {
 		viaProxy, direct := map[string]*rawConn{}, map[string]*rawConn{}
 		conn := func(m map[string]*rawConn, addr string) *rawConn {
@@ -360,12 +372,15 @@ func TestRedisClusterProxyCompat(t *testing.T) {
 
 // TestRedisClusterProxyHotKey: a hot key read 20,000 times through the
 // proxy costs its master next to nothing.
-func TestRedisClusterProxyHotKey(t *testing.T) {
+func TestRedisClusterProxyHotKey(t *testing.T) { bothUpstreams(t, testRedisClusterProxyHotKey) }
+
+func testRedisClusterProxyHotKey(t *testing.T, upstream string) {
 	f := newClusterFixture(t)
 	zkAddr := stacktest.ZK(t)
 	h := stacktest.NewHotSet(t, zkAddr)
 	tp := startClusterProxy(t, f.addrs, func(c *Config) {
 		c.ZooKeeper, c.ZooKeeperRoot, c.App, c.L1TTL = []string{zkAddr}, h.Root, h.App, time.Minute
+		c.Upstream = upstream
 	})
 	ctx := context.Background()
 	hot := f.prefix + "hot"
@@ -424,5 +439,62 @@ func TestRedisClusterProxyHotKey(t *testing.T) {
 	}
 	if c.read(); string(c.read()) != "$2\r\nv4\r\n" {
 		t.Error("a GET pipelined after a SET on the same connection did not see it")
+	}
+}
+
+// TestRedisClusterProxySharedConnections: with shared upstream connections,
+// 20 clients reading keys of every master through the proxy reach each
+// master over its 2 shared connections (with connections of their own, 20
+// each), and every client reads its own values.
+func TestRedisClusterProxySharedConnections(t *testing.T) {
+	f := newClusterFixture(t)
+	tp := startClusterProxy(t, f.addrs, func(c *Config) { c.Upstream = UpstreamShared })
+	ctx := context.Background()
+	for i := range 30 {
+		f.cc.Set(ctx, fmt.Sprint(f.prefix, i), fmt.Sprint("v", i), 0)
+	}
+	var clients []*rawConn
+	for range 20 {
+		c := dialRaw(t, tp.addr)
+		defer c.close()
+		clients = append(clients, c)
+	}
+	for round := range 3 {
+		for ci, c := range clients {
+			var req []byte
+			for i := range 30 {
+				req = append(req, encode("GET", fmt.Sprint(f.prefix, i))...)
+			}
+			if _, err := c.c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 30 {
+				if got, want := string(c.read()), fmt.Sprintf("$%d\r\nv%d\r\n", len(fmt.Sprint("v", i)), i); got != want {
+					t.Fatalf("round %d, client %d, key %d: %q, want %q", round, ci, i, got, want)
+				}
+			}
+		}
+	}
+	var mu sync.Mutex
+	var masters []string
+	_ = f.cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		masters = append(masters, c.Options().Addr)
+		return nil
+	})
+	if len(masters) != 3 {
+		t.Fatalf("masters %v, want 3", masters)
+	}
+	for _, m := range masters {
+		mc := redis.NewClient(&redis.Options{Addr: m})
+		list, err := mc.ClientList(ctx).Result()
+		mc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(list, "cmd=get "); n == 0 || n > 2 {
+			t.Errorf("master %s has %d connections whose last command was GET, want the proxy's 2 shared ones:\n%s", m, n, list)
+		}
 	}
 }

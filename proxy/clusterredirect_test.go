@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 // reply; it records the commands it got.
 type fakeNode struct {
 	ln     net.Listener
+	conns  atomic.Int32 // connections accepted
 	mu     sync.Mutex
 	got    []string
 	answer func(cmd string, asking bool) string
@@ -38,6 +42,7 @@ func newFakeNode(t *testing.T, answer func(cmd string, asking bool) string) *fak
 			if err != nil {
 				return
 			}
+			n.conns.Add(1)
 			go func() {
 				defer c.Close()
 				rd := redcon.NewReader(c)
@@ -82,7 +87,12 @@ func (n *fakeNode) commands() []string {
 // startFakeClusterProxy serves cluster sessions whose slot table says every
 // slot is home's (no COMMAND table: every command goes home).
 func startFakeClusterProxy(t *testing.T, home string) string {
-	cfg, err := Config{App: "fake", Redis: home}.withDefaults()
+	return startFakeClusterProxyOf(t, home, UpstreamDedicated)
+}
+
+// startFakeClusterProxyOf is startFakeClusterProxy with the upstream mode.
+func startFakeClusterProxyOf(t *testing.T, home, upstream string) string {
+	cfg, err := Config{App: "fake", Redis: home, Upstream: upstream}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +100,7 @@ func startFakeClusterProxy(t *testing.T, home string) string {
 		sessions: map[clientConn]struct{}{}, cmds: newCommands()}
 	p.mem.max = cfg.MaxBuffer
 	p.bg, p.stop = context.WithCancel(context.Background())
-	p.cluster = newClusterMap(Config{}, p.log.Warn)
+	p.cluster = newClusterMap(Config{Upstream: cfg.Upstream, UpstreamConns: cfg.UpstreamConns}, p.log.Warn)
 	tb := &slotTable{masters: []string{home}}
 	p.cluster.t.Store(tb)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -102,16 +112,28 @@ func startFakeClusterProxy(t *testing.T, home string) string {
 	t.Cleanup(func() {
 		ln.Close()
 		p.shutdown(time.Second)
+		p.cluster.closeShared()
 		p.stop()
 		_ = g.Wait()
 	})
 	return ln.Addr().String()
 }
 
+// bothUpstreams runs test in a subtest per upstream mode.
+func bothUpstreams(t *testing.T, test func(t *testing.T, upstream string)) {
+	for _, up := range []string{UpstreamDedicated, UpstreamShared} {
+		t.Run(up, func(t *testing.T) { test(t, up) })
+	}
+}
+
 // TestClusterRedirections: the proxy follows MOVED (and keeps the new owner
 // in its slot table) and ASK (ASKING first), at most 5 times, and its
-// client never sees a redirection it could follow.
-func TestClusterRedirections(t *testing.T) {
+// client never sees a redirection it could follow; with shared upstream
+// connections too (a redirected command is sent again on a connection of
+// the session's own).
+func TestClusterRedirections(t *testing.T) { bothUpstreams(t, testClusterRedirections) }
+
+func testClusterRedirections(t *testing.T, upstream string) {
 	b := newFakeNode(t, func(cmd string, asking bool) string {
 		switch {
 		case cmd == "GET moved":
@@ -135,7 +157,7 @@ func TestClusterRedirections(t *testing.T) {
 		}
 		return "+PONG\r\n"
 	})
-	proxy := startFakeClusterProxy(t, a.addr())
+	proxy := startFakeClusterProxyOf(t, a.addr(), upstream)
 	c := dialRaw(t, proxy)
 	defer c.close()
 	if got := string(c.do("GET", "moved")); got != "$7\r\nfrom-b!\r\n" {
@@ -180,8 +202,11 @@ func TestRedirectParse(t *testing.T) {
 
 // TestClusterBatchRedirected: a pipeline whose commands are redirected is
 // answered in order: the replies after a redirected command are read before
-// it is sent again, here to a node that still owes them ("self").
-func TestClusterBatchRedirected(t *testing.T) {
+// it is sent again, here to a node that still owes them ("self"); with
+// shared upstream connections too.
+func TestClusterBatchRedirected(t *testing.T) { bothUpstreams(t, testClusterBatchRedirected) }
+
+func testClusterBatchRedirected(t *testing.T, upstream string) {
 	b := newFakeNode(t, func(cmd string, asking bool) string {
 		switch {
 		case cmd == "GET moved":
@@ -209,7 +234,7 @@ func TestClusterBatchRedirected(t *testing.T) {
 		k := strings.TrimPrefix(cmd, "GET ")
 		return "$" + strconv.Itoa(len(k)) + "\r\n" + k + "\r\n"
 	})
-	c := dialRaw(t, startFakeClusterProxy(t, a.addr()))
+	c := dialRaw(t, startFakeClusterProxyOf(t, a.addr(), upstream))
 	defer c.close()
 	var pipeline []byte
 	for _, k := range []string{"k1", "moved", "k3", "self", "asked", "k6"} {
@@ -257,5 +282,71 @@ func TestClusterUnsubscribe(t *testing.T) {
 		if got := string(c.read()); got != w {
 			t.Errorf("message %d: %q, want %q", i, got, w)
 		}
+	}
+}
+
+// TestClusterSharedConnections: with shared upstream connections, 20
+// clients pipelining GETs through the proxy reach the master over its 2
+// shared connections, each getting its own replies in order. A client that
+// names its connection (CLIENT SETNAME) moves to one of its own: what it
+// sent before is answered first, and what follows goes there.
+func TestClusterSharedConnections(t *testing.T) {
+	node := newFakeNode(t, func(cmd string, _ bool) string {
+		if k, ok := strings.CutPrefix(cmd, "GET "); ok {
+			return "$" + strconv.Itoa(len(k)) + "\r\n" + k + "\r\n"
+		}
+		return "+OK\r\n"
+	})
+	addr := startFakeClusterProxyOf(t, node.addr(), UpstreamShared)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			for round := range 20 {
+				var req, want []byte
+				for j := range 50 {
+					k := fmt.Sprintf("c%d:%d:%d", i, round, j)
+					req = append(req, encode("GET", k)...)
+					want = fmt.Appendf(want, "$%d\r\n%s\r\n", len(k), k)
+				}
+				if _, err := c.Write(req); err != nil {
+					t.Error(err)
+					return
+				}
+				got := make([]byte, len(want))
+				if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("client %d, round %d: %q, %v; want its own replies %q", i, round, got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := node.conns.Load(); n > 2 {
+		t.Fatalf("the master accepted %d connections from 20 clients, want the 2 shared ones", n)
+	}
+	c := dialRaw(t, addr)
+	defer c.close()
+	pipeline := append(append(encode("GET", "before"), encode("CLIENT", "SETNAME", "mine")...), encode("GET", "after")...)
+	if _, err := c.c.Write(pipeline); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"$6\r\nbefore\r\n", "+OK\r\n", "$5\r\nafter\r\n"} {
+		if got := string(c.read()); got != want {
+			t.Errorf("after moving to its own connection: %q, want %q", got, want)
+		}
+	}
+	if n := node.conns.Load(); n != 3 {
+		t.Errorf("the master accepted %d connections, want the 2 shared ones and the client's own", n)
+	}
+	cmds := node.commands()
+	if i, j, k := slices.Index(cmds, "GET before"), slices.Index(cmds, "CLIENT SETNAME mine"), slices.Index(cmds, "GET after"); i < 0 || i > j || j > k {
+		t.Errorf("the master ran GET before at %d, CLIENT SETNAME at %d, GET after at %d: want that order", i, j, k)
 	}
 }

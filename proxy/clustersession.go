@@ -38,6 +38,13 @@ import (
 // Upstream connections are dialled per master when first needed; the
 // connection-state commands the client sent (AUTH, HELLO, CLIENT SETNAME,
 // CLIENT SETINFO, READONLY) are replayed on each before its first command.
+// With shared upstream connections (Config.Upstream "shared") the batch's
+// commands go to the master's shared connection the session is bound to
+// (sharedPool, as in single mode) until the first command that needs a
+// connection of its own (cmdInfo.needsOwn): the batch is answered, and from
+// then on the session dials its own, as above. Whatever a session sends
+// outside the batch (a redirection followed, a transaction, a CLUSTER
+// subcommand, UNSUBSCRIBE) goes on a connection of its own in both modes.
 //
 // A transaction runs on one master: WATCH pins it to its keys' master;
 // without WATCH, MULTI is answered +OK by the proxy and sent, with any
@@ -58,6 +65,12 @@ type clusterSession struct {
 
 	batch  []sentCmd // sent and not answered yet, in order
 	failed error     // an upstream failed while the batch was answered: the session ends
+
+	own    bool                   // the batch goes on connections of its own (always without shared connections)
+	sh     map[string]*sharedConn // !own: the shared connection the session is bound to, per master
+	shSlot map[string]int         // and its slot in the master's pool
+	dead   chan struct{}          // closed by kill: stop waiting for a shared connection's reply
+	kill1  sync.Once
 
 	watchNode string        // master of the WATCHed keys
 	pin       string        // master the open transaction runs on
@@ -80,12 +93,14 @@ type stateCmd struct {
 	raw  []byte
 }
 
-// sentCmd is a command of the batch: sent to u, its reply not read yet. raw
-// and the item's arguments point into the reader's buffer, which the batch
-// is answered before reading again.
+// sentCmd is a command of the batch: sent to u, or to the shared
+// connection sh, its reply not read yet. raw and the item's arguments point
+// into the reader's buffer, which the batch is answered before reading
+// again.
 type sentCmd struct {
 	it   *item
 	u    *upConn
+	sh   *sharedConn
 	raw  []byte
 	slot int
 }
@@ -106,7 +121,14 @@ func (p *Proxy) handleClusterConn(cc net.Conn) {
 	s.rd = newReqReader(cc, s.grow, s.shrink) // nothing is held: the batch is answered before the next read
 	s.cond = sync.NewCond(&s.mu)
 	s.st = connState{db: 0, proto: 2, app: p.defaultApp}
-	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{}}
+	cs := &clusterSession{session: s, m: p.cluster, home: p.cluster.home(), ups: map[string]*upConn{},
+		own: p.cluster.conns == 0, dead: make(chan struct{})}
+	if !cs.own {
+		// Nothing is queued: item.answer wakes, through the queue's wake,
+		// the reader waiting in replyOf.
+		s.q = newReplyQueue()
+		cs.sh, cs.shSlot = map[string]*sharedConn{}, map[string]int{}
+	}
 	s.settle = cs.answerBatch
 	p.track(cs, func() { cc.Close() })
 }
@@ -128,6 +150,7 @@ func (cs *clusterSession) shutdown(grace time.Duration) {
 
 // kill closes the client's connection and every upstream one: run ends.
 func (cs *clusterSession) kill() {
+	cs.kill1.Do(func() { close(cs.dead) })
 	cs.umu.Lock()
 	cs.closing = true
 	for _, u := range cs.ups {
@@ -231,6 +254,14 @@ func (cs *clusterSession) command(cmd command) error {
 		return io.EOF
 	case kindAsking:
 		return cs.reply([]byte("+OK\r\n"))
+	}
+	if !cs.own && in.needsOwn(args) {
+		// Redis runs what went on the shared connections first.
+		if err := cs.answerBatch(); err != nil {
+			return err
+		}
+		cs.own = true
+		cs.p.stats.owned.Add(1)
 	}
 	slot, ok := cs.slotOf(in, args)
 	if !ok {
@@ -360,7 +391,9 @@ func (cs *clusterSession) txCommand(it *item, in *cmdInfo, cmd command, slot int
 		}
 		cs.watchNode = ""
 		return true, cs.forwardReply(it, addr, cmd.Raw, -1)
-	case in.state:
+	case in.state && cs.own:
+		// On a shared connection the state commands that need none of
+		// their own (HELLO, HELLO 2, CLIENT SETINFO) run as plain ones.
 		return true, cs.stateCommand(it, in, cmd)
 	}
 	return false, nil
@@ -383,9 +416,10 @@ func (cs *clusterSession) watch(it *item, raw []byte, slot int) error {
 	return cs.answer(it, reply)
 }
 
-// send writes a plain command to addr and adds it to the batch. A node that
-// cannot be dialled (or refuses the connection's state) is left to
-// forward, which answers the batch first.
+// send writes a plain command to addr, or appends it to addr's shared
+// connection, and adds it to the batch. A node that cannot be dialled (or
+// refuses the connection's state) is left to forward, which answers the
+// batch first.
 func (cs *clusterSession) send(it *item, addr string, raw []byte, slot int) error {
 	if cs.failed != nil {
 		return cs.failed
@@ -394,6 +428,22 @@ func (cs *clusterSession) send(it *item, addr string, raw []byte, slot int) erro
 		if err := cs.answerBatch(); err != nil {
 			return err
 		}
+	}
+	if !cs.own {
+		for fresh := range 2 { // a connection that failed since: once more on a new one
+			sh := cs.shared(addr, fresh == 1)
+			if sh == nil {
+				break
+			}
+			it.sess, it.shared = cs.session, true
+			cs.inflight.Add(1)
+			if sh.send(raw, it) {
+				cs.batch = append(cs.batch, sentCmd{it: it, sh: sh, raw: raw, slot: slot})
+				return nil
+			}
+			cs.inflight.Add(-1)
+		}
+		return cs.forwardReply(it, addr, raw, slot)
 	}
 	u, err := cs.conn(addr)
 	if err != nil {
@@ -426,14 +476,17 @@ func (cs *clusterSession) answerBatch() error {
 
 func (cs *clusterSession) answerAll(b []sentCmd) error {
 	for i, sc := range b {
-		if i == 0 || sc.u != b[i-1].u { // a connection's commands are mostly together
-			if err := sc.u.w.Flush(); err != nil {
-				return cs.broken(sc.u)
-			}
+		if i > 0 && sc.u == b[i-1].u && sc.sh == b[i-1].sh { // a connection's commands are mostly together
+			continue
+		}
+		if sc.sh != nil {
+			sc.sh.flush()
+		} else if err := sc.u.w.Flush(); err != nil {
+			return cs.broken(sc.u)
 		}
 	}
 	for i, sc := range b {
-		reply, err := cs.read(sc.u)
+		reply, err := cs.replyOf(sc)
 		if err != nil {
 			return err
 		}
@@ -453,7 +506,7 @@ func (cs *clusterSession) answerAll(b []sentCmd) error {
 func (cs *clusterSession) answerRedirected(b []sentCmd, first []byte) error {
 	replies := [][]byte{first}
 	for _, sc := range b[1:] {
-		reply, err := cs.read(sc.u)
+		reply, err := cs.replyOf(sc)
 		if err != nil {
 			return err
 		}
@@ -475,6 +528,54 @@ func (cs *clusterSession) answerRedirected(b []sentCmd, first []byte) error {
 		}
 	}
 	return nil
+}
+
+// replyOf reads the reply of a command of the batch: from its connection,
+// or, sent on a shared one, once its reader has handed it over. A shared
+// connection that failed under the command ends the session (the command
+// may have run), as a connection of its own does.
+func (cs *clusterSession) replyOf(sc sentCmd) ([]byte, error) {
+	if sc.sh == nil {
+		return cs.read(sc.u)
+	}
+	for !sc.it.ready.Load() {
+		select {
+		case <-cs.q.wake:
+		case <-cs.dead:
+			return nil, errFatal
+		}
+	}
+	if sc.it.upErr != nil {
+		cs.p.log.Debug("hotspot-proxy: shared upstream", "addr", sc.sh.nc.RemoteAddr(), "err", sc.it.upErr)
+		return nil, errFatal
+	}
+	return sc.it.reply, nil
+}
+
+// shared returns the shared connection to addr the session is bound to,
+// binding it to one of the master's pool at first (round robin); fresh
+// drops the one it had (it failed). nil: the master cannot be dialled.
+func (cs *clusterSession) shared(addr string, fresh bool) *sharedConn {
+	if c := cs.sh[addr]; c != nil && !fresh {
+		return c
+	}
+	delete(cs.sh, addr)
+	sp := cs.m.sharedPool(addr)
+	if sp == nil {
+		return nil
+	}
+	i, ok := cs.shSlot[addr]
+	if !ok {
+		i = sp.pick()
+		cs.shSlot[addr] = i
+	}
+	c, err := sp.conn(i)
+	if err != nil {
+		cs.p.log.Debug("hotspot-proxy: cluster node", "addr", addr, "err", err)
+		return nil
+	}
+	cs.sh[addr] = c
+	return c
 }
 
 // answerSent writes the reply of a command of the batch and applies it.

@@ -22,14 +22,15 @@ type Config struct {
 	// to stand in front of instead of Redis: the proxy shows its clients a
 	// cluster of itself and routes each command to its slot's master.
 	RedisCluster []string
-	// Upstream is how clients' commands reach Redis in single-Redis mode:
-	// UpstreamDedicated ("" means it), one upstream connection per client
-	// connection, or UpstreamShared, a few pipelined connections shared by
-	// every client until its connection acquires state (docs/proxy.md,
-	// "Shared upstream connections"). Cluster mode is always dedicated.
+	// Upstream is how clients' commands reach Redis: UpstreamDedicated (""
+	// means it), one upstream connection per client connection (in
+	// cluster mode, per client connection and master), or UpstreamShared,
+	// a few pipelined connections (per master) shared by every client
+	// until its connection acquires state (docs/proxy.md, "Shared upstream
+	// connections").
 	Upstream string
 	// UpstreamConns is, with UpstreamShared, how many shared connections
-	// the proxy keeps to Redis; 0 means 2.
+	// the proxy keeps to Redis, or to each master; 0 means 2.
 	UpstreamConns int
 	// RedisUser and RedisPassword are the ACL user of the proxy's own Redis
 	// connections (value loads, invalidations, client tracking); "" means
@@ -144,8 +145,6 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("proxy: Config.L1Bytes, ReplyCacheBytes, MaxClientBuffer and MaxBuffer must be >= 0")
 	case cfg.Upstream != "" && cfg.Upstream != UpstreamDedicated && cfg.Upstream != UpstreamShared:
 		return cfg, fmt.Errorf("proxy: Config.Upstream: %q, want %q or %q", cfg.Upstream, UpstreamDedicated, UpstreamShared)
-	case cfg.Upstream == UpstreamShared && len(cfg.RedisCluster) > 0:
-		return cfg, errors.New("proxy: Config.Upstream: shared upstream connections are for a single Redis, not RedisCluster")
 	case cfg.UpstreamConns < 0:
 		return cfg, fmt.Errorf("proxy: Config.UpstreamConns: %d must be >= 0", cfg.UpstreamConns)
 	case cfg.L1TTL < 0 || cfg.ShutdownGrace < 0 || cfg.CommandTableWait < 0:

@@ -140,7 +140,7 @@ func New(cfg Config) (*Proxy, error) {
 	} else {
 		p.rdb = redis.NewClient(p.ownOptions(cfg.Redis))
 		if cfg.Upstream == UpstreamShared {
-			p.shared = newSharedPool(p, cfg.UpstreamConns)
+			p.shared = newSharedPool(cfg.UpstreamConns, p.dialUpstream)
 		}
 	}
 	ctx, cancel := context.WithTimeout(p.bg, 10*time.Second)
@@ -233,6 +233,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	p.shutdown(p.cfg.ShutdownGrace)
 	if p.shared != nil { // after the sessions: their replies had the grace
 		p.shared.close()
+	}
+	if p.cluster != nil {
+		p.cluster.closeShared()
 	}
 	p.stop()
 	_ = g.Wait()

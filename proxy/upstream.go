@@ -11,9 +11,10 @@ import (
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 )
 
-// sharedPool is single-Redis mode's shared upstream connections
-// (Config.Upstream "shared"): Config.UpstreamConns slots, each holding one
-// connection to Redis that carries the commands of many sessions, pipelined.
+// sharedPool is the shared upstream connections (Config.Upstream "shared")
+// to one Redis server, or in cluster mode to one master:
+// Config.UpstreamConns slots, each holding one connection that carries the
+// commands of many sessions, pipelined.
 //
 // A session is bound to one slot for its life (until it needs a connection
 // of its own, cmdInfo.needsOwn). It appends each command it forwards, with
@@ -33,7 +34,7 @@ import (
 // it on the same connection; an item of a failed connection gets an error,
 // never a reply.
 type sharedPool struct {
-	p     *Proxy
+	dial  func() (net.Conn, error) // a new connection to the Redis server (single mode) or master (cluster mode)
 	slots []sharedSlot
 	next  atomic.Uint32 // the slot of the next session
 	up    atomic.Int64  // when a slot last dialled Redis, Unix ns
@@ -58,8 +59,8 @@ const redialAfter = 250 * time.Millisecond
 
 var errPoolClosed = errors.New("shared upstream pool closed")
 
-func newSharedPool(p *Proxy, n int) *sharedPool {
-	return &sharedPool{p: p, slots: make([]sharedSlot, n)}
+func newSharedPool(n int, dial func() (net.Conn, error)) *sharedPool {
+	return &sharedPool{dial: dial, slots: make([]sharedSlot, n)}
 }
 
 // pick returns the slot of a new session: round robin.
@@ -77,7 +78,7 @@ func (sp *sharedPool) conn(i int) (*sharedConn, error) {
 	if sl.lastErr != nil && time.Since(sl.errAt) < redialAfter && sp.up.Load() < sl.errAt.UnixNano() {
 		return nil, sl.lastErr
 	}
-	nc, err := sp.p.dialUpstream()
+	nc, err := sp.dial()
 	if err != nil {
 		sl.lastErr, sl.errAt = err, time.Now()
 		return nil, err

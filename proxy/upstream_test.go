@@ -277,7 +277,7 @@ func TestUpstreamConfig(t *testing.T) {
 		{cfg: Config{Upstream: UpstreamShared, UpstreamConns: 5}, want: UpstreamShared, conns: 5},
 		{cfg: Config{Upstream: "pooled"}, err: true},
 		{cfg: Config{UpstreamConns: -1}, err: true},
-		{cfg: Config{Upstream: UpstreamShared, RedisCluster: []string{"c:1"}}, err: true},
+		{cfg: Config{Upstream: UpstreamShared, RedisCluster: []string{"c:1"}}, want: UpstreamShared, conns: 2},
 	} {
 		tc.cfg.App, tc.cfg.Redis = "a", "r:1"
 		got, err := tc.cfg.withDefaults()
@@ -452,7 +452,8 @@ func TestSharedRedialOnceBack(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	sp := newSharedPool(&Proxy{cfg: Config{Redis: addr}}, 2)
+	p := &Proxy{cfg: Config{Redis: addr}}
+	sp := newSharedPool(2, p.dialUpstream)
 	defer sp.close()
 	if _, err := sp.conn(0); err == nil {
 		t.Fatal("slot 0 dialled a Redis that is down")

@@ -62,7 +62,7 @@ func TestUpstreamFlag(t *testing.T) {
 		{name: "flag over variable", args: []string{"--upstream", "dedicated"}, env: map[string]string{"HOTSPOT_UPSTREAM": "shared"}, want: "dedicated", conns: 2},
 		{name: "unknown", args: []string{"--upstream", "pooled"}, err: "--upstream"},
 		{name: "no connection", args: []string{"--upstream", "shared", "--upstream-conns", "0"}, err: "--upstream-conns"},
-		{name: "cluster", args: []string{"--upstream", "shared", "--redis-cluster", "c:1"}, err: "--redis-cluster"},
+		{name: "cluster", args: []string{"--upstream", "shared", "--redis-cluster", "c:1"}, want: "shared", conns: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfig(append([]string{"--app", "a"}, tc.args...), func(k string) string { return tc.env[k] })

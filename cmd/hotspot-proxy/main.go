@@ -89,8 +89,8 @@ func defineFlags(fs *flag.FlagSet, c *config) *rawFlags {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:6380", "RESP listen address the app's Redis clients connect to")
 	fs.StringVar(&c.http, "http", "127.0.0.1:6381", "HTTP listen address: /metrics and /healthz; empty for none")
 	fs.StringVar(&pc.Redis, "redis", "127.0.0.1:16379", "the Redis every command is forwarded to (host:port)")
-	fs.StringVar(&pc.Upstream, "upstream", proxy.UpstreamDedicated, "how clients' commands reach --redis: dedicated (an upstream connection per client connection) or shared (a few pipelined connections shared by every client until its connection acquires state: SELECT, AUTH, MULTI, blocking commands, Pub/Sub...; CLIENT LIST and CLIENT ID then describe the proxy's connections). Not with --redis-cluster")
-	fs.IntVar(&pc.UpstreamConns, "upstream-conns", 2, "with --upstream shared: how many shared connections to Redis")
+	fs.StringVar(&pc.Upstream, "upstream", proxy.UpstreamDedicated, "how clients' commands reach Redis: dedicated (an upstream connection per client connection, and per master with --redis-cluster) or shared (a few pipelined connections, per master with --redis-cluster, shared by every client until its connection acquires state: SELECT, AUTH, MULTI, blocking commands, Pub/Sub...; CLIENT LIST and CLIENT ID then describe the proxy's connections)")
+	fs.IntVar(&pc.UpstreamConns, "upstream-conns", 2, "with --upstream shared: how many shared connections to Redis, or to each master")
 	fs.StringVar(&raw.redisCluster, "redis-cluster", "", "seed nodes of a Redis Cluster (host:port, comma-separated) to stand in front of instead of --redis: the proxy shows its clients a one-node cluster and routes each command to its slot's master")
 	fs.StringVar(&pc.RedisUser, "redis-user", "", "ACL user of the proxy's own Redis connections (hot-key loads, invalidations; password from HOTSPOT_REDIS_PASSWORD). Clients authenticate themselves")
 	fs.StringVar(&raw.redisTLSCAFile, "redis-tls-ca", "", "PEM CA bundle: talk TLS to Redis, verifying it with this CA")
@@ -153,8 +153,6 @@ func checkFlags(pc *proxy.Config) error {
 		return errors.New("--max-client-buffer-mib must be >= 1 and --max-buffer-mib >= it")
 	case pc.Upstream != proxy.UpstreamDedicated && pc.Upstream != proxy.UpstreamShared:
 		return fmt.Errorf("--upstream: %q, want %s or %s", pc.Upstream, proxy.UpstreamDedicated, proxy.UpstreamShared)
-	case pc.Upstream == proxy.UpstreamShared && len(pc.RedisCluster) > 0:
-		return errors.New("--upstream shared is for --redis, not --redis-cluster")
 	case pc.UpstreamConns < 1:
 		return fmt.Errorf("--upstream-conns: %d must be >= 1", pc.UpstreamConns)
 	}
