@@ -4,7 +4,8 @@
 # alternated rounds, in front of the stack's Redis Cluster (BENCHMARKS.md X3b).
 # Needs `make up` and `deployments/local/stack.sh up --redis-cluster`. Run on a
 # quiet machine: the proxy, the six nodes and redis-benchmark share the cores.
-# ROUNDS (3) rounds; N (100000) sets -n at -P 1, 6N at -P 16; -c 50, -r 100000.
+# ROUNDS (3) rounds of MODES ("dedicated shared": the order within a round);
+# N (100000) sets -n at -P 1, 6N at -P 16; -c 50, -r 100000.
 # Per run: requests/s, the proxy's CPU per request and the masters' (the sum
 # of the three masters' utime+stime over the run, per request).
 set -euo pipefail
@@ -40,7 +41,7 @@ start() { # start MODE: a cluster-mode proxy with --upstream MODE
 stop() { kill "$proxy"; wait "$proxy" 2>/dev/null || true; proxy=; }
 echo "nproc $(nproc); load $(cut -d' ' -f1-3 /proc/loadavg); masters' pids ${masters[*]}"
 for r in $(seq "$rounds"); do
-	for mode in dedicated shared; do
+	for mode in ${MODES:-dedicated shared}; do
 		start "$mode"
 		redis-benchmark -p 26396 -t get,set -n 20000 -c 50 -r 100000 -q >/dev/null # warm-up: every client's connections
 		for P in 1 16; do
