@@ -16,6 +16,11 @@
 #                        cache plugin on for every key (its defaults: 100 GETs
 #                        in 1 s make a key hot, cached 10 s); run by $JAVA
 #                        (default: a JDK of 21 or later under /usr/lib/jvm)
+#   floor=MODEL          deployments/local/respfloor, a server that answers
+#                        every command at once without Redis: the floor of
+#                        the I/O model MODEL (goroutines, as hotspot-proxy's
+#                        sessions; gnet, an event loop); its hot-key runs are
+#                        its cold ones again
 #
 # Each round runs, per target: cold GET and SET at -P 1 (-n N1) and -P 16
 # (-n N16), -c 50 -r 100000; then one hot key (promoted by the proxy first)
@@ -27,7 +32,7 @@ set -euo pipefail
 # newjdk prints the first JDK of 21 or later under /usr/lib/jvm.
 newjdk() { for d in /usr/lib/jvm/*-2[1-9]* /usr/lib/jvm/*-[3-9][0-9]*; do [[ -x $d/bin/java ]] && { echo "$d"; return; }; done; }
 cd "$(dirname "$0")/../.."
-(($#)) || { sed -n '2,21p' "$0" >&2; exit 2; }
+(($#)) || { sed -n '2,30p' "$0" >&2; exit 2; }
 eval "$(deployments/local/stack.sh env)"
 rounds=${ROUNDS:-3} n1=${N1:-200000} n16=${N16:-1000000}
 id=peers$$
@@ -91,6 +96,12 @@ for t in "$@"; do
 			--server.port=$((port + 1)) >"$log/camellia.log" 2>&1 &
 		pids+=($!)
 		names+=(camellia) ports+=("$port") procs+=($!) hot+=("")
+		port=$((port + 2)) ;;
+	floor=*)
+		go build -C deployments/local/respfloor -o "$PWD/bin/respfloor" .
+		bin/respfloor -listen "127.0.0.1:$port" -loop "${t#floor=}" >"$log/floor$port.log" 2>&1 &
+		pids+=($!)
+		names+=("$t") ports+=("$port") procs+=($!) hot+=("")
 		port=$((port + 2)) ;;
 	*) echo "unknown target $t" >&2; exit 2 ;;
 	esac
