@@ -64,7 +64,8 @@ func (t *table) source(name string) *source {
 // reach returns the event time, Unix ms, up to which every live detector's
 // counts have arrived: the minimum of the Ends of the live detectors whose
 // last batch had counts. A detector is live when it sent a batch within
-// Stall, however far its End lags the clock: one replaying a backlog after
+// Stall, leaving out a pause of every detector (see age), however far its
+// End lags the clock: one replaying a backlog after
 // a rebalance or an outage holds the reach back (setReach bounds how far
 // the evaluated window follows it), and a dead one stops holding it back
 // after Stall. A detector whose last batch had no counts has nothing
@@ -84,7 +85,7 @@ func (t *table) reach(now time.Time, oldest int64) (ms int64, ok bool) {
 	ms = now.UnixMilli()
 	var newest int64 // of the live idle detectors
 	for name, s := range t.sources {
-		age := now.Sub(s.heard)
+		age := t.age(s, now)
 		if age >= sourceIdle {
 			delete(t.sources, name)
 			continue

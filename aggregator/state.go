@@ -140,6 +140,9 @@ type table struct {
 	// evalEnd is the newest bucket of the window that rates and the rule
 	// read, as of the last batch or sweep (see setReach).
 	evalEnd int64
+	// pause is the last stretch in which no detector was heard from (see
+	// age).
+	pause [2]time.Time
 	// behind is when the reach fell more than maxLag behind the clock,
 	// zero while it is not: the evaluated window then ends maxLag back,
 	// with the detectors' newest counts still missing (see unsure).
@@ -214,11 +217,37 @@ func (t *table) silent(now time.Time) bool {
 	return !t.lastInput.IsZero() && silence >= t.p.stall && silence < t.p.maxStall
 }
 
-// heard records that a partials batch arrived at now. The caller holds t.mu.
+// heard records that a partials batch arrived at now: the first after a
+// silence of every detector of Stall or more ends a pause (see age). The
+// caller holds t.mu.
 func (t *table) heard(now time.Time) {
+	if !t.lastInput.IsZero() && now.Sub(t.lastInput) >= t.p.stall {
+		t.paused(t.lastInput, now)
+	}
 	if now.After(t.lastInput) {
 		t.lastInput = now
 	}
+}
+
+// paused notes that no detector could be heard from between from and to:
+// none sent (a rebalance stops them all), or this process did not run
+// (frozen).
+func (t *table) paused(from, to time.Time) {
+	t.pause = [2]time.Time{from, to}
+}
+
+// age is how long s has been silent at now, leaving out the last pause:
+// every detector was silent then, not s alone. When a rebalance stops them
+// all, the first detector back must not find the others taken for dead
+// (silent for Stall) and move the window without their counts, which are
+// on their way; they are taken for dead once they stay silent for Stall
+// after the pause. The caller holds t.mu.
+func (t *table) age(s *source, now time.Time) time.Duration {
+	age := now.Sub(s.heard)
+	if !s.heard.After(t.pause[0]) {
+		age -= t.pause[1].Sub(t.pause[0])
+	}
+	return age
 }
 
 func newTable(p params, m *metrics) *table {
@@ -547,6 +576,7 @@ func (t *table) sweep(now time.Time) (resumed bool) {
 	// renews it.
 	if !t.lastSweep.IsZero() && now.Sub(t.lastSweep) >= freezeGap {
 		resumed = true
+		t.paused(t.lastSweep, now)
 		t.lastInput = now
 	}
 	t.lastSweep = now

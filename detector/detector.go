@@ -30,12 +30,15 @@ type Detector struct {
 	health  atomic.Pointer[error] // nil, or why the Sink is failing
 	members atomic.Int64          // detectors registered, with Config.Membership
 
-	mu    sync.Mutex // guards fatal and handed
+	mu    sync.Mutex // guards fatal, handed and cadences
 	fatal error      // the first error that stops Run
 	// handed is, per partition, the offset after the records whose counts
 	// this member handed on in the generations it has had (see
 	// Generation.Claims).
 	handed map[TopicPartition]int64
+	// cadences are the partitions' cadences as the last generation left
+	// them (see stalls), for the next one to go on with.
+	cadences map[TopicPartition]*cadence
 }
 
 // Healthy returns nil, or an error when the Sink has refused the counts of
@@ -179,6 +182,7 @@ func (d *Detector) startGeneration(ctx context.Context, gen Generation, wg *sync
 	}
 	d.log.Info("detector: partitions assigned", "partitions", parts)
 	f := newFlusher(d, gen, len(claims), fail)
+	f.stalls.resume(d.cadencesOf(claims))
 	for _, c := range claims {
 		w := newWorker(d, c, len(claims), &f.current, f.partials, f.early)
 		wg.Add(1)
@@ -199,6 +203,28 @@ func (d *Detector) forget(p TopicPartition) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.handed, p)
+}
+
+// cadencesOf returns the cadences the last generation left of claims'
+// partitions.
+func (d *Detector) cadencesOf(claims []Claim) map[TopicPartition]*cadence {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept := make(map[TopicPartition]*cadence, len(claims))
+	for _, c := range claims {
+		tp := TopicPartition{Topic: c.Topic(), Partition: c.Partition()}
+		if cd := d.cadences[tp]; cd != nil {
+			kept[tp] = cd
+		}
+	}
+	return kept
+}
+
+// leftCadences keeps a generation's cadences for the next one.
+func (d *Detector) leftCadences(parts map[TopicPartition]*cadence) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cadences = parts
 }
 
 // handedOn notes the offsets a generation's counts were handed on up to.

@@ -910,3 +910,62 @@ func TestEarlyRound(t *testing.T) {
 		}
 	})
 }
+
+// TestLatePartitionHeldAcrossRebalance: partition 1's records stop, and a
+// rebalance follows at once (a broker's restart holds up the partition's
+// writes and moves the group's coordinator). The next generation, which
+// keeps both partitions, goes on with their cadences: it holds the reach at
+// partition 1's last event time from its first rounds, as the last one
+// would have, instead of waiting for a cadence the partition cannot show.
+func TestLatePartitionHeldAcrossRebalance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(2)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0, 1)
+		_, stop := startFake(t, Config{Alpha: -1, Flush: 100 * time.Millisecond}, src, sink)
+		var last int64 // partition 1's last event time, Unix ms
+		rec := func(p int) {
+			last = time.Now().Add(-50 * time.Millisecond).UnixMilli()
+			topic.append(p, fmt.Appendf(nil, `{"key":"k","ts":%d}`, last))
+		}
+		for range 20 {
+			rec(0)
+			rec(1)
+			time.Sleep(100 * time.Millisecond)
+		}
+		held := last
+		src.assign(0, 1) // the rebalance
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		sink.mu.Lock()
+		before := len(sink.flushes)
+		sink.mu.Unlock()
+		for range 10 {
+			rec(0)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		var reaches []string // per round: its Reach after partition 1's last event time
+		n := 0
+		for _, f := range sink.flushes[before:] {
+			switch {
+			case f.Reach.IsZero():
+				reaches = append(reaches, "none")
+			case f.Reach.UnixMilli() == held:
+				n++
+				fallthrough
+			default:
+				reaches = append(reaches, fmt.Sprintf("%+dms", f.Reach.UnixMilli()-held))
+			}
+		}
+		t.Logf("the new generation's rounds with counts, Reach after partition 1's last event time: %v", reaches)
+		if n < 7 {
+			t.Errorf("%d of the new generation's %d rounds with counts held the reach at partition 1's last event time, want 7 or more", n, len(reaches))
+		}
+	})
+}

@@ -84,7 +84,10 @@ func (f *flusher) run(runCtx, gctx context.Context) {
 	t := time.NewTicker(f.d.cfg.Flush)
 	defer t.Stop()
 	defer func() { <-gctx.Done() }()
-	defer func() { f.d.handedOn(f.taken) }()
+	defer func() {
+		f.d.handedOn(f.taken)
+		f.d.leftCadences(f.stalls.parts)
+	}()
 	prev := time.Now()   // when the previous round ended (its tick, or early)
 	unconfirmed := false // the process stood still and no commit was taken since
 	earlyOK := true      // no early round since the last tick

@@ -2,7 +2,7 @@ package detector
 
 import "time"
 
-// stalls follows the cadence of each partition of a generation, to tell a
+// stalls follows the cadence of each partition of a member, to tell a
 // partition whose records stopped coming from one that gets a record only
 // now and then. When a partition's leader moves, or its producers' writes
 // wait for the in-sync replicas (acks=all during a broker's restart), its
@@ -14,7 +14,12 @@ import "time"
 // event time is older than it usually is by more than twice its usual gap
 // is late: it holds the detector's reach at that event time until it has
 // caught up, or for at most hold, after which its traffic is taken to have
-// stopped (docs/detector.md, "Stalled partitions").
+// stopped (docs/detector.md, "Stalled partitions"). A partition kept
+// through a rebalance goes on with its cadence in the next generation
+// (resume): a broker's restart that moves the group's coordinator stops
+// every member for a second or two, and a partition whose records were
+// held up before it must hold the reach from the new generation's first
+// round, not only once it has a cadence again.
 type stalls struct {
 	hold  time.Duration // Config.StallHold; <= 0: never hold
 	flush time.Duration // Config.Flush: the shortest usual gap
@@ -39,6 +44,17 @@ type cadence struct {
 
 func newStalls(cfg Config) *stalls {
 	return &stalls{hold: cfg.StallHold, flush: cfg.Flush, busy: cfg.Window / 2, parts: make(map[TopicPartition]*cadence)}
+}
+
+// resume takes over the cadences a previous generation left of this
+// generation's partitions (Detector.cadencesOf). Round numbers start
+// afresh with each generation: a cadence answers this generation's rounds
+// from its first.
+func (s *stalls) resume(kept map[TopicPartition]*cadence) {
+	for tp, c := range kept {
+		c.round = 0
+		s.parts[tp] = c
+	}
 }
 
 // smooth moves an average a quarter of the way to x, or sets it with the

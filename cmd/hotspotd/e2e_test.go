@@ -102,9 +102,11 @@ func (c *cluster) start(id string) *proc {
 	go func() { p.done <- cmd.Wait(); logf.Close() }()
 	c.t.Cleanup(func() {
 		p.stop(c.t)
-		if c.t.Failed() {
+		if c.t.Failed() || os.Getenv("HOTSPOT_E2E_LOGS") == "always" {
 			// The whole log with HOTSPOT_E2E_LOGS, its end otherwise: a
 			// failure in CI leaves no temp dir to read it from.
+			// HOTSPOT_E2E_LOGS=always prints it whole for a test that
+			// passed too.
 			b, _ := os.ReadFile(logf.Name())
 			if os.Getenv("HOTSPOT_E2E_LOGS") == "" {
 				b = lastLines(b, 80)

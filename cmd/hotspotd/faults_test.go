@@ -346,6 +346,7 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 		first := map[string]time.Time{}
 		var steady, faulty []float64        // signed errors: published/true - 1
 		lo, hi := math.Inf(1), math.Inf(-1) // published/true during faults
+		var lows lowSpans
 		failed, logged := 0, 0
 		for _, s := range samples {
 			i := slices.Index(s.keys, key)
@@ -376,6 +377,7 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 				q := s.rates[i] / tr[slot]
 				faulty = append(faulty, q-1)
 				lo, hi = min(lo, q), max(hi, q)
+				lows.add(s.view, s.at.Sub(truth.Start()), q)
 				if q > 1+overRead {
 					bad = fmt.Sprintf("want at most %.0f%% above during a fault", 100*overRead)
 				}
@@ -416,7 +418,7 @@ func checkRates(t *testing.T, truth *loadgen.Truth, samples []sample, excused, f
 				key, g.name, len(abs), 100*abs[len(abs)/2], 100*abs[len(abs)*95/100], 100*abs[len(abs)-1], 100*bias)
 		}
 		if len(faulty) > 0 {
-			t.Logf("%s, during faults: published between %.2f and %.2f times the true rate", key, lo, hi)
+			t.Logf("%s, during faults: published between %.2f and %.2f times the true rate%s", key, lo, hi, lows)
 		}
 		if len(steady) == 0 {
 			t.Errorf("%s: no sample outside the faults to check its rate on", key)
@@ -858,4 +860,54 @@ func TestSteadyRates(t *testing.T) {
 	r.ratesLogged = false
 	r.runLoad(faultWorkload(c.brokers, c.topic, 20*time.Second, 10*time.Second))
 	r.finish()
+}
+
+// lowSpans collects, per view, the stretches of consecutive samples that
+// read below lowRead of the true rate during faults, so that a test's log
+// says when a rate read low, to set beside the faults' times.
+type lowSpans struct {
+	open  map[string]int // view → its stretch still open, an index into spans
+	spans []lowSpan
+}
+
+type lowSpan struct {
+	view     string
+	from, to time.Duration // from the load's start
+	least    float64
+}
+
+// lowRead is the share of the true rate below which a sample reads low.
+const lowRead = 0.8
+
+func (l *lowSpans) add(view string, at time.Duration, q float64) {
+	if l.open == nil {
+		l.open = map[string]int{}
+	}
+	i, ok := l.open[view]
+	switch {
+	case q >= lowRead:
+		delete(l.open, view)
+	case ok:
+		l.spans[i].to, l.spans[i].least = at, min(l.spans[i].least, q)
+	default:
+		l.open[view] = len(l.spans)
+		l.spans = append(l.spans, lowSpan{view, at, at, q})
+	}
+}
+
+// String lists the stretches, at most 8, as "; below 0.80 at ...".
+func (l lowSpans) String() string {
+	if len(l.spans) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "; below %.2f at", lowRead)
+	for i, sp := range l.spans {
+		if i == 8 {
+			fmt.Fprintf(&b, " and %d more", len(l.spans)-i)
+			break
+		}
+		fmt.Fprintf(&b, " +%v–%v (%s, %.2f)", sp.from.Round(100*time.Millisecond), sp.to.Round(100*time.Millisecond), sp.view, sp.least)
+	}
+	return b.String()
 }
