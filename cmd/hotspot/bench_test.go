@@ -52,6 +52,9 @@ func startHotspotdOn(t *testing.T, name string, extra ...string) hotspotd {
 		"--zk-root", h.root, "--http-addr", h.addr, "--id", name, "--from-oldest=true"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Killed with the test binary: a test that panics (go test's
+	// -timeout) runs no Cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

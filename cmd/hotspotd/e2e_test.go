@@ -95,6 +95,7 @@ func (c *cluster) start(id string) *proc {
 		"--admin-token", "e2e-secret")
 	cmd.Args = append(cmd.Args, c.extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = diesWithTest
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -863,3 +864,8 @@ func lastLines(b []byte, n int) []byte {
 	}
 	return b[i+1:]
 }
+
+// diesWithTest has a process the test starts killed when the test binary
+// dies: a test that panics (go test's -timeout) runs no Cleanup, and its
+// hotspotd processes would go on, loading the machine for every run after.
+var diesWithTest = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

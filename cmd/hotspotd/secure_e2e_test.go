@@ -109,6 +109,7 @@ func (r secureRun) start(t *testing.T, id string) *proc {
 		"--zk-root", r.root, "--http-addr", addr, "--id", id, "--from-oldest=true", "--threshold", "500",
 		"--admin-token-file", r.tokenFile, "--tls-cert", s.serverCert, "--tls-key", s.serverKey, "--tls-ca", s.ca)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = diesWithTest
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
