@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hotspot-dev/hotspot/hotset"
 )
 
 // Config tunes an Aggregator. A zero field means its default.
@@ -66,15 +64,6 @@ type Config struct {
 	MaxBodyBytes int64 // largest accepted partials body; 0 means 1 MiB
 
 	Recorder Recorder // told every promotion and demotion (history, webhooks); nil: none
-	// Listed, when set, looks a key up in the hot set every shard has
-	// published (hotspotd: its watcher of ZooKeeper). A detected key listed
-	// there whose first counts reach this shard, because the ring moved it
-	// here (a shard joined, or came back from a partition), is adopted as
-	// at a restart: hot at its published rate until a window of its counts
-	// has arrived here ("Restart with the same id"), not read at the part
-	// of the window seen so far. Called under the shard's lock: it must
-	// not block.
-	Listed func(app, key string) (hotset.Key, bool)
 
 	// Peers gives every shard's candidates for the top-K cut of rules in
 	// mode topk (hotspotd passes its internal/shardclient Client); nil: this shard cuts

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotspot-dev/hotspot/hotset"
 	"github.com/hotspot-dev/hotspot/internal/wire"
 )
 
@@ -784,63 +783,5 @@ func TestBacklogPlacedByWeights(t *testing.T) {
 				t.Errorf("after the backlog the rate read up to %.1f%% above 2000/s, want %.0f%% to %.0f%%", 100*worst, 100*tt.wantOverMin, 100*tt.maxOver)
 			}
 		})
-	}
-}
-
-// TestMovedKeyAdopted: the ring moves three keys at 1500/s to this shard (it
-// came back from a partition). "moved" is listed hot by the shard that had
-// it (Config.Listed); "new" is listed nowhere. 300 ms after their first
-// counts here, "moved" is hot at its published rate, where its own window
-// holds 600; "new" has not crossed yet. A window later both read their
-// rate. A pinned key is not adopted: it is not this shard's to list.
-func TestMovedKeyAdopted(t *testing.T) {
-	listed := map[string]hotset.Key{
-		"moved":  {Key: "moved", Rate: 1500, Since: 1_699_999_000_000},
-		"pinned": {Key: "pinned", Rate: 1500, Source: "pinned"},
-	}
-	a := mustNew(t, Config{Listed: func(app, key string) (hotset.Key, bool) {
-		k, ok := listed[key]
-		return k, ok && app == "app"
-	}}, &fakePub{})
-	start := time.Unix(1_700_000_000, 0)
-	var seq uint64
-	read := func(key string, now time.Time) KeyState {
-		st, _ := a.t.key("app", key, now)
-		return st
-	}
-	for ms := 0; ms <= 1500; ms += 100 {
-		now := start.Add(time.Duration(ms) * time.Millisecond)
-		seq++
-		var entries []wire.KeyCount
-		for _, k := range []string{"moved", "new", "pinned"} {
-			entries = append(entries, wire.KeyCount{Key: k, Count: 150})
-		}
-		b := &wire.PartialBatch{Source: "d1", Seq: seq, At: now.UnixMilli(), End: now.Add(-50 * time.Millisecond).UnixMilli(),
-			Span: 100, Groups: []wire.PartialGroup{{App: "app", Entries: entries}}}
-		if _, err := a.apply(wire.AppendPartials(nil, b), now); err != nil {
-			t.Fatal(err)
-		}
-		a.t.sweep(now)
-		switch ms {
-		case 300:
-			if st := read("moved", now); !st.Hot || math.Abs(st.Rate-1500) > 45 {
-				t.Errorf("+300ms: moved hot %v at %.0f/s, want hot at 1500/s (its published rate)", st.Hot, st.Rate)
-			}
-			if st := read("new", now); st.Hot {
-				t.Errorf("+300ms: new hot at %.0f/s, want not yet", st.Rate)
-			}
-			if st := read("pinned", now); st.Hot {
-				t.Errorf("+300ms: pinned adopted (hot at %.0f/s), want it left to its pin", st.Rate)
-			}
-		case 1500:
-			for _, k := range []string{"moved", "new"} {
-				if st := read(k, now); !st.Hot || math.Abs(st.Rate-1500) > 45 {
-					t.Errorf("+1.5s: %s hot %v at %.0f/s, want hot at 1500/s", k, st.Hot, st.Rate)
-				}
-			}
-		}
-	}
-	if got := testutil.ToFloat64(a.m.adopted); got != 1 {
-		t.Errorf("adopted_keys_total = %v, want 1", got)
 	}
 }

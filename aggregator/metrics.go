@@ -26,16 +26,12 @@ type metrics struct {
 	effect           *prometheus.CounterVec // the apps' reads of hot keys, by app and outcome
 	instancesDropped prometheus.Counter     // instance reports left out: maxInstances held
 	unsure           prometheus.Counter     // times the reach fell more than a window behind (table.unsure)
-	adopted          prometheus.Counter     // keys another shard listed hot, adopted on their first counts here (Config.Listed)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg) // nil reg: counts, exports nothing
 	const ns, sub = "hotspot", "aggregator"
 	m := &metrics{
-		adopted: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "adopted_keys_total",
-			Help: "Keys listed hot by another shard that this shard adopted at their first counts here (the ring moved them): hot at their published rate until a window of their counts arrived."}),
 		unsure: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "reach_behind_total",
 			Help: "Times the detectors' reach fell more than a window behind the clock: rates were unsure (hot keys neither demoted nor read lower) until it caught up."}),

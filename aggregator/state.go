@@ -89,9 +89,8 @@ type params struct {
 	maxHot   int
 	maxNear  int
 	topK     int
-	record   bool                                     // keep decisions for Config.Recorder
-	listed   func(app, key string) (hotset.Key, bool) // Config.Listed
-	def      rules.Effective                          // the default rule, from Config
+	record   bool            // keep decisions for Config.Recorder
+	def      rules.Effective // the default rule, from Config
 }
 
 func newParams(c Config) params {
@@ -116,7 +115,6 @@ func newParams(c Config) params {
 		maxNear:  c.MaxNearKeys,
 		topK:     c.TopK,
 		record:   c.Recorder != nil,
-		listed:   c.Listed,
 		def:      rules.Default(c.Threshold, c.Window, c.Hold, c.LowMark/c.Threshold),
 	}
 }
@@ -344,7 +342,6 @@ type tally struct{ n, writes, bytes, writeBytes uint64 }
 func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 	b := t.bucket(now)
 	var e *entry
-	adopted := false
 	as := t.apps[string(app)]
 	if as != nil {
 		e = as.keys[string(key)]
@@ -378,15 +375,6 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		t.entries = append(t.entries, e)
 		t.m.tracked.Set(float64(len(t.entries)))
 		t.grew(cost)
-		if t.p.listed != nil && r.eff.Mode == rules.Threshold && len(as.hot) < t.p.maxHot {
-			if k, ok := t.p.listed(as.name, e.key); ok && (k.Source == "" || k.Source == "detected") {
-				t.adopt(e, k, now)
-				as.dirty = true
-				adopted = true
-				t.m.adopted.Inc()
-				t.m.hot.WithLabelValues(as.name).Set(float64(len(as.hot)))
-			}
-		}
 	}
 	if n == 0 {
 		return false
@@ -403,7 +391,7 @@ func (t *table) add(app, key []byte, c tally, now time.Time, sp span) bool {
 		e.fresh = true
 		t.fresh = append(t.fresh, e)
 	}
-	return t.check(e, b, now) || adopted
+	return t.check(e, b, now)
 }
 
 // check runs the rule's promotion on e at now (bucket b) over the
@@ -780,9 +768,16 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 		if t.bytes+cost > t.p.maxBytes {
 			continue
 		}
-		e := &entry{app: as, key: k.Key, idx: len(t.entries), r: r, win: t.newWindow(b, r)}
-		t.adopt(e, k, now)
+		seed := k.Rate
+		if k.Kind != r.kind && !(k.Kind == "" && r.kind == string(rules.KindCount)) {
+			seed = 0 // published in another measure
+		}
+		e := &entry{
+			app: as, key: k.Key, idx: len(t.entries), r: r, win: t.newWindow(b, r),
+			hot: true, since: time.UnixMilli(k.Since), seed: seed, holdFrom: now.Add(r.window), confirmed: now,
+		}
 		as.keys[e.key] = e
+		as.hot[e.key] = e
 		t.entries = append(t.entries, e)
 		t.grew(cost)
 		n++
@@ -790,17 +785,4 @@ func (t *table) restore(s *hotset.Shard, now time.Time) int {
 	t.m.tracked.Set(float64(len(t.entries)))
 	t.m.hot.WithLabelValues(as.name).Set(float64(len(as.hot)))
 	return n
-}
-
-// adopt makes e hot as k, a published key (a restart's own, or another
-// shard's that the ring moved here), with k's since and rate: its rate
-// reads k's until the live stream has had a window (holdFrom), then the
-// hold runs as for any hot key. The caller holds t.mu.
-func (t *table) adopt(e *entry, k hotset.Key, now time.Time) {
-	seed := k.Rate
-	if k.Kind != e.r.kind && !(k.Kind == "" && e.r.kind == string(rules.KindCount)) {
-		seed = 0 // published in another measure
-	}
-	e.hot, e.since, e.seed, e.holdFrom, e.confirmed = true, time.UnixMilli(k.Since), seed, now.Add(e.r.window), now
-	e.app.hot[e.key] = e
 }

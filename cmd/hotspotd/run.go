@@ -155,7 +155,7 @@ func build(ctx context.Context, p *parts) error {
 		if p.rec.Records() {
 			rec = p.rec
 		}
-		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, rec, p.watcher, log, p.reg); err != nil {
+		if p.agg, err = newAggregator(cfg, p.sess, p.aggs, rec, log, p.reg); err != nil {
 			return err
 		}
 	}
@@ -220,9 +220,8 @@ func newRecording(ctx context.Context, cfg config, sess *zkgroup.Session, log *s
 	return recording.New(ctx, sess, rcfg)
 }
 
-// newAggregator returns the aggregator role, publishing to ZooKeeper; it
-// adopts the keys that the ring moves to it from the hot set w watches.
-func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, rec aggregator.Recorder, w *hotwatch.Watcher, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
+// newAggregator returns the aggregator role, publishing to ZooKeeper.
+func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, rec aggregator.Recorder, log *slog.Logger, reg prometheus.Registerer) (*aggregator.Aggregator, error) {
 	pub, err := zkpublish.New(sess, zkpublish.Config{Root: cfg.zkRoot, Logger: log})
 	if err != nil {
 		return nil, err
@@ -231,7 +230,6 @@ func newAggregator(cfg config, sess *zkgroup.Session, peers aggregator.Peers, re
 		ID: cfg.id, Addr: cfg.advertise, Threshold: cfg.threshold, Window: cfg.window,
 		LowMark: cfg.lowMark * cfg.threshold, Hold: cfg.hold, MaxBytes: cfg.aggMaxMiB << 20,
 		Recorder: rec, Peers: peers, Logger: log, Registerer: reg,
-		Listed: func(app, key string) (hotset.Key, bool) { return w.Snapshot().Key(app, key) },
 	}, pub)
 }
 
