@@ -157,6 +157,9 @@ func serveGoroutines(ctx context.Context, addr string) error {
 					return
 				}
 				buf = buf[:copy(buf, buf[used:])]
+				if len(out) == 0 {
+					continue // the rest of a command is still to come
+				}
 				if _, err := c.Write(out); err != nil {
 					return
 				}
