@@ -115,8 +115,8 @@ func waitSnapshot(t *testing.T, w *Watcher, what string, want map[string]hotset.
 }
 
 // putParts writes app's shard as part nodes of generation gen and a lease
-// (nil: none) with keys, in a fake ZooKeeper. The lease carries the keys'
-// rates times leaseRate for parts of generation gen.
+// with keys, in a fake ZooKeeper. The lease carries the keys' rates times
+// leaseRate for parts of generation gen.
 func putParts(t *testing.T, f *fakeZK, app, shard string, gen uint64, lease *hotset.Lease, leaseRate float64, keys ...hotset.Key) {
 	t.Helper()
 	f.set(hotset.PartsAppDir(root, app), hotset.Escape(shard), []byte{})
@@ -135,10 +135,6 @@ func putParts(t *testing.T, f *fakeZK, app, shard string, gen uint64, lease *hot
 			rates[i] = append(rates[i], k.Rate*leaseRate)
 		}
 	}
-	if lease == nil {
-		f.set(dir, hotset.LeaseNode, nil)
-		return
-	}
 	l := *lease
 	l.Gen, l.Rates = gens, rates
 	b, err := hotset.EncodeLease(l)
@@ -146,6 +142,16 @@ func putParts(t *testing.T, f *fakeZK, app, shard string, gen uint64, lease *hot
 		t.Fatal(err)
 	}
 	f.set(dir, hotset.LeaseNode, b)
+}
+
+// removeParts deletes app's shard's part nodes as the publisher does: the
+// lease first, so that no reader sees the parts go under a valid lease.
+func removeParts(f *fakeZK, app, shard string) {
+	dir := hotset.PartsShardDir(root, app, shard)
+	f.set(dir, hotset.LeaseNode, nil)
+	for i := range hotset.NumParts {
+		f.set(dir, hotset.PartName(i), nil)
+	}
 }
 
 // TestPartsTakeOverAndBack checks the moves between a shard's two forms,
@@ -186,7 +192,7 @@ func TestPartsTakeOverAndBack(t *testing.T) {
 			}, []string{"a", "c"}},
 			{"the lease goes: the shard node is back in charge", func() {
 				putShard(t, f, "shop", "agg-1", now, 10*time.Second, hotset.Key{Key: "a", Rate: 10}, hotset.Key{Key: "c", Rate: 1})
-				putParts(t, f, "shop", "agg-1", 2, nil, 1)
+				removeParts(f, "shop", "agg-1")
 			}, []string{"a", "c"}},
 			{"the shard node changes", func() {
 				putShard(t, f, "shop", "agg-1", now, 10*time.Second, hotset.Key{Key: "a", Rate: 10})
