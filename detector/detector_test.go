@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hotspot-dev/hotspot/internal/wire"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -681,13 +682,13 @@ func TestSpanFollowsEventTime(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			synctest.Wait()
 		}
-		// Live: partition 0 every round; partition 1 every third, with an
-		// entry 100 ms older.
+		// Live: partition 0 every round; partition 1 every third, with
+		// entries from 100 ms before to now.
 		want := []time.Duration{100 * time.Millisecond, 0, 0, 100 * time.Millisecond, 0, 0, 400 * time.Millisecond} // the backlog: five records 100 ms apart
 		for i := range 6 {
 			topic.append(0, rec("a", 0))
 			if i%3 == 0 {
-				topic.append(1, rec("b", 100*time.Millisecond))
+				topic.append(1, rec("b", 100*time.Millisecond), rec("b", 0))
 			}
 			round()
 		}
@@ -712,6 +713,68 @@ func TestSpanFollowsEventTime(t *testing.T) {
 			if sp != want[i] {
 				t.Errorf("round %d: span %v, want %v", i+1, sp, want[i])
 			}
+		}
+	})
+}
+
+// TestLaggingPartitionFlushesApart: a round in which one partition read
+// event times that the others did not (it lags them) sends its counts in a
+// Flush of their own, before the others', each with its own End and
+// weights; an aggregator places each where it happened instead of
+// spreading both over the steps of both (issue 41: 5–6 % of a window
+// misplaced). A key on both partitions is then sent once per Flush.
+func TestLaggingPartitionFlushesApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(3)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		src.assign(0, 1, 2)
+		_, stop := startFake(t, Config{Alpha: -1}, src, sink)
+		defer stop()
+		rec := func(key string, count int, ago time.Duration) []byte {
+			return wire.AppendJSON(nil, wire.Event{Key: key, Count: uint64(count), TS: time.Now().Add(-ago).UnixMilli()})
+		}
+		time.Sleep(50 * time.Millisecond) // mid-step: "now" and 300 ms ago are apart
+		topic.append(0, rec("a", 2, 0), rec("both", 1, 0))
+		topic.append(1, rec("a", 3, 0))
+		topic.append(2, rec("b", 4, 300*time.Millisecond), rec("both", 5, 300*time.Millisecond))
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+
+		sink.mu.Lock()
+		flushes, calls := slices.Clone(sink.flushes), slices.Clone(sink.calls)
+		sink.mu.Unlock()
+		if len(flushes) != 2 {
+			t.Fatalf("%d sends with counts, want 2 (the lagging partition's, the others')", len(flushes))
+		}
+		sums := func(cs []Count) map[string]uint64 {
+			m := map[string]uint64{}
+			for _, c := range cs {
+				m[c.Key] += c.N
+			}
+			return m
+		}
+		now := time.Now()
+		tests := []struct {
+			end     time.Time
+			weights []uint64
+			counts  map[string]uint64
+		}{
+			{now.Add(-400 * time.Millisecond), []uint64{9}, map[string]uint64{"b": 4, "both": 5}},
+			{now.Add(-100 * time.Millisecond), []uint64{6}, map[string]uint64{"a": 5, "both": 1}},
+		}
+		for i, tt := range tests {
+			fl := flushes[i]
+			if !fl.End.Equal(tt.end.Truncate(time.Millisecond)) || fl.Span != 0 || !slices.Equal(fl.Weights, tt.weights) {
+				t.Errorf("flush %d: End %v, Span %v, Weights %v; want End %v, Span 0, Weights %v",
+					i, fl.End, fl.Span, fl.Weights, tt.end, tt.weights)
+			}
+			if got := sums(calls[i]); !maps.Equal(got, tt.counts) {
+				t.Errorf("flush %d: counts %v, want %v", i, got, tt.counts)
+			}
+		}
+		if flushes[0].Seq == flushes[1].Seq {
+			t.Errorf("both flushes numbered %d: an aggregator would drop the second as a retry", flushes[0].Seq)
 		}
 	})
 }

@@ -24,16 +24,15 @@ type flusher struct {
 	early    chan uint64 // rounds the workers ask to end now
 	nextID   uint64
 
-	merged     []Count
+	parts      []partial                // the round's partials
+	order      []int                    // scratch of group
+	groups     []*group                 // the round's counts, one Flush each, oldest first
+	step       int64                    // Bucket in milliseconds: the step of the spreads
 	sources    []KeySources             // the workers' sources of the round, side by side (a key may repeat)
 	effects    []KeyEffect              // the same of the effects
 	instances  []InstanceEffect         // and of the effects per instance
-	span       time.Duration            // event time the merged counts cover (see Flush)
-	end        int64                    // newest event time of the merged counts, Unix ms; 0: none
 	reach      int64                    // the last event time of the partitions that are late, Unix ms; 0: none (see stalls)
 	stalls     *stalls                  // each partition's cadence, for reach
-	spread     spread                   // the merged counts' accesses per step of event time
-	index      map[appKey]int           // merged index by key
 	offsets    map[TopicPartition]int64 // partition -> next offset to read, as of the last round
 	taken      map[TopicPartition]int64 // the same as of the last round the Sink took
 	committed  map[TopicPartition]int64 // partition -> last offset committed
@@ -51,12 +50,11 @@ func newFlusher(d *Detector, gen Generation, workers int, fail func(error)) *flu
 		fail:      fail,
 		partials:  make(chan partial, workers),
 		early:     make(chan uint64, workers),
-		index:     make(map[appKey]int),
 		offsets:   make(map[TopicPartition]int64),
 		taken:     make(map[TopicPartition]int64),
 		committed: make(map[TopicPartition]int64),
 		toCommit:  make(map[TopicPartition]int64),
-		spread:    spread{step: max(d.cfg.Bucket.Milliseconds(), 1)},
+		step:      max(d.cfg.Bucket.Milliseconds(), 1),
 		stalls:    newStalls(d.cfg),
 	}
 	f.publish()
@@ -215,25 +213,25 @@ func (f *flusher) fence(runCtx, gctx context.Context) (unconfirmed bool, err err
 		f.d.log.Warn("detector: process stood still; its counts wait until the group confirms its partitions", "err", err)
 		select {
 		case <-gctx.Done():
-			return true, fmt.Errorf("detector: generation ended while the process stood still, %d counts dropped: %w", len(f.merged), err)
+			return true, fmt.Errorf("detector: generation ended while the process stood still, %d counts dropped: %w", f.counts(), err)
 		case <-runCtx.Done():
-			return true, fmt.Errorf("detector: stopped while the process stood still, %d counts dropped: %w", len(f.merged), err)
+			return true, fmt.Errorf("detector: stopped while the process stood still, %d counts dropped: %w", f.counts(), err)
 		case <-time.After(f.d.cfg.Flush):
 		}
 	}
 }
 
-// collect receives every worker's partial for round id and merges them.
+// collect receives every worker's partial for round id and merges them
+// into groups.
 func (f *flusher) collect(id uint64) {
-	f.merged = f.merged[:0]
 	clear(f.sources)
 	clear(f.effects)
 	clear(f.instances)
 	f.sources, f.effects, f.instances = f.sources[:0], f.effects[:0], f.instances[:0]
-	clear(f.index)
+	clear(f.parts)
+	f.parts = f.parts[:0]
 	keys := 0
-	var oldest, newest int64
-	f.spread.reset()
+	var newest int64
 	now := time.Now()
 	for range f.workers {
 		p := <-f.partials
@@ -244,9 +242,6 @@ func (f *flusher) collect(id uint64) {
 		f.stalls.see(p.partition, id, p.newest, now)
 		keys += p.keys
 		newest = max(newest, p.newest)
-		if p.oldest > 0 && (oldest == 0 || p.oldest < oldest) {
-			oldest = p.oldest
-		}
 		if p.rewound {
 			// The offsets of the old log mean nothing for the new one:
 			// the new log's may be committed and handed on though lower.
@@ -258,30 +253,17 @@ func (f *flusher) collect(id uint64) {
 		if p.offset >= 0 {
 			f.offsets[p.partition] = p.offset
 		}
-		f.spread.merge(p.spread)
 		f.sources = append(f.sources, p.sources...)
 		f.effects = append(f.effects, p.effects...)
 		f.instances = append(f.instances, p.instances...)
-		if f.workers == 1 {
-			f.merged = append(f.merged, p.counts...)
-			continue
-		}
-		for _, c := range p.counts {
-			k := appKey{c.App, c.Key}
-			if i, ok := f.index[k]; ok {
-				m := &f.merged[i]
-				m.N = satAdd(m.N, c.N)
-				m.Writes = satAdd(m.Writes, c.Writes)
-				m.Bytes = satAdd(m.Bytes, c.Bytes)
-				m.WriteBytes = satAdd(m.WriteBytes, c.WriteBytes)
-				continue
-			}
-			f.index[k] = len(f.merged)
-			f.merged = append(f.merged, c)
-		}
+		f.parts = append(f.parts, p)
+	}
+	f.group()
+	if len(f.groups) > 1 {
+		f.d.m.splitRounds.Inc()
 	}
 	f.d.m.keys.Set(float64(keys))
-	// The round's counts happened between the oldest and the newest event
+	// A group's counts happened between the oldest and the newest event
 	// time its entries carry, and the aggregator spreads them evenly over
 	// that stretch: a live round covers the event times it read (nothing
 	// when one record's entries share one time), the first round of a
@@ -299,11 +281,8 @@ func (f *flusher) collect(id uint64) {
 	// in that stretch, per Bucket of event time, so that the aggregators
 	// place them where they happened: a backlog's few records far apart
 	// are not spread over the stretch between them, which other
-	// partitions' records have filled.
-	f.span, f.end = 0, newest
-	if newest > 0 && oldest > 0 {
-		f.span = time.Duration(newest-oldest) * time.Millisecond
-	}
+	// partitions' records have filled; and a lagging partition's counts,
+	// in a group of their own, are not spread over the others' steps.
 	// A late partition's accesses after its last event time are still to
 	// come: the round's reach stops there (see stalls).
 	reach, late := f.stalls.reach(id, now)
@@ -319,39 +298,60 @@ func (f *flusher) collect(id uint64) {
 // owner reads the uncommitted records again.
 const shutdownSend = 5 * time.Second
 
-// send hands the merged counts to the Sink, retrying the same Flush with
-// backoff until it takes them. It gives up only when the generation ends
-// (the partitions' next owner reads the records again, so these counts must
-// not be sent late) or, once runCtx ended, after shutdownSend more. A Sink
-// failing for SendTimeout makes the detector unhealthy, not the process
-// exit: the co-located aggregator and API stay up, and counting resumes when
-// an aggregator is back. An empty round is sent too: it tells the
-// aggregators this detector is running (they pause demotions while every
-// detector is silent).
+// send hands the round's groups to the Sink, one Flush each, oldest first
+// (an aggregator's reach for this detector then never passes counts still to
+// come), retrying each with backoff until the Sink takes it. It gives up
+// only when the generation ends (the partitions' next owner reads the
+// records again, so these counts must not be sent late) or, once runCtx
+// ended, after shutdownSend more. A Sink failing for SendTimeout makes the
+// detector unhealthy, not the process exit: the co-located aggregator and
+// API stay up, and counting resumes when an aggregator is back. An empty
+// round is sent too: it tells the aggregators this detector is running (they
+// pause demotions while every detector is silent).
+//
+// Given up after some of a round's groups were taken, the round's records
+// are read again by the next owner and those groups counted twice: the same
+// bound as a round whose batch one aggregator took and another refused.
 func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
-	fl := Flush{At: at, Span: f.span, Seq: f.d.seq.Add(1), Sources: f.sources, Effects: f.effects,
-		Instances: f.instances}
-	if f.reach > 0 {
-		fl.Reach = time.UnixMilli(f.reach)
-	}
-	if f.end > 0 {
-		fl.End = time.UnixMilli(f.end)
-		fl.Step, fl.Weights = time.Duration(f.spread.step)*time.Millisecond, f.spread.weights()
-	}
-	backoff := 50 * time.Millisecond
 	var stop <-chan time.Time // after runCtx ended: the last SendTimeout
+	keys := 0
+	for i, g := range f.groups {
+		fl := Flush{At: at, Span: g.span(), Seq: f.d.seq.Add(1)}
+		if i == 0 {
+			fl.Sources, fl.Effects, fl.Instances = f.sources, f.effects, f.instances
+		}
+		if f.reach > 0 {
+			fl.Reach = time.UnixMilli(f.reach)
+		}
+		if g.newest > 0 {
+			fl.End = time.UnixMilli(g.newest)
+			fl.Step, fl.Weights = time.Duration(f.step)*time.Millisecond, g.spread.weights()
+		}
+		if err := f.sendFlush(runCtx, gctx, at, fl, g.counts, &stop); err != nil {
+			return err
+		}
+		keys += len(g.counts)
+	}
+	maps.Copy(f.taken, f.offsets)
+	f.d.m.flushSecs.Observe(time.Since(at).Seconds())
+	f.d.m.flushKeys.Observe(float64(keys))
+	return nil
+}
+
+// sendFlush hands one Flush of round at to the Sink (see send). stop is
+// the shutdown deadline, set once runCtx has ended, shared by the round's
+// flushes.
+func (f *flusher) sendFlush(runCtx, gctx context.Context, at time.Time, fl Flush, counts []Count, stop *<-chan time.Time) error {
+	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		limit := f.d.cfg.SendTimeout
-		if stop != nil {
+		if *stop != nil {
 			limit = min(limit, shutdownSend)
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), limit)
-		err := f.d.sink.Send(ctx, fl, f.merged)
+		err := f.d.sink.Send(ctx, fl, counts)
 		cancel()
 		if err == nil {
-			maps.Copy(f.taken, f.offsets)
-			f.d.m.flushSecs.Observe(time.Since(at).Seconds())
-			f.d.m.flushKeys.Observe(float64(len(f.merged)))
 			f.d.healthy(nil)
 			return nil
 		}
@@ -359,13 +359,13 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 		if time.Since(at) >= f.d.cfg.SendTimeout {
 			f.d.healthy(fmt.Errorf("detector: sink refused counts for %v: %w", time.Since(at).Round(time.Second), err))
 		}
-		f.d.log.Warn("detector: sink refused counts; retrying", "keys", len(f.merged), "attempt", attempt, "err", err)
-		if stop == nil && runCtx.Err() != nil {
-			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
+		f.d.log.Warn("detector: sink refused counts; retrying", "keys", len(counts), "attempt", attempt, "err", err)
+		if *stop == nil && runCtx.Err() != nil {
+			*stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
 		}
 		t := time.NewTimer(backoff)
 		ended, canceled := gctx.Done(), runCtx.Done()
-		if stop != nil {
+		if *stop != nil {
 			// Close ends the generation: these are the last counts.
 			ended, canceled = nil, nil
 		}
@@ -373,13 +373,13 @@ func (f *flusher) send(runCtx, gctx context.Context, at time.Time) error {
 		case <-ended:
 			t.Stop()
 			return fmt.Errorf("detector: generation ended with %d counts not taken by the sink, offsets left uncommitted: %w",
-				len(f.merged), err)
-		case <-stop:
+				len(counts), err)
+		case <-*stop:
 			t.Stop()
-			return fmt.Errorf("detector: sink refused %d counts at shutdown, offsets left uncommitted: %w", len(f.merged), err)
+			return fmt.Errorf("detector: sink refused %d counts at shutdown, offsets left uncommitted: %w", len(counts), err)
 		case <-canceled:
 			t.Stop()
-			stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
+			*stop = time.After(min(f.d.cfg.SendTimeout, shutdownSend))
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 2*time.Second)

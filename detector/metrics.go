@@ -26,6 +26,7 @@ type metrics struct {
 	commitErrs  prometheus.Counter
 	fetchErrs   prometheus.Counter
 	earlyRounds prometheus.Counter
+	splitRounds prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,6 +47,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		fetchErrs:  f.NewCounter(opts("fetch_errors_total", "Failed fetches (other than cancellation).")),
 		earlyRounds: f.NewCounter(opts("early_rounds_total",
 			"Rounds ended before their flush tick because a key turned hot in them (their offsets are committed at the next tick).")),
+		splitRounds: f.NewCounter(opts("split_rounds_total",
+			"Rounds sent as more than one flush because some partitions read event times the others did not (they lag).")),
 		keys: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "keys",
 			Help: "Keys tracked in the windowed counters, all partitions."}),
 		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",

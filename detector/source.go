@@ -18,8 +18,10 @@ type Flush = shardapi.Flush
 
 // Sink receives each flush's partial counts.
 //
-// Send is called once per flush round, with no counts when there is
-// nothing to forward (a liveness signal). It returns once the counts are
+// Send is called at least once per flush round, with no counts when there
+// is nothing to forward (a liveness signal); once per group of partitions
+// that read overlapping event times, oldest first, when a partition lags
+// the others, so that each Flush's weights are those of its counts. It returns once the counts are
 // handed on. Run commits the offsets of the records behind them only after
 // Send returned nil; on an error it retries the same counts (same Flush)
 // with backoff and never commits past them. counts is reused after Send
