@@ -442,11 +442,44 @@ func firstFlushes(t *testing.T, src *fakeSource, sink *fakeSink) []Flush {
 	return slices.Clone(sink.flushes)
 }
 
+// placed returns the accesses the flushes fls place per step of event time
+// (Unix ms of its start), as an aggregator reads their weights: from the
+// step of End-Span on.
+func placed(fls []Flush) map[int64]uint64 {
+	out := map[int64]uint64{}
+	for _, fl := range fls {
+		step := fl.Step.Milliseconds()
+		start := fl.End.Add(-fl.Span).UnixMilli() / step * step
+		for i, w := range fl.Weights {
+			if w > 0 {
+				out[start+int64(i)*step] += w
+			}
+		}
+	}
+	return out
+}
+
+// byRound returns the flushes fls grouped by round (the same At), in order,
+// and checks that each round sends its flushes oldest first.
+func byRound(t *testing.T, fls []Flush) [][]Flush {
+	t.Helper()
+	var out [][]Flush
+	for i, fl := range fls {
+		if i == 0 || !fl.At.Equal(fls[i-1].At) {
+			out = append(out, nil)
+		} else if prev := fls[i-1]; !prev.End.Before(fl.End) {
+			t.Errorf("round at %v: a flush ending %v after one ending %v, want the oldest first", fl.At, fl.End, prev.End)
+		}
+		out[len(out)-1] = append(out[len(out)-1], fl)
+	}
+	return out
+}
+
 // TestFirstRoundSpansTheBacklog: a generation that starts on a backlog (the
 // partitions of a dead owner) counts only what is younger than MaxAge (twice
 // the window: what an aggregator's window may still cover), and hands the
 // Sink the event time that covers, ending at its newest event, not one
-// flush: the aggregator counts it where it happened.
+// flush: the aggregator counts each access where it happened.
 func TestFirstRoundSpansTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		topic := newFakeTopic(2)
@@ -458,10 +491,16 @@ func TestFirstRoundSpansTheBacklog(t *testing.T) {
 			topic.append(i%2, wire.AppendJSON(nil, wire.Event{Key: "k", TS: ts}))
 		}
 		src.assign(0, 1)
-		fl := firstFlushes(t, src, sink)
-		wantEnd := now.Add(-100 * time.Millisecond).UnixMilli()
-		if got := fl[0]; got.Span != 1900*time.Millisecond || got.End.UnixMilli() != wantEnd {
-			t.Errorf("first round: span %v end %d, want 1.9s ending %d", got.Span, got.End.UnixMilli(), wantEnd)
+		fl := byRound(t, firstFlushes(t, src, sink))[0]
+		if got, want := fl[len(fl)-1].End, now.Add(-100*time.Millisecond); !got.Equal(want) {
+			t.Errorf("first round ends at %v, want %v", got, want)
+		}
+		want := map[int64]uint64{}
+		for i := 45; i < 65; i++ { // the last 2 s (MaxAge)
+			want[now.Add(time.Duration(i-65)*100*time.Millisecond).UnixMilli()] = 1
+		}
+		if got := placed(fl); !maps.Equal(got, want) {
+			t.Errorf("first round places %v, want %v", got, want)
 		}
 		if got := sink.got()["default/k"]; got != 20 {
 			t.Errorf("counted %d accesses of the backlog, want the 20 of the last two windows", got)
@@ -484,10 +523,10 @@ func TestRoundWeightsFollowEventTime(t *testing.T) {
 		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-100)}))
 		topic.append(0, wire.AppendJSON(nil, wire.Event{Key: "k", TS: at(-60)}))
 		src.assign(0, 1)
-		fl := firstFlushes(t, src, sink)
-		want := []uint64{2, 0, 0, 0, 0, 0, 0, 0, 2} // from the step of -900 ms to that of -60 ms
-		if got := fl[0]; got.Step != 100*time.Millisecond || !slices.Equal(got.Weights, want) || got.End.UnixMilli() != at(-60) {
-			t.Errorf("first round: step %v weights %v end %d, want 100ms %v ending %d", got.Step, got.Weights, got.End.UnixMilli(), want, at(-60))
+		fl := byRound(t, firstFlushes(t, src, sink))[0]
+		want := map[int64]uint64{at(-900): 2, at(-100): 2}
+		if got := placed(fl); !maps.Equal(got, want) || fl[len(fl)-1].End.UnixMilli() != at(-60) {
+			t.Errorf("first round places %v ending %v, want %v ending %d", got, fl[len(fl)-1].End.UnixMilli(), want, at(-60))
 		}
 	})
 }
@@ -683,35 +722,48 @@ func TestSpanFollowsEventTime(t *testing.T) {
 			synctest.Wait()
 		}
 		// Live: partition 0 every round; partition 1 every third, with
-		// entries from 100 ms before to now.
-		want := []time.Duration{100 * time.Millisecond, 0, 0, 100 * time.Millisecond, 0, 0, 400 * time.Millisecond} // the backlog: five records 100 ms apart
+		// an entry 100 ms before and one now. Records come at ticks, on
+		// step boundaries.
+		ms := func(ago time.Duration) int64 { return time.Now().Add(-ago).UnixMilli() }
+		var want []map[int64]uint64
 		for i := range 6 {
 			topic.append(0, rec("a", 0))
 			if i%3 == 0 {
 				topic.append(1, rec("b", 100*time.Millisecond), rec("b", 0))
+				want = append(want, map[int64]uint64{ms(100 * time.Millisecond): 1, ms(0): 2})
+			} else {
+				want = append(want, map[int64]uint64{ms(0): 1})
 			}
 			round()
 		}
 		// The reader stalls for 500 ms, then reads it all at once.
 		var backlog0, backlog1 [][]byte
+		catchUp := map[int64]uint64{}
 		for range 5 {
 			backlog0 = append(backlog0, rec("a", 0))
 			backlog1 = append(backlog1, rec("b", 0))
+			catchUp[ms(0)] = 2
 			round()
 		}
+		want = append(want, catchUp)
 		topic.append(0, backlog0...)
 		topic.append(1, backlog1...)
 		round()
 
 		sink.mu.Lock()
-		spans := slices.Clone(sink.spans)
+		rounds := byRound(t, sink.flushes)
 		sink.mu.Unlock()
-		if len(spans) != 7 {
-			t.Fatalf("%d sends with counts, want 7 (6 live rounds, 1 catch-up)", len(spans))
+		if len(rounds) != 7 {
+			t.Fatalf("%d rounds with counts, want 7 (6 live rounds, 1 catch-up)", len(rounds))
 		}
-		for i, sp := range spans {
-			if sp != want[i] {
-				t.Errorf("round %d: span %v, want %v", i+1, sp, want[i])
+		for i, fl := range rounds {
+			if got := placed(fl); !maps.Equal(got, want[i]) {
+				t.Errorf("round %d places %v, want %v", i+1, got, want[i])
+			}
+			for _, f := range fl {
+				if f.Span >= time.Duration(len(f.Weights))*100*time.Millisecond {
+					t.Errorf("round %d: a flush spans %v, past its %d steps of weights", i+1, f.Span, len(f.Weights))
+				}
 			}
 		}
 	})
@@ -775,6 +827,49 @@ func TestLaggingPartitionFlushesApart(t *testing.T) {
 		}
 		if flushes[0].Seq == flushes[1].Seq {
 			t.Errorf("both flushes numbered %d: an aggregator would drop the second as a retry", flushes[0].Seq)
+		}
+	})
+}
+
+// TestRecordsOfTwoStepsCutTheRound: a partition that reads records of two
+// steps of event time in one round (a producer's two batches 100 ms apart)
+// sends each record's keys with the step it happened in, not spread over
+// both: the key of the older batch is placed in the older step only.
+func TestRecordsOfTwoStepsCutTheRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topic := newFakeTopic(1)
+		src := newFakeSource(topic)
+		sink := newFakeSink(topic)
+		now := time.Now() // a whole second: steps start at now - k×100 ms
+		topic.append(0, wire.AppendBatch(nil, "", now.Add(-150*time.Millisecond).UnixMilli(), []wire.KeyCount{{Key: "old", Count: 3}, {Key: "both", Count: 1}}))
+		topic.append(0, wire.AppendBatch(nil, "", now.Add(-50*time.Millisecond).UnixMilli(), []wire.KeyCount{{Key: "new", Count: 4}, {Key: "both", Count: 2}}))
+		src.assign(0)
+		fls := byRound(t, firstFlushes(t, src, sink))[0]
+		sink.mu.Lock()
+		calls := slices.Clone(sink.calls)
+		sink.mu.Unlock()
+		if len(fls) != 2 {
+			t.Fatalf("the round sent %d flushes, want 2 (one per step)", len(fls))
+		}
+		wants := []struct {
+			at       int64 // the step
+			accesses uint64
+			counts   map[string]uint64
+		}{
+			{now.Add(-200 * time.Millisecond).UnixMilli(), 4, map[string]uint64{"old": 3, "both": 1}},
+			{now.Add(-100 * time.Millisecond).UnixMilli(), 6, map[string]uint64{"new": 4, "both": 2}},
+		}
+		for i, w := range wants {
+			if got, want := placed(fls[i:i+1]), map[int64]uint64{w.at: w.accesses}; !maps.Equal(got, want) {
+				t.Errorf("flush %d places %v, want %v", i, got, want)
+			}
+			got := map[string]uint64{}
+			for _, c := range calls[i] {
+				got[c.Key] += c.N
+			}
+			if !maps.Equal(got, w.counts) {
+				t.Errorf("flush %d sends %v, want %v", i, got, w.counts)
+			}
 		}
 	})
 }

@@ -25,7 +25,8 @@ type flusher struct {
 	nextID   uint64
 
 	parts      []partial                // the round's partials
-	order      []int                    // scratch of group
+	pieces     []piece                  // their cuts
+	order      []*piece                 // scratch of group
 	groups     []*group                 // the round's counts, one Flush each, oldest first
 	step       int64                    // Bucket in milliseconds: the step of the spreads
 	sources    []KeySources             // the workers' sources of the round, side by side (a key may repeat)

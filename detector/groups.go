@@ -6,54 +6,71 @@ import (
 	"time"
 )
 
-// maxGroups bounds the flushes one round sends (see groups).
+// maxGroups bounds the flushes one round sends (see group).
 const maxGroups = 4
 
-// group is the counts of a round's partitions whose event times overlap,
-// sent as one Flush: the aggregators spread each count over the steps of
-// its Flush by the Flush's weights, which are right for the counts of
-// partitions that read the same stretch of event time, and wrong for those
-// of one that read another. A round holds several groups when a partition
-// lags the others (a backlog after a rebalance, a slow fetch): a count of
-// the lagging partition then stays in its own steps, and the others' in
-// theirs. One group of two disjoint steps, 100 ms apart, put 5–6 % of a
-// key's accesses on the wrong side of a window's edge (issue 41).
+// group is the counts of the cuts of a round (see worker.cut) whose event
+// times overlap, sent as one Flush: the aggregators spread each count over
+// the steps of its Flush by the Flush's weights. One set of weights is
+// right for counts that happened in the same stretch of event time, and
+// wrong for those of a partition that lags the others (a backlog after a
+// rebalance, a slow fetch) or that read two producers' batches in one
+// round: they would be spread over the others' steps too. One group of two
+// steps 100 ms apart put 5–6 % of a key's accesses on the wrong side of a
+// window's edge (issue 41).
 type group struct {
 	first, last    int64 // steps of oldest and newest
 	oldest, newest int64 // event time of its counts, Unix ms (0, 0: none)
-	parts          []int // its partitions' partials, by index in the round's
+	cuts           []*piece
 	counts         []Count
 	index          map[appKey]int // counts' index by key
 	spread         spread         // its counts' accesses per step of event time
 }
 
-// groups sorts the round's partials into f.groups: those with event times
-// into groups of overlapping stretches of steps, oldest first, at most
-// maxGroups (the closest are merged); those without (no records, or only
-// entries without a time) into the newest group, or a group of their own
-// when none has a time. Then it merges each group's counts by key.
+// piece is one cut of one partition's round, as the flusher groups it.
+type piece struct {
+	counts         []Count
+	oldest, newest int64
+	n              uint64
+	spread         *spread // nil: n accesses in the step of oldest
+}
+
+// group sorts the cuts of the round's partials into f.groups: those with
+// event times into groups of overlapping stretches of steps, oldest first,
+// at most maxGroups (the closest are merged); those without (counts of keys
+// decided as their bucket closed, entries without a time) into the newest
+// group, or a group of their own when none has a time. Then it merges each
+// group's counts by key.
 func (f *flusher) group() {
-	f.groups = f.groups[:0]
-	step := f.step
-	timed := f.order[:0]
-	for i, p := range f.parts {
-		if p.newest > 0 {
-			timed = append(timed, i)
+	f.pieces = f.pieces[:0]
+	for _, p := range f.parts {
+		start := 0
+		for _, c := range p.cuts {
+			if c.end > start || c.newest > 0 {
+				f.pieces = append(f.pieces, piece{counts: p.counts[start:c.end], oldest: c.oldest, newest: c.newest, n: c.n, spread: c.spread})
+			}
+			start = c.end
 		}
 	}
-	slices.SortFunc(timed, func(a, b int) int { return cmp.Compare(f.parts[a].oldest, f.parts[b].oldest) })
-	for _, i := range timed {
-		p := &f.parts[i]
-		first, last := p.oldest/step, p.newest/step
+	f.groups = f.groups[:0]
+	timed := f.order[:0]
+	for i := range f.pieces {
+		if f.pieces[i].newest > 0 {
+			timed = append(timed, &f.pieces[i])
+		}
+	}
+	slices.SortFunc(timed, func(a, b *piece) int { return cmp.Compare(a.oldest, b.oldest) })
+	for _, u := range timed {
+		first, last := u.oldest/f.step, u.newest/f.step
 		if n := len(f.groups); n > 0 && first <= f.groups[n-1].last {
 			g := f.groups[n-1]
-			g.last, g.newest = max(g.last, last), max(g.newest, p.newest)
-			g.parts = append(g.parts, i)
+			g.last, g.newest = max(g.last, last), max(g.newest, u.newest)
+			g.cuts = append(g.cuts, u)
 			continue
 		}
 		g := f.newGroup()
-		g.first, g.last, g.oldest, g.newest = first, last, p.oldest, p.newest
-		g.parts = append(g.parts, i)
+		g.first, g.last, g.oldest, g.newest = first, last, u.oldest, u.newest
+		g.cuts = append(g.cuts, u)
 	}
 	f.order = timed
 	for len(f.groups) > maxGroups {
@@ -63,9 +80,9 @@ func (f *flusher) group() {
 		f.newGroup()
 	}
 	last := f.groups[len(f.groups)-1]
-	for i, p := range f.parts {
-		if p.newest == 0 {
-			last.parts = append(last.parts, i)
+	for i := range f.pieces {
+		if f.pieces[i].newest == 0 {
+			last.cuts = append(last.cuts, &f.pieces[i])
 		}
 	}
 	for _, g := range f.groups {
@@ -84,7 +101,7 @@ func (f *flusher) newGroup() *group {
 	}
 	g := f.groups[n]
 	g.first, g.last, g.oldest, g.newest = 0, 0, 0, 0
-	g.parts, g.counts = g.parts[:0], g.counts[:0]
+	g.cuts, g.counts = g.cuts[:0], g.counts[:0]
 	clear(g.index)
 	g.spread.reset()
 	return g
@@ -101,25 +118,26 @@ func (f *flusher) mergeClosest() {
 	}
 	a, b := f.groups[best-1], f.groups[best]
 	a.last, a.newest = max(a.last, b.last), max(a.newest, b.newest)
-	a.parts = append(a.parts, b.parts...)
+	a.cuts = append(a.cuts, b.cuts...)
 	// b's buffers go to the end of the list, for reuse.
 	copy(f.groups[best:], f.groups[best+1:])
 	f.groups[len(f.groups)-1] = b
 	f.groups = f.groups[:len(f.groups)-1]
 }
 
-// mergeCounts sums g's partitions' counts per key and their spreads.
+// mergeCounts sums g's cuts' counts per key and their accesses per step.
 func (f *flusher) mergeCounts(g *group) {
-	for _, i := range g.parts {
-		p := &f.parts[i]
-		if p.spread != nil {
-			g.spread.merge(p.spread)
+	for _, u := range g.cuts {
+		if u.spread != nil {
+			g.spread.merge(u.spread)
+		} else if u.n > 0 {
+			g.spread.addAt(u.oldest/f.step, u.n)
 		}
-		if len(g.parts) == 1 {
-			g.counts = append(g.counts, p.counts...)
+		if len(g.cuts) == 1 {
+			g.counts = append(g.counts, u.counts...)
 			continue
 		}
-		for _, c := range p.counts {
+		for _, c := range u.counts {
 			k := appKey{c.App, c.Key}
 			if j, ok := g.index[k]; ok {
 				m := &g.counts[j]

@@ -89,3 +89,12 @@ func (s *spread) weights() []uint64 {
 	}
 	return s.w
 }
+
+// sum returns the accesses of every step.
+func (s *spread) sum() uint64 {
+	var n uint64
+	for _, w := range s.w {
+		n = satAdd(n, w)
+	}
+	return n
+}

@@ -40,7 +40,10 @@ type partial struct {
 	// ahead of the clock (0, 0: none), and their accesses per step of it
 	// (the worker's: valid until it answers the next round).
 	oldest, newest int64
-	spread         *spread
+	spread         *spread // accesses per step of the last cut's event time
+	// cuts divide counts by the steps of event time their entries had: each
+	// but the last holds one step (see worker.cut).
+	cuts []cut
 	// The sources of keys near the threshold, and the effects the apps
 	// reported, per key and per instance, over the round (the worker's:
 	// valid until it answers the next round).
@@ -62,9 +65,12 @@ type worker struct {
 	out    chan<- partial
 	early  chan<- uint64 // asks the flusher to end round id now (a key turned hot)
 	next   uint64        // the round to answer next: the one counting now
-	buf    []Count
-	lag    prometheus.Gauge
-	wg     weigher // the filter weights of each entry's app
+	// The round's counts and cuts, and the previous round's, which the
+	// flusher reads until the next answer.
+	buf, sentBuf   []Count
+	cuts, sentCuts []cut
+	lag            prometheus.Gauge
+	wg             weigher // the filter weights of each entry's app
 
 	offset, hwm int64
 	rewound     bool   // the partition's log was replaced since the last answer (ErrRewound)
@@ -77,11 +83,15 @@ type worker struct {
 
 	// Event time, in Unix ms: recMs is the time of the record being decoded
 	// (the default of entries without their own); oldest and newest bound
-	// the entry times of the current round (0 when it has none).
+	// the entry times of the current round (0 when it has none), segOldest
+	// and segNewest those of its current cut, whose entries' times lie in
+	// [segFrom, segTo) (segTo 0: no entry yet).
 	recMs, oldest, newest int64
+	segOldest, segNewest  int64
+	segFrom, segTo        int64
 	nowMs                 int64 // the clock when the record was read, Unix ms
-	// The round's accesses per step of event time, and the previous
-	// round's, which the flusher reads until the next answer.
+	// The current cut's accesses per step of event time, and the previous
+	// round's last cut's, which the flusher reads until the next answer.
 	spread, sent *spread
 	// The round's sources and effects, and the previous round's, which the
 	// flusher reads until the next answer. effectAt indexes effects by key,
@@ -121,8 +131,15 @@ func newWorker(d *Detector, cl Claim, parts int, rounds *atomic.Pointer[round], 
 			return
 		}
 		ts = min(ts, w.nowMs) // an entry time ahead of this clock counts as now
+		if ts < w.segFrom || ts >= w.segTo {
+			w.cut(ts)
+		}
 		w.spread.add(ts, e.Count)
 		w.c.count(e, w.wg.of(e.App))
+		if w.segOldest == 0 || ts < w.segOldest {
+			w.segOldest = ts
+		}
+		w.segNewest = max(w.segNewest, ts)
 		if w.oldest == 0 || ts < w.oldest {
 			w.oldest = ts
 		}
@@ -224,11 +241,51 @@ func (w *worker) consume(rec Record) {
 	}
 }
 
+// maxCuts bounds the cuts of a partition's round (see worker.cut).
+const maxCuts = 4
+
+// A cut is a stretch of a partition's round: the counts flushed at its end,
+// which the flusher sends with the event time of its entries, rather than
+// with that of the whole round (see group).
+type cut struct {
+	end            int   // its counts end at this index of the round's
+	oldest, newest int64 // event time of its entries, Unix ms (0, 0: none)
+	// Its accesses: n, all in the step of oldest, or, for the round's last
+	// cut, spread over steps.
+	n      uint64
+	spread *spread
+}
+
+// cut starts a new cut of the round for an entry at event time ts outside
+// the current cut's step: the counter's counts so far are flushed and close
+// the current cut, if it has entries, so that each cut holds the accesses
+// of one step of event time. A partition reading two producers' batches
+// 100 ms apart in one round sends each batch's keys at its own step; with
+// one cut, all of them were spread over both steps, and a key's accesses
+// put on the wrong side of a window's edge read 5 % off (issue 41). Past
+// maxCuts the round's last cut takes every step (a backlog).
+func (w *worker) cut(ts int64) {
+	if w.segTo != 0 {
+		if len(w.cuts) == maxCuts-1 {
+			w.segFrom, w.segTo = math.MinInt64, math.MaxInt64
+			return
+		}
+		w.buf = w.c.flush(w.buf, false)
+		w.cuts = append(w.cuts, cut{end: len(w.buf), oldest: w.segOldest, newest: w.segNewest, n: w.spread.sum()})
+		w.spread.reset()
+		w.segOldest, w.segNewest = 0, 0
+	}
+	step := w.spread.step
+	w.segFrom = ts / step * step
+	w.segTo = w.segFrom + step
+}
+
 // answer hands the round's counts and the partition's offset to the flusher.
 func (w *worker) answer(id uint64, final bool) {
 	now := time.Now().UnixNano()
 	w.c.advance(now)
-	w.buf = w.c.flush(w.buf[:0], final)
+	w.buf = w.c.flush(w.buf, final)
+	w.cuts = append(w.cuts, cut{end: len(w.buf), oldest: w.segOldest, newest: w.segNewest, spread: w.spread})
 	w.c.takeEarly() // a key that turned hot is in this answer
 	s := w.c.takeStats()
 	m := w.d.m
@@ -241,9 +298,12 @@ func (w *worker) answer(id uint64, final bool) {
 	// Entry times were clamped to the clock as they were counted.
 	w.sources = w.c.takeSources(w.sources[:0], now, final)
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, rewound: w.rewound, keys: w.c.len(),
-		oldest: w.oldest, newest: w.newest, spread: w.spread, sources: w.sources, effects: w.effects,
+		oldest: w.oldest, newest: w.newest, spread: w.spread, cuts: w.cuts, sources: w.sources, effects: w.effects,
 		instances: w.instances}
 	w.oldest, w.newest, w.rewound = 0, 0, false
+	w.segOldest, w.segNewest, w.segFrom, w.segTo = 0, 0, 0, 0
+	w.buf, w.sentBuf = w.sentBuf[:0], w.buf
+	w.cuts, w.sentCuts = w.sentCuts[:0], w.cuts
 	w.spread, w.sent = w.sent, w.spread
 	w.spread.reset()
 	w.sources, w.sentSources = w.sentSources, w.sources

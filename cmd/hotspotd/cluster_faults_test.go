@@ -359,6 +359,12 @@ func TestClusterSteadyRates(t *testing.T) {
 	}
 	r.runLoad(cfg)
 	r.finish()
+	// A round whose partitions read disjoint stretches of event time goes
+	// out as several flushes (docs/detector.md): say how often.
+	for _, id := range slices.Sorted(maps.Keys(r.procs)) {
+		m := scrapeMetrics(t, r.procs[id].addr)
+		t.Logf("%s: %.0f rounds split of %.0f", id, m["hotspot_detector_split_rounds_total"], m["hotspot_detector_flush_seconds_count"])
+	}
 	t.Logf("load average %s", loadAverage())
 }
 
