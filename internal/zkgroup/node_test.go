@@ -76,3 +76,50 @@ func TestNodeOperations(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedWriteIsNotSentLater: a write whose caller gave up while the
+// connection was down is not sent once it is back. go-zookeeper queues a
+// request made while it is disconnected and sends it when it reconnects;
+// an aggregator retrying its publication through a partition had each
+// attempt land after the heal, over newer state, and a key cold for
+// seconds was back in an app's hot set (TestClusterZooKeeperPartition).
+func TestAbandonedWriteIsNotSentLater(t *testing.T) {
+	addr, root := setup(t)
+	cut := &stacktest.Cutter{}
+	s := connect(t, addr, zkgroup.Config{Dialer: cut.Dial})
+	ctx := t.Context()
+	p := root + "/node"
+	if err := s.Put(ctx, p, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	cut.Cut()
+	for s.Connected() {
+		time.Sleep(time.Millisecond)
+	}
+	for _, op := range []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{"Put", func(ctx context.Context) error { return s.Put(ctx, p, []byte("stale")) }},
+		{"Set", func(ctx context.Context) error { return s.Set(ctx, p, []byte("stale"), -1) }},
+		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, p, -1) }},
+	} {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if err := op.do(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s while disconnected: %v, want DeadlineExceeded", op.name, err)
+		}
+		cancel()
+	}
+	cut.Heal()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Connected() {
+		if time.Now().After(deadline) {
+			t.Fatal("no reconnection within 10s of the heal")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // what was queued would be sent by now
+	if data, _, err := s.Get(ctx, p); err != nil || string(data) != "v1" {
+		t.Fatalf("after the heal: %q, %v; want v1 (a write given up on while disconnected was sent later)", data, err)
+	}
+}
