@@ -21,7 +21,7 @@ const maxGroups = 4
 type group struct {
 	first, last    int64 // steps of oldest and newest
 	oldest, newest int64 // event time of its counts, Unix ms (0, 0: none)
-	cuts           []*piece
+	pieces         []*piece
 	counts         []Count
 	index          map[appKey]int // counts' index by key
 	spread         spread         // its counts' accesses per step of event time
@@ -60,17 +60,17 @@ func (f *flusher) group() {
 		}
 	}
 	slices.SortFunc(timed, func(a, b *piece) int { return cmp.Compare(a.oldest, b.oldest) })
-	for _, u := range timed {
-		first, last := u.oldest/f.step, u.newest/f.step
+	for _, pc := range timed {
+		first, last := pc.oldest/f.step, pc.newest/f.step
 		if n := len(f.groups); n > 0 && first <= f.groups[n-1].last {
 			g := f.groups[n-1]
-			g.last, g.newest = max(g.last, last), max(g.newest, u.newest)
-			g.cuts = append(g.cuts, u)
+			g.last, g.newest = max(g.last, last), max(g.newest, pc.newest)
+			g.pieces = append(g.pieces, pc)
 			continue
 		}
 		g := f.newGroup()
-		g.first, g.last, g.oldest, g.newest = first, last, u.oldest, u.newest
-		g.cuts = append(g.cuts, u)
+		g.first, g.last, g.oldest, g.newest = first, last, pc.oldest, pc.newest
+		g.pieces = append(g.pieces, pc)
 	}
 	f.order = timed
 	for len(f.groups) > maxGroups {
@@ -82,7 +82,7 @@ func (f *flusher) group() {
 	last := f.groups[len(f.groups)-1]
 	for i := range f.pieces {
 		if f.pieces[i].newest == 0 {
-			last.cuts = append(last.cuts, &f.pieces[i])
+			last.pieces = append(last.pieces, &f.pieces[i])
 		}
 	}
 	for _, g := range f.groups {
@@ -101,7 +101,7 @@ func (f *flusher) newGroup() *group {
 	}
 	g := f.groups[n]
 	g.first, g.last, g.oldest, g.newest = 0, 0, 0, 0
-	g.cuts, g.counts = g.cuts[:0], g.counts[:0]
+	g.pieces, g.counts = g.pieces[:0], g.counts[:0]
 	clear(g.index)
 	g.spread.reset()
 	return g
@@ -118,26 +118,26 @@ func (f *flusher) mergeClosest() {
 	}
 	a, b := f.groups[best-1], f.groups[best]
 	a.last, a.newest = max(a.last, b.last), max(a.newest, b.newest)
-	a.cuts = append(a.cuts, b.cuts...)
+	a.pieces = append(a.pieces, b.pieces...)
 	// b's buffers go to the end of the list, for reuse.
 	copy(f.groups[best:], f.groups[best+1:])
 	f.groups[len(f.groups)-1] = b
 	f.groups = f.groups[:len(f.groups)-1]
 }
 
-// mergeCounts sums g's cuts' counts per key and their accesses per step.
+// mergeCounts sums g's pieces' counts per key and their accesses per step.
 func (f *flusher) mergeCounts(g *group) {
-	for _, u := range g.cuts {
-		if u.spread != nil {
-			g.spread.merge(u.spread)
-		} else if u.n > 0 {
-			g.spread.addAt(u.oldest/f.step, u.n)
+	for _, pc := range g.pieces {
+		if pc.spread != nil {
+			g.spread.merge(pc.spread)
+		} else if pc.n > 0 {
+			g.spread.addAt(pc.oldest/f.step, pc.n)
 		}
-		if len(g.cuts) == 1 {
-			g.counts = append(g.counts, u.counts...)
+		if len(g.pieces) == 1 {
+			g.counts = append(g.counts, pc.counts...)
 			continue
 		}
-		for _, c := range u.counts {
+		for _, c := range pc.counts {
 			k := appKey{c.App, c.Key}
 			if j, ok := g.index[k]; ok {
 				m := &g.counts[j]
