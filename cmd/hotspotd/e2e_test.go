@@ -299,7 +299,12 @@ func TestFlashCrowd(t *testing.T) {
 			Source string  `json:"source"`
 		} `json:"hotkeys"`
 	}
-	getJSON(t, "http://"+p1.addr+"/v1/hotkeys?app=shop", &got)
+	// The API serves a1's own watch of ZooKeeper, which may hear of the
+	// write a moment after the test's watcher did.
+	waitFor(t, 2*time.Second, "item:flash in a1's /v1/hotkeys", func() bool {
+		getJSON(t, "http://"+p1.addr+"/v1/hotkeys?app=shop", &got)
+		return len(got.HotKeys) > 0
+	})
 	if len(got.HotKeys) != 1 || got.HotKeys[0].Key != "item:flash" || got.HotKeys[0].Source != "detected" {
 		t.Fatalf("/v1/hotkeys = %+v, want item:flash alone", got)
 	}
