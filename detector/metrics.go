@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		earlyRounds: f.NewCounter(opts("early_rounds_total",
 			"Rounds ended before their flush tick because a key turned hot in them (their offsets are committed at the next tick).")),
 		splitRounds: f.NewCounter(opts("split_rounds_total",
-			"Rounds sent as more than one flush because some partitions read event times the others did not (they lag).")),
+			"Rounds sent as more than one flush because their counts came from disjoint stretches of event time (a partition lagging, or reading two producers' batches).")),
 		keys: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "keys",
 			Help: "Keys tracked in the windowed counters, all partitions."}),
 		partitions: f.NewGauge(prometheus.GaugeOpts{Namespace: "hotspot", Subsystem: "detector", Name: "partitions",

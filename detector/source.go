@@ -19,10 +19,11 @@ type Flush = shardapi.Flush
 // Sink receives each flush's partial counts.
 //
 // Send is called at least once per flush round, with no counts when there
-// is nothing to forward (a liveness signal); once per group of partitions
-// that read overlapping event times, oldest first, when a partition lags
-// the others, so that each Flush's weights are those of its counts. It returns once the counts are
-// handed on. Run commits the offsets of the records behind them only after
+// is nothing to forward (a liveness signal); when the round's counts came
+// from disjoint stretches of event time (a partition lagging the others,
+// or reading two producers' batches), once per stretch, oldest first, so
+// that each Flush's weights are those of its counts. It returns once the
+// counts are handed on. Run commits the offsets of the records behind them only after
 // Send returned nil; on an error it retries the same counts (same Flush)
 // with backoff and never commits past them. counts is reused after Send
 // returns: keep the Count values (their strings are immutable), not the

@@ -37,12 +37,11 @@ type partial struct {
 	rewound   bool    // the partition's log was replaced since the last answer (ErrRewound)
 	keys      int     // keys in the worker's counter
 	// Event time of the entries counted during the round, Unix ms, never
-	// ahead of the clock (0, 0: none), and their accesses per step of it
-	// (the worker's: valid until it answers the next round).
+	// ahead of the clock (0, 0: none).
 	oldest, newest int64
-	spread         *spread // accesses per step of the last cut's event time
 	// cuts divide counts by the steps of event time their entries had: each
-	// but the last holds one step (see worker.cut).
+	// but the last holds one step (see worker.cut). The last one's spread
+	// is the worker's: valid until it answers the next round.
 	cuts []cut
 	// The sources of keys near the threshold, and the effects the apps
 	// reported, per key and per instance, over the round (the worker's:
@@ -298,7 +297,7 @@ func (w *worker) answer(id uint64, final bool) {
 	// Entry times were clamped to the clock as they were counted.
 	w.sources = w.c.takeSources(w.sources[:0], now, final)
 	w.out <- partial{round: id, partition: w.tp, counts: w.buf, offset: w.offset, rewound: w.rewound, keys: w.c.len(),
-		oldest: w.oldest, newest: w.newest, spread: w.spread, cuts: w.cuts, sources: w.sources, effects: w.effects,
+		oldest: w.oldest, newest: w.newest, cuts: w.cuts, sources: w.sources, effects: w.effects,
 		instances: w.instances}
 	w.oldest, w.newest, w.rewound = 0, 0, false
 	w.segOldest, w.segNewest, w.segFrom, w.segTo = 0, 0, 0, 0
